@@ -1,0 +1,40 @@
+// Atomic storage of checkpoint files in one directory, as the kubelet's
+// checkpointmanager filestore does: write to a "."-prefixed temp file in the
+// same directory (mode 0600), fsync, close, rename over the target, fsync the
+// directory; the temp file is removed on any failure.
+#ifndef DEVMGR_CHECKPOINT_FILE_STORE_H_
+#define DEVMGR_CHECKPOINT_FILE_STORE_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace devmgr::checkpoint {
+
+// Thread-compatible.
+class FileStore {
+ public:
+  // `dir` must exist when Write is called. With fsync false, the fsyncs are
+  // skipped (fast CI runs; no durability across power loss).
+  explicit FileStore(std::string dir, bool fsync = true);
+
+  // Returns NotFound when the file does not exist, the bytes otherwise.
+  absl::StatusOr<std::string> Read(std::string_view name) const;
+  absl::Status Write(std::string_view name, std::string_view bytes) const;
+  // OK when the file is gone afterwards (also when it did not exist).
+  absl::Status Remove(std::string_view name) const;
+  // Names of the regular files not starting with '.', sorted.
+  absl::StatusOr<std::vector<std::string>> List() const;
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  bool fsync_;
+};
+
+}  // namespace devmgr::checkpoint
+
+#endif  // DEVMGR_CHECKPOINT_FILE_STORE_H_

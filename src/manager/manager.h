@@ -1,0 +1,110 @@
+// Manager: the kubelet's device manager (pkg/kubelet/cm/devicemanager
+// ManagerImpl) without the kubelet around it: device sets per resource,
+// endpoints, podDevices, allocation and the checkpoint.
+// See shared/kubelet-device-manager.md sections 2-8.
+#ifndef DEVMGR_MANAGER_MANAGER_H_
+#define DEVMGR_MANAGER_MANAGER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/profile.h"
+#include "manager/plugin_client.h"
+
+namespace devmgr::manager {
+
+// One device as last reported by ListAndWatch.
+struct DeviceInfo {
+  std::string id;
+  std::string health;  // as sent; only "Healthy" counts as healthy
+  // nullopt: no topology (nil or no nodes), the kubelet's NUMA -1.
+  std::optional<std::vector<int64_t>> numa_nodes;
+};
+
+// A snapshot of one resource, for the status file and tests.
+struct ResourceStatus {
+  std::string resource_name;
+  int64_t capacity = 0;
+  // nullopt when the kubelet would report no allocatable entry (only an
+  // unhealthy set exists; node status then copies capacity).
+  std::optional<int64_t> allocatable;
+  std::vector<DeviceInfo> devices;  // allDevices[r], sorted by id
+  std::vector<std::string> healthy;  // sorted
+  std::vector<std::string> unhealthy;  // sorted
+  std::vector<std::string> allocated;  // sorted
+  bool has_endpoint = false;
+  std::string endpoint_socket;  // empty for a checkpoint placeholder
+  bool stopped = false;
+  absl::Time connected_since = absl::InfinitePast();
+  absl::Time stopped_since = absl::InfinitePast();
+};
+
+// GetCapacity's three results.
+struct CapacityResult {
+  std::map<std::string, int64_t> capacity;
+  std::map<std::string, int64_t> allocatable;
+  std::vector<std::string> removed;
+};
+
+struct ManagerOptions {
+  // The device-plugin directory (kubelet.sock and the checkpoint live here).
+  std::string plugin_dir;
+  Profile profile = DefaultProfile();
+  // Must outlive the manager. nullptr: the real clock.
+  Clock* clock = nullptr;
+  // Passed to the checkpoint store.
+  bool fsync = true;
+  // cadvisor's NUMA node ids, in order (topology hints use them).
+  std::vector<int> numa_nodes = {0};
+};
+
+// What the kubelet hands Start (active pods, readiness, the runtime's
+// containers at start-up).
+struct StartOptions {
+  // UIDs of the pods the kubelet considers active. Empty function: none.
+  std::function<std::vector<std::string>()> active_pod_uids;
+  // sourcesReady.AllReady(). Empty function: always ready.
+  std::function<bool()> sources_ready;
+  // (pod UID, container name) -> container ID, and the running container IDs.
+  std::map<std::pair<std::string, std::string>, std::string> container_map;
+  std::set<std::string> running_container_ids;
+};
+
+// Thread-safe.
+class Manager : public ClientHandler {
+ public:
+  // Reads the checkpoint (errors are logged and ignored, as the kubelet
+  // does) and restores podDevices, allocated devices and registered
+  // resources (with stopped placeholder endpoints).
+  virtual absl::Status Start(StartOptions opts) = 0;
+  // Idempotent; safe without Start. Marks every resource's devices
+  // unhealthy as PluginDisconnected does.
+  virtual void Stop() = 0;
+
+  // The kubelet's GetCapacity, including the endpointStopGracePeriod (5 min)
+  // expiry and its checkpoint write.
+  virtual CapacityResult GetCapacity() = 0;
+  // Every resource the manager knows, sorted by name. Does not expire
+  // anything (call GetCapacity for that).
+  virtual std::vector<ResourceStatus> Snapshot() const = 0;
+
+  // Called (without locks held) after every state change worth showing:
+  // device list received, plugin connected or disconnected, allocation.
+  virtual void SetChangeCallback(std::function<void()> cb) = 0;
+};
+
+std::unique_ptr<Manager> NewManager(ManagerOptions opts);
+
+}  // namespace devmgr::manager
+
+#endif  // DEVMGR_MANAGER_MANAGER_H_
