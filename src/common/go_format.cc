@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "absl/strings/str_format.h"
+#include "fmt/format.h"
 
 namespace devmgr {
 namespace {
@@ -71,7 +71,7 @@ std::string GoQuote(std::string_view s) {
     size_t len;
     const int32_t r = DecodeRune(s, i, &len);
     if (r < 0) {
-      absl::StrAppendFormat(&out, "\\x%02x", static_cast<unsigned char>(s[i]));
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(s[i]));
       i += 1;
       continue;
     }
@@ -89,11 +89,11 @@ std::string GoQuote(std::string_view s) {
         if (IsPrintRune(r)) {
           out.append(s.substr(i, len));
         } else if (r < 0x20 || r == 0x7F) {
-          absl::StrAppendFormat(&out, "\\x%02x", r);
+          out += fmt::format("\\x{:02x}", r);
         } else if (r < 0x10000) {
-          absl::StrAppendFormat(&out, "\\u%04x", r);
+          out += fmt::format("\\u{:04x}", r);
         } else {
-          absl::StrAppendFormat(&out, "\\U%08x", r);
+          out += fmt::format("\\U{:08x}", r);
         }
     }
     i += len;

@@ -6,13 +6,13 @@
 #include <memory>
 #include <mutex>
 
-#include "absl/strings/str_cat.h"
+#include "fmt/format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/go_format.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/sinks/ringbuffer_sink.h"
-#include "spdlog/sinks/stderr_sinks.h"
+#include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
 
 namespace devmgr::log {
@@ -54,13 +54,13 @@ std::string TextLine(Severity sev, const char* file, int line, std::string_view 
                      std::string_view err, std::initializer_list<KV> kvs) {
   const char letter = sev == Severity::kInfo ? 'I' : sev == Severity::kWarning ? 'W' : 'E';
   const absl::Time now = absl::Now();
-  std::string out = absl::StrCat(
-      std::string(1, letter), absl::FormatTime("%m%d %H:%M:%E6S", now, absl::LocalTimeZone()),
-      " ", absl::StrFormat("%7d", static_cast<int>(getpid())), " ", Basename(file), ":", line,
-      "] ", GoQuote(msg));
-  if (!err.empty()) absl::StrAppend(&out, " err=", GoQuote(err));
+  std::string out = fmt::format(
+      "{}{} {:7d} {}:{}] {}", letter,
+      absl::FormatTime("%m%d %H:%M:%E6S", now, absl::LocalTimeZone()),
+      static_cast<int>(getpid()), Basename(file), line, GoQuote(msg));
+  if (!err.empty()) out += " err=" + GoQuote(err);
   for (const KV& kv : kvs) {
-    absl::StrAppend(&out, " ", kv.key, "=", kv.quoted ? GoQuote(kv.value) : kv.value);
+    out += " " + kv.key + "=" + (kv.quoted ? GoQuote(kv.value) : kv.value);
   }
   return out;
 }
@@ -70,7 +70,7 @@ std::string JsonLine(Severity sev, int verbosity, const char* file, int line,
                      std::initializer_list<KV> kvs) {
   nlohmann::ordered_json j;
   j["ts"] = absl::ToDoubleMilliseconds(absl::Now() - absl::UnixEpoch());
-  j["caller"] = absl::StrCat(Basename(file), ":", line);
+  j["caller"] = fmt::format("{}:{}", Basename(file), line);
   j["msg"] = std::string(msg);
   if (sev == Severity::kInfo) j["v"] = verbosity;
   if (!err.empty()) j["err"] = std::string(err);

@@ -1,9 +1,8 @@
 #include "common/profile.h"
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include <charconv>
+
+#include "fmt/format.h"
 
 namespace devmgr {
 namespace {
@@ -11,7 +10,7 @@ namespace {
 Profile Make(int minor) {
   Profile p;
   p.minor = minor;
-  p.name = minor >= 34 ? "1.34+" : absl::StrCat("1.", minor);
+  p.name = minor >= 34 ? "1.34+" : fmt::format("1.{}", minor);
   p.v1_checkpoint_fallback = minor == 30;
   p.pending_admission_pod_active = minor <= 31;
   p.cleanup_sockets_only = minor >= 33;
@@ -33,19 +32,34 @@ std::vector<std::string> ProfileNames() {
 
 absl::StatusOr<Profile> ProfileForVersion(std::string_view version) {
   std::string_view v = version;
-  absl::ConsumePrefix(&v, "v");
-  absl::ConsumeSuffix(&v, "+");
-  std::vector<std::string_view> parts = absl::StrSplit(v, '.');
+  if (!v.empty() && v.front() == 'v') v.remove_prefix(1);
+  if (!v.empty() && v.back() == '+') v.remove_suffix(1);
+  // MAJOR.MINOR[.PATCH]
   int major = 0;
   int minor = 0;
-  if (parts.size() < 2 || parts.size() > 3 || !absl::SimpleAtoi(parts[0], &major) ||
-      !absl::SimpleAtoi(parts[1], &minor) || major != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown kubelet version \"", version, "\": want one of 1.30, 1.31, 1.32, 1.33, 1.34+"));
+  int patch = 0;
+  const char* p = v.data();
+  const char* end = v.data() + v.size();
+  bool ok = false;
+  auto r = std::from_chars(p, end, major);
+  if (r.ec == std::errc() && r.ptr != end && *r.ptr == '.') {
+    r = std::from_chars(r.ptr + 1, end, minor);
+    if (r.ec == std::errc()) {
+      if (r.ptr == end) {
+        ok = true;
+      } else if (*r.ptr == '.') {
+        r = std::from_chars(r.ptr + 1, end, patch);
+        ok = r.ec == std::errc() && r.ptr == end;
+      }
+    }
+  }
+  if (!ok || major != 1) {
+    return absl::InvalidArgumentError(fmt::format(
+        "unknown kubelet version \"{}\": want one of 1.30, 1.31, 1.32, 1.33, 1.34+", version));
   }
   if (minor < 30) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kubelet version ", version, " is older than devmgr emulates (1.30 to 1.34+)"));
+    return absl::InvalidArgumentError(fmt::format(
+        "kubelet version {} is older than devmgr emulates (1.30 to 1.34+)", version));
   }
   return Make(minor >= 34 ? 34 : minor);
 }

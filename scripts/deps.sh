@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages devmgr needs that are missing. As root it runs
+# apt-get; otherwise it prints the exact command to run and fails.
+set -euo pipefail
+
+PACKAGES=(
+  cmake g++ make pkg-config
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
+  libtinyxml2-dev libgtest-dev libgmock-dev libbenchmark-dev
+  python3 util-linux
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "devmgr needs these Debian packages: ${missing[*]}" >&2
+  echo "Install them with:  sudo apt-get update && sudo $cmd" >&2
+  exit 1
+fi
+echo "Installing missing Debian packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+$cmd -qq

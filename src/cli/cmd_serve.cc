@@ -1,0 +1,6 @@
+// Placeholder: replaced by the real subcommand.
+#include "cli/commands.h"
+
+namespace devmgr::cli {
+void AddServeCommand(CLI::App&, int*) {}
+}  // namespace devmgr::cli

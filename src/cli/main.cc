@@ -1,0 +1,57 @@
+// devmgr: wiring only. Subcommands come from the table in commands.h.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "cli/commands.h"
+#include "common/spellcheck.h"
+
+namespace {
+
+using AddFn = void (*)(CLI::App&, int*);
+constexpr AddFn kCommands[] = {
+    devmgr::cli::AddServeCommand,
+    devmgr::cli::AddSamplePluginCommand,
+    devmgr::cli::AddCheckpointCommand,
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "devmgr: the kubelet's Device Manager without a cluster. Runs the kubelet side of the\n"
+      "device plugin API v1beta1 against real plugins, and inspects and repairs\n"
+      "kubelet_internal_checkpoint files.",
+      "devmgr"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "devmgr 0.1.0");
+  int exit_code = devmgr::cli::kExitOk;
+  for (AddFn add : kCommands) add(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    // Suggest a subcommand for a misspelt first word.
+    if (argc > 1 && argv[1][0] != '-') {
+      std::vector<std::string> names;
+      for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+      const std::string guess = devmgr::SpellCheck(argv[1], names);
+      bool known = false;
+      for (const auto& n : names) known |= n == argv[1];
+      if (!known) {
+        msg = "unknown command '" + std::string(argv[1]) + "'";
+        if (!guess.empty()) msg += " (did you mean '" + guess + "'?)";
+      }
+    }
+    std::cerr << "devmgr: " << msg << "\nRun 'devmgr --help' for usage.\n";
+    return devmgr::cli::kExitUsage;
+  }
+  return exit_code;
+}
