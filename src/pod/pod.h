@@ -1,0 +1,68 @@
+// Pod: the parts of a Kubernetes v1 Pod that the device manager reads.
+//
+// Only what the kubelet's device manager looks at is kept: identity
+// (uid/name/namespace), the containers in kubelet order with their resource
+// limits and requests, whether an init container is a restartable "sidecar"
+// (restartPolicy: Always), and the pod phase (GC of terminated pods).
+// Parsing lives in manifest_parser.h; quantities in quantity.h.
+#ifndef DEVMGR_POD_POD_H_
+#define DEVMGR_POD_POD_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace devmgr::pod {
+
+struct Container {
+  std::string name;
+  // Resource name -> Quantity.Value() (rounded up to an integer, as Go's
+  // resource.Quantity.Value() does). The device manager only reads limits.
+  std::map<std::string, int64_t> limits;
+  std::map<std::string, int64_t> requests;
+  // restartPolicy: Always on an init container (a sidecar, KEP-753).
+  // Always false for app containers.
+  bool restartable = false;
+};
+
+enum class Phase { kPending, kRunning, kSucceeded, kFailed };
+
+// "Pending", "Running", "Succeeded", "Failed" (the API's spelling).
+std::string_view PhaseName(Phase phase);
+
+struct Pod {
+  std::string uid;
+  std::string name;
+  std::string namespace_;  // "default" when the manifest has none
+  std::vector<Container> init_containers;
+  std::vector<Container> containers;
+  Phase phase = Phase::kPending;
+  // The manifest file the pod came from ("" when built in code).
+  std::string source;
+};
+
+// initContainers then containers, in manifest order: the order in which the
+// kubelet admits (allocates for) containers. Pointers into `pod`.
+std::vector<const Container*> AllContainersInKubeletOrder(const Pod& pod);
+
+// True if `name` names one of pod.init_containers.
+bool IsInitContainer(const Pod& pod, std::string_view name);
+
+// nullptr when no container (init or app) has that name.
+const Container* FindContainer(const Pod& pod, std::string_view name);
+
+// Pod-level effective limits (the kubelet's resource.PodLimits with
+// ExcludeOverhead), used by the topology manager's pod scope:
+//   max( sum(app) + sum(restartable init),
+//        max over init containers i of (limit_i + sum of restartable init
+//        containers declared before i) )
+// where a restartable init container's own term is the cumulative sum of
+// restartable init containers including itself. Computed per resource over
+// every resource that appears in any container's limits.
+std::map<std::string, int64_t> PodLimits(const Pod& pod);
+
+}  // namespace devmgr::pod
+
+#endif  // DEVMGR_POD_POD_H_
