@@ -1,0 +1,73 @@
+#include "node/plugin_process.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace devmgr::node {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/devmgr-pp-XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+TEST(PluginProcessTest, CapturesOutputAndExitCode) {
+  PluginProcess p({.command = "echo hello; echo oops >&2; exit 3"});
+  ASSERT_TRUE(p.Start().ok());
+  ASSERT_TRUE(p.WaitExit(absl::Seconds(10)));
+  p.Stop();
+  EXPECT_EQ(p.exit_code(), 3);
+  EXPECT_THAT(p.OutputTail(10), Contains("hello"));
+  EXPECT_THAT(p.OutputTail(10), Contains("oops"));
+}
+
+TEST(PluginProcessTest, StopTerminatesAStoppedProcessAndItsChildren) {
+  PluginProcess p({.command = "sleep 100 & sleep 100"});
+  ASSERT_TRUE(p.Start().ok());
+  p.Signal(SIGSTOP);
+  p.Stop(absl::Seconds(5));
+  EXPECT_FALSE(p.running());
+  EXPECT_EQ(p.exit_code(), 128 + SIGTERM);
+}
+
+TEST(PluginProcessTest, ReportsABadWorkingDirectory) {
+  PluginProcess p({.command = "true", .working_dir = "/nonexistent/dir"});
+  absl::Status s = p.Start();
+  EXPECT_THAT(std::string(s.message()), HasSubstr("chdir /nonexistent/dir"));
+}
+
+TEST(PluginProcessTest, PrivateMountShowsTheEmulatorDirAtTheKubeletPath) {
+  if (!CheckPrivateMountSupported().ok()) GTEST_SKIP() << "no mount namespaces here";
+  struct stat st;
+  const bool host_had_kubelet = stat(kKubeletRoot, &st) == 0;
+  const std::string dir = TempDir();
+  std::ofstream(dir + "/marker") << "x";
+  PluginProcess p({.command = "ls /var/lib/kubelet/device-plugins; touch "
+                              "/var/lib/kubelet/device-plugins/from-plugin",
+                   .private_mount = true,
+                   .plugin_dir = dir});
+  ASSERT_TRUE(p.Start().ok());
+  ASSERT_TRUE(p.WaitExit(absl::Seconds(10)));
+  p.Stop();
+  EXPECT_EQ(p.exit_code(), 0) << ::testing::PrintToString(p.OutputTail(10));
+  EXPECT_THAT(p.OutputTail(10), Contains("marker"));
+  EXPECT_EQ(stat((dir + "/from-plugin").c_str(), &st), 0);
+  // The host's /var/lib/kubelet is neither created nor written.
+  EXPECT_EQ(stat(kKubeletRoot, &st) == 0, host_had_kubelet);
+  EXPECT_NE(stat("/var/lib/kubelet/device-plugins/from-plugin", &st), 0);
+  std::system(("rm -rf " + dir).c_str());
+}
+
+}  // namespace
+}  // namespace devmgr::node
