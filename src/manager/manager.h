@@ -16,10 +16,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/profile.h"
 #include "manager/plugin_client.h"
+#include "manager/run_container_options.h"
+#include "manager/topology_affinity.h"
+#include "pod/pod.h"
 
 namespace devmgr::manager {
 
@@ -66,14 +70,45 @@ struct ManagerOptions {
   bool fsync = true;
   // cadvisor's NUMA node ids, in order (topology hints use them).
   std::vector<int> numa_nodes = {0};
+  // The topology manager's affinity store; must outlive the manager.
+  // nullptr: the "none" policy (never an affinity).
+  const TopologyAffinityStore* affinity_store = nullptr;
+  // The DevicePluginCDIDevices feature gate; only consulted in profiles
+  // where it still exists (1.30, default on). 1.31+ always pass CDI devices.
+  bool cdi_devices_gate = true;
+};
+
+// The admission verdict for one pod (lifecycle.PodAdmitResult).
+struct AdmitResult {
+  bool admitted = true;
+  std::string reason;   // "UnexpectedAdmissionError" on an allocation error
+  std::string message;  // "Allocate failed due to <err>, which is unexpected"
+};
+
+// One container's allocation, for the status file.
+struct ContainerAllocation {
+  std::string container_name;
+  // resource -> device IDs (sorted).
+  std::map<std::string, std::vector<std::string>> devices;
+  // resource -> device ID -> NUMA nodes it is recorded under (empty: none).
+  std::map<std::string, std::map<std::string, std::vector<int64_t>>> topology;
+  // The merged runtime options (nullopt: no entry, the kubelet's nil).
+  std::optional<RunContainerOptions> options;
+};
+
+struct PodAllocation {
+  std::string pod_uid;
+  std::vector<ContainerAllocation> containers;  // sorted by name
 };
 
 // What the kubelet hands Start (active pods, readiness, the runtime's
 // containers at start-up).
 struct StartOptions {
   // UIDs of the pods the kubelet considers active. Empty function: none.
+  // Called without the manager's lock; must not call into the manager.
   std::function<std::vector<std::string>()> active_pod_uids;
-  // sourcesReady.AllReady(). Empty function: always ready.
+  // sourcesReady.AllReady(). Empty function: always ready. May be called
+  // with the manager's lock held; must not call into the manager.
   std::function<bool()> sources_ready;
   // (pod UID, container name) -> container ID, and the running container IDs.
   std::map<std::pair<std::string, std::string>, std::string> container_map;
@@ -101,6 +136,30 @@ class Manager : public ClientHandler {
   // Called (without locks held) after every state change worth showing:
   // device list received, plugin connected or disconnected, allocation.
   virtual void SetChangeCallback(std::function<void()> cb) = 0;
+
+  // ---- Allocation (section 6) ----
+
+  // The kubelet's Allocate(pod, container): allocates the container's
+  // device-plugin resources (calling GetPreferredAllocation and Allocate on
+  // the plugins), keeps devicesToReuse for init containers, and writes the
+  // checkpoint when an Allocate RPC was made. Errors carry the kubelet's
+  // exact texts. Nothing is rolled back on error (section 6.9).
+  virtual absl::Status Allocate(const pod::Pod& pod, const pod::Container& container) = 0;
+  // The topology manager's "none" policy admission: Allocate for every
+  // container in kubelet order (init, then app); the first error rejects
+  // the pod with UnexpectedAdmissionError.
+  virtual AdmitResult AdmitPod(const pod::Pod& pod) = 0;
+  // GetDeviceRunContainerOptions (section 7): PreStartContainer where the
+  // plugin requires it (30 s deadline), re-allocation of an active pod's
+  // container with no cached devices, then the merged options (nullopt when
+  // the container has no entry).
+  virtual absl::StatusOr<std::optional<RunContainerOptions>> GetDeviceRunContainerOptions(
+      const pod::Pod& pod, const pod::Container& container) = 0;
+  // Garbage collection (section 6.7): drops the entries of pods not in
+  // active_pod_uids() (only when sources are ready). No checkpoint write.
+  virtual void UpdateAllocatedDevices() = 0;
+  // Every pod's allocations, sorted by pod UID.
+  virtual std::vector<PodAllocation> Allocations() const = 0;
 };
 
 std::unique_ptr<Manager> NewManager(ManagerOptions opts);

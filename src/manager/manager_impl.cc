@@ -1,0 +1,226 @@
+// ManagerImpl: plugin connection, ListAndWatch updates, disconnection,
+// GetCapacity and snapshots (shared/kubelet-device-manager.md sections 3.1,
+// 5.2-5.4).
+#include "manager/manager_impl.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "common/logging.h"
+#include "fmt/format.h"
+
+namespace devmgr::manager {
+
+std::unique_ptr<Manager> NewManager(ManagerOptions opts) {
+  return std::make_unique<ManagerImpl>(std::move(opts));
+}
+
+namespace {
+const NoAffinityStore kNoAffinity;
+}  // namespace
+
+ManagerImpl::ManagerImpl(ManagerOptions opts)
+    : opts_(std::move(opts)),
+      clock_(opts_.clock != nullptr ? opts_.clock : &RealClock::Get()),
+      affinity_(opts_.affinity_store != nullptr ? opts_.affinity_store : &kNoAffinity),
+      store_(opts_.plugin_dir, opts_.fsync) {}
+
+ManagerImpl::~ManagerImpl() = default;
+
+void ManagerImpl::SetChangeCallback(std::function<void()> cb) {
+  absl::MutexLock l(&callback_mu_);
+  change_cb_ = std::move(cb);
+}
+
+void ManagerImpl::NotifyChange() {
+  std::function<void()> cb;
+  {
+    absl::MutexLock l(&callback_mu_);
+    cb = change_cb_;
+  }
+  if (cb) cb();
+}
+
+absl::Status ManagerImpl::PluginConnected(const std::string& resource_name,
+                                          std::shared_ptr<PluginClient> client) {
+  // No deadline: the kubelet uses context.Background(). The lock is not
+  // held during the RPC.
+  absl::StatusOr<v1beta1::DevicePluginOptions> options = client->GetDevicePluginOptions();
+  if (!options.ok()) {
+    return absl::Status(options.status().code(),
+                        fmt::format("failed to get device plugin options: {}",
+                                    std::string(options.status().message())));
+  }
+  auto e = std::make_shared<Endpoint>(resource_name, std::move(client));
+  e->set_connected_since(clock_->Now());
+  {
+    absl::MutexLock l(&mu_);
+    // Last writer wins; the previous endpoint is neither stopped nor
+    // disconnected (kubernetes#121994 follows from this). Device sets are
+    // untouched: devices appear with the first ListAndWatch response.
+    endpoints_[resource_name] = EndpointInfo{std::move(e), *std::move(options)};
+  }
+  DM_VINFO(2, "Device plugin connected", {"resourceName", resource_name});
+  NotifyChange();
+  return absl::OkStatus();
+}
+
+void ManagerImpl::PluginListAndWatchReceiver(const std::string& resource_name,
+                                             PluginClient* client,
+                                             const v1beta1::ListAndWatchResponse& resp) {
+  DM_VINFO(2, "State pushed for device plugin", {"resource", resource_name},
+           {"resourceCapacity", static_cast<int64_t>(resp.devices_size())});
+  {
+    absl::MutexLock l(&mu_);
+    // genericDeviceUpdateCallback: a full replacement. Devices that vanish
+    // keep their podDevices entries and stay in allocatedDevices.
+    devices_.Replace(resource_name, resp.devices());
+  }
+  // Always written, even when nothing changed; errors are only logged.
+  absl::Status s = WriteCheckpoint();
+  if (!s.ok()) DM_ERROR(std::string(s.message()), "Writing checkpoint encountered");
+  NotifyChange();
+}
+
+void ManagerImpl::PluginDisconnected(const std::string& resource_name, PluginClient* client) {
+  {
+    absl::MutexLock l(&mu_);
+    auto it = endpoints_.find(resource_name);
+    if (it == endpoints_.end()) return;
+    // 1.34+ tracks clients per socket: the end of a replaced client's stream
+    // no longer disconnects the current one (the fix of kubernetes#121994).
+    if (opts_.profile.clients_per_socket && client != nullptr &&
+        it->second.e->client() != client) {
+      DM_VINFO(2, "Ignoring disconnect of a replaced device plugin client",
+               {"resourceName", resource_name});
+      return;
+    }
+    devices_.MarkResourceUnhealthy(resource_name);
+    DM_VINFO(2, "Endpoint became unhealthy", {"resourceName", resource_name});
+    it->second.e->SetStopTime(clock_->Now());
+  }
+  // No checkpoint write here (section 8.2).
+  NotifyChange();
+}
+
+CapacityResult ManagerImpl::GetCapacity() {
+  CapacityResult out;
+  bool needs_checkpoint = false;
+  {
+    absl::MutexLock l(&mu_);
+    const absl::Time now = clock_->Now();
+    std::set<std::string> removed;
+    auto expire = [&](const std::string& r, const char* out_of_sync_msg,
+                      std::map<std::string, DeviceSet>& sets) -> bool {
+      auto ep = endpoints_.find(r);
+      bool missing = ep == endpoints_.end();
+      if (!missing && !ep->second.e->StopGracePeriodExpired(now)) return false;
+      if (missing) DM_ERROR("", out_of_sync_msg, {"resourceName", r});
+      endpoints_.erase(r);
+      sets.erase(r);
+      removed.insert(r);
+      needs_checkpoint = true;
+      return true;
+    };
+    for (auto it = devices_.healthy.begin(); it != devices_.healthy.end();) {
+      const std::string r = it->first;
+      const int64_t n = static_cast<int64_t>(it->second.size());
+      ++it;  // `expire` may erase r
+      if (expire(r, "Unexpected: healthyDevices and endpoints are out of sync",
+                 devices_.healthy)) {
+        continue;
+      }
+      out.capacity[r] = n;
+      out.allocatable[r] = n;
+    }
+    for (auto it = devices_.unhealthy.begin(); it != devices_.unhealthy.end();) {
+      const std::string r = it->first;
+      const int64_t n = static_cast<int64_t>(it->second.size());
+      ++it;
+      if (expire(r, "Unexpected: unhealthyDevices and endpoints are out of sync",
+                 devices_.unhealthy)) {
+        continue;
+      }
+      // A resource with only an unhealthy entry gets capacity but no
+      // allocatable entry (node status then copies capacity).
+      out.capacity[r] += n;
+    }
+    out.removed.assign(removed.begin(), removed.end());
+  }
+  if (needs_checkpoint) {
+    absl::Status s = WriteCheckpoint();
+    if (!s.ok()) DM_ERROR(std::string(s.message()), "Error on writing checkpoint");
+    NotifyChange();
+  }
+  return out;
+}
+
+std::vector<ResourceStatus> ManagerImpl::Snapshot() const {
+  absl::MutexLock l(&mu_);
+  std::set<std::string> names;
+  for (const auto& [r, e] : endpoints_) names.insert(r);
+  for (const auto& [r, s] : devices_.healthy) names.insert(r);
+  for (const auto& [r, s] : devices_.unhealthy) names.insert(r);
+  for (const auto& [r, s] : allocated_devices_) names.insert(r);
+  std::vector<ResourceStatus> out;
+  out.reserve(names.size());
+  for (const std::string& r : names) {
+    ResourceStatus st;
+    st.resource_name = r;
+    auto h = devices_.healthy.find(r);
+    auto u = devices_.unhealthy.find(r);
+    if (h != devices_.healthy.end()) {
+      st.healthy = SortedList(h->second);
+      st.allocatable = static_cast<int64_t>(h->second.size());
+    }
+    if (u != devices_.unhealthy.end()) st.unhealthy = SortedList(u->second);
+    st.capacity = static_cast<int64_t>(st.healthy.size() + st.unhealthy.size());
+    auto a = allocated_devices_.find(r);
+    if (a != allocated_devices_.end()) st.allocated = SortedList(a->second);
+    auto all = devices_.all.find(r);
+    if (all != devices_.all.end() &&
+        (h != devices_.healthy.end() || u != devices_.unhealthy.end())) {
+      st.devices.reserve(all->second.size());
+      for (const auto& [id, d] : all->second) {
+        DeviceInfo info;
+        info.id = id;
+        info.health = d.health;
+        if (!d.numa_nodes.empty()) info.numa_nodes = d.numa_nodes;
+        st.devices.push_back(std::move(info));
+      }
+      std::sort(st.devices.begin(), st.devices.end(),
+                [](const DeviceInfo& x, const DeviceInfo& y) { return x.id < y.id; });
+    }
+    auto ep = endpoints_.find(r);
+    if (ep != endpoints_.end()) {
+      st.has_endpoint = true;
+      st.endpoint_socket = ep->second.e->SocketPath();
+      st.stopped = ep->second.e->IsStopped();
+      st.connected_since = ep->second.e->connected_since();
+      st.stopped_since = ep->second.e->StopTime();
+    }
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+std::map<std::string, DeviceSet> ManagerImpl::AllocatedDevicesForTest() const {
+  absl::MutexLock l(&mu_);
+  return allocated_devices_;
+}
+
+PodDevices ManagerImpl::PodDevicesForTest() const {
+  absl::MutexLock l(&mu_);
+  return pod_devices_;
+}
+
+std::optional<v1beta1::DevicePluginOptions> ManagerImpl::EndpointOptionsForTest(
+    const std::string& resource_name) const {
+  absl::MutexLock l(&mu_);
+  auto it = endpoints_.find(resource_name);
+  if (it == endpoints_.end()) return std::nullopt;
+  return it->second.opts;
+}
+
+}  // namespace devmgr::manager
