@@ -1,0 +1,112 @@
+#include "plugin/dir_watcher.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "fmt/format.h"
+
+namespace devmgr::plugin {
+namespace {
+constexpr uint32_t kMask = IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_CLOSE_WRITE |
+                           IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF;
+}  // namespace
+
+DirWatcher::~DirWatcher() {
+  if (inotify_fd_ >= 0) ::close(inotify_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+absl::Status DirWatcher::Init() {
+  inotify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotify_fd_ < 0) {
+    return absl::UnavailableError(fmt::format("inotify_init1: {}", std::strerror(errno)));
+  }
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) return absl::UnavailableError(fmt::format("eventfd: {}", std::strerror(errno)));
+  return absl::OkStatus();
+}
+
+void DirWatcher::Watch(const std::string& dir) {
+  for (const Dir& d : dirs_) {
+    if (d.path == dir) return;
+  }
+  Dir d;
+  d.path = dir;
+  d.wd = ::inotify_add_watch(inotify_fd_, dir.c_str(), kMask);
+  d.ever_watched = d.wd >= 0;
+  dirs_.push_back(d);
+}
+
+void DirWatcher::AddMissingWatches(std::vector<Event>* events) {
+  for (Dir& d : dirs_) {
+    if (d.wd >= 0) continue;
+    d.wd = ::inotify_add_watch(inotify_fd_, d.path.c_str(), kMask);
+    if (d.wd >= 0) {
+      Event e;
+      e.dir = d.path;
+      e.created = true;
+      events->push_back(e);
+    }
+  }
+}
+
+std::vector<DirWatcher::Event> DirWatcher::Wait(absl::Duration timeout, bool* woken) {
+  std::vector<Event> events;
+  *woken = false;
+  AddMissingWatches(&events);
+  if (!events.empty()) return events;
+  pollfd fds[2] = {{inotify_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  const int ms = static_cast<int>(absl::ToInt64Milliseconds(timeout));
+  if (::poll(fds, 2, ms) <= 0) return events;
+  if (fds[1].revents & POLLIN) {
+    uint64_t v;
+    while (::read(wake_fd_, &v, sizeof v) > 0) {
+    }
+    *woken = true;
+  }
+  if (fds[0].revents & POLLIN) {
+    alignas(inotify_event) char buf[16384];
+    while (true) {
+      const ssize_t n = ::read(inotify_fd_, buf, sizeof buf);
+      if (n <= 0) break;
+      for (char* p = buf; p < buf + n;) {
+        const auto* ev = reinterpret_cast<const inotify_event*>(p);
+        p += sizeof(inotify_event) + ev->len;
+        for (Dir& d : dirs_) {
+          if (d.wd != ev->wd) continue;
+          if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+            if (ev->mask & IN_IGNORED) {
+              d.wd = -1;
+            } else {
+              ::inotify_rm_watch(inotify_fd_, d.wd);
+              d.wd = -1;
+            }
+            break;
+          }
+          Event e;
+          e.dir = d.path;
+          e.name = ev->len > 0 ? std::string(ev->name) : "";
+          e.created = ev->mask & (IN_CREATE | IN_MOVED_TO);
+          e.deleted = ev->mask & (IN_DELETE | IN_MOVED_FROM);
+          events.push_back(e);
+          break;
+        }
+      }
+    }
+  }
+  return events;
+}
+
+void DirWatcher::Wake() {
+  const uint64_t one = 1;
+  if (wake_fd_ >= 0) {
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  }
+}
+
+}  // namespace devmgr::plugin

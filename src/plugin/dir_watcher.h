@@ -1,0 +1,55 @@
+// DirWatcher: inotify on a few directories, as real device plugins use
+// fsnotify to notice a kubelet restart (kubelet.sock re-created) or the
+// deletion of their own socket. Also the wake-up point of the plugin's event
+// loop.
+#ifndef DEVMGR_PLUGIN_DIR_WATCHER_H_
+#define DEVMGR_PLUGIN_DIR_WATCHER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace devmgr::plugin {
+
+// Wait() and Watch() are confined to one thread; Wake() is thread-safe.
+class DirWatcher {
+ public:
+  struct Event {
+    std::string dir;
+    // The entry's name; "" when the directory itself (re)appeared.
+    std::string name;
+    bool created = false;  // created or moved in (or the dir reappeared)
+    bool deleted = false;  // deleted or moved out
+  };
+
+  DirWatcher() = default;
+  ~DirWatcher();
+  DirWatcher(const DirWatcher&) = delete;
+  DirWatcher& operator=(const DirWatcher&) = delete;
+
+  absl::Status Init();
+  // Watches `dir`. A missing directory is retried on every Wait().
+  void Watch(const std::string& dir);
+  // Waits up to `timeout` for events or a Wake(). *woken is set when Wake()
+  // was called since the last Wait().
+  std::vector<Event> Wait(absl::Duration timeout, bool* woken);
+  void Wake();
+
+ private:
+  struct Dir {
+    std::string path;
+    int wd = -1;
+    bool ever_watched = false;
+  };
+  void AddMissingWatches(std::vector<Event>* events);
+
+  int inotify_fd_ = -1;
+  int wake_fd_ = -1;
+  std::vector<Dir> dirs_;
+};
+
+}  // namespace devmgr::plugin
+
+#endif  // DEVMGR_PLUGIN_DIR_WATCHER_H_
