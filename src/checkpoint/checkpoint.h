@@ -16,6 +16,8 @@
 
 namespace devmgr::checkpoint {
 
+class FileStore;
+
 // File name inside the device-plugin directory.
 inline constexpr char kCheckpointName[] = "kubelet_internal_checkpoint";
 
@@ -94,6 +96,9 @@ absl::StatusOr<Checkpoint> DecodeV1(std::string_view bytes);
 // V2 first, then V1 (what `devmgr checkpoint` tools do).
 absl::StatusOr<Checkpoint> DecodeAny(std::string_view bytes);
 
+// The checksum of cp's data under cp.format's rule.
+uint64_t ComputedChecksum(const Checkpoint& cp);
+
 // True when the stored checksum matches the data (V1 or V2 rule).
 bool ChecksumMatches(const Checkpoint& cp);
 
@@ -108,6 +113,32 @@ Checkpoint MakeV2(CheckpointData data);
 // V1 -> V2 as kubelet 1.30's readCheckpoint does: every entry's devices on
 // NUMA node 0. The result's checksum is recomputed.
 Checkpoint ConvertV1ToV2(const Checkpoint& v1);
+
+// The kubelet's readCheckpoint over `store`'s kCheckpointName:
+//  - missing file: NotFound("checkpoint is not found");
+//  - V2 parses but the checksum differs: DataLoss("checkpoint is corrupted");
+//  - V2 does not parse: InvalidArgument(the JSON error text);
+//  - other read errors as FileStore::Read returns them.
+// With allow_v1 (the 1.30 profile), when the V2 read fails for any reason
+// but not-found, the file is retried as V1; if that parses and verifies the
+// result is ConvertV1ToV2 of it, otherwise the ORIGINAL V2 error is returned.
+// On success the result is always format kV2.
+absl::StatusOr<Checkpoint> ReadAndVerify(const FileStore& store, bool allow_v1);
+
+// What `devmgr checkpoint verify` reports for one file's bytes. The format
+// is chosen as: V2 if it parses and verifies, else V1 if that parses and
+// verifies, else whichever parses (V2 first); when neither parses, `error`
+// is the V2 error.
+struct VerifyResult {
+  bool parsed = false;
+  bool valid = false;  // parsed and the stored checksum matches
+  FormatVersion format = FormatVersion::kV2;
+  uint64_t stored = 0;
+  uint64_t computed = 0;
+  std::string error;      // when !parsed
+  Checkpoint checkpoint;  // when parsed
+};
+VerifyResult Verify(std::string_view bytes);
 
 }  // namespace devmgr::checkpoint
 

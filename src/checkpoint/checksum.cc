@@ -1,0 +1,242 @@
+// go-spew "%#v" rendering of checkpointData (V2) and checkpointDataV1 (V1,
+// renamed as a 1.20+ kubelet does), streamed into a string or into FNV-1a.
+// Grammar: shared/checkpoint/README.md and docs/checkpoint_format.md.
+#include "checkpoint/checksum.h"
+
+#include <array>
+#include <charconv>
+#include <string>
+#include <string_view>
+
+#include "checkpoint/checkpoint.h"
+
+namespace devmgr::checkpoint {
+namespace {
+
+// Decimal text of every byte value, for []uint8 elements.
+struct ByteDigits {
+  std::array<std::array<char, 4>, 256> text{};
+  std::array<uint8_t, 256> len{};
+  constexpr ByteDigits() {
+    for (int v = 0; v < 256; ++v) {
+      int n = 0;
+      if (v >= 100) text[v][n++] = static_cast<char>('0' + v / 100);
+      if (v >= 10) text[v][n++] = static_cast<char>('0' + (v / 10) % 10);
+      text[v][n++] = static_cast<char>('0' + v % 10);
+      len[v] = static_cast<uint8_t>(n);
+    }
+  }
+};
+constexpr ByteDigits kByteDigits;
+
+class StringSink {
+ public:
+  explicit StringSink(std::string* out) : out_(out) {}
+  void Put(const char* p, size_t n) { out_->append(p, n); }
+  void Put(char c) { out_->push_back(c); }
+
+ private:
+  std::string* out_;
+};
+
+class HashSink {
+ public:
+  void Put(const char* p, size_t n) { h_ = Fnv1a32Update(h_, p, n); }
+  void Put(char c) {
+    h_ ^= static_cast<unsigned char>(c);
+    h_ *= kFnv32Prime;
+  }
+  uint32_t value() const { return h_; }
+
+ private:
+  uint32_t h_ = kFnv32Offset;
+};
+
+template <class Sink, size_t N>
+inline void Lit(Sink& s, const char (&text)[N]) {
+  s.Put(text, N - 1);
+}
+
+// A user string. In V1 mode every "PodDevicesEntryV1" is rewritten to
+// "PodDevicesEntry" (kubelet's strings.Replace over the whole text; no match
+// can straddle a string boundary because the separators around strings are
+// not part of the pattern).
+template <class Sink>
+inline void Str(Sink& s, const std::string& v, bool v1_rename) {
+  if (!v1_rename) {
+    s.Put(v.data(), v.size());
+    return;
+  }
+  static constexpr std::string_view kFrom = "PodDevicesEntryV1";
+  size_t pos = 0;
+  while (true) {
+    const size_t hit = v.find(kFrom, pos);
+    if (hit == std::string::npos) break;
+    s.Put(v.data() + pos, hit - pos);
+    Lit(s, "PodDevicesEntry");
+    pos = hit + kFrom.size();
+  }
+  s.Put(v.data() + pos, v.size() - pos);
+}
+
+template <class Sink>
+void List(Sink& s, const DeviceList& l, bool v1_rename) {
+  if (!l) {
+    Lit(s, "<nil>");
+    return;
+  }
+  s.Put('[');
+  bool first = true;
+  for (const std::string& id : *l) {
+    if (!first) s.Put(' ');
+    first = false;
+    Str(s, id, v1_rename);
+  }
+  s.Put(']');
+}
+
+template <class Sink>
+void Bytes(Sink& s, const std::optional<std::string>& b) {
+  if (!b) {
+    Lit(s, "<nil>");
+    return;
+  }
+  s.Put('[');
+  const auto* p = reinterpret_cast<const unsigned char*>(b->data());
+  const size_t n = b->size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i != 0) s.Put(' ');
+    s.Put(kByteDigits.text[p[i]].data(), kByteDigits.len[p[i]]);
+  }
+  s.Put(']');
+}
+
+template <class Sink>
+void Numa(Sink& s, const DevicesPerNUMA& m) {
+  if (!m) {
+    Lit(s, "<nil>");
+    return;
+  }
+  Lit(s, "map[");
+  bool first = true;
+  // std::map<int64_t> iterates in numeric order, as spew sorts int keys.
+  for (const auto& [node, ids] : *m) {
+    if (!first) s.Put(' ');
+    first = false;
+    char buf[24];
+    const auto res = std::to_chars(buf, buf + sizeof(buf), node);
+    s.Put(buf, static_cast<size_t>(res.ptr - buf));
+    s.Put(':');
+    List(s, ids, false);
+  }
+  s.Put(']');
+}
+
+template <class Sink>
+void Registered(Sink& s, const RegisteredDevices& r, bool v1_rename) {
+  Lit(s, " RegisteredDevices:(map[string][]string)");
+  if (!r) {
+    Lit(s, "<nil>");
+  } else {
+    Lit(s, "map[");
+    bool first = true;
+    // std::map<std::string> iterates bytewise, as spew sorts string keys.
+    for (const auto& [name, ids] : *r) {
+      if (!first) s.Put(' ');
+      first = false;
+      Str(s, name, v1_rename);
+      s.Put(':');
+      List(s, ids, v1_rename);
+    }
+    s.Put(']');
+  }
+  s.Put('}');
+}
+
+template <class Sink, class Entry>
+void EntryHead(Sink& s, const Entry& e, bool v1_rename) {
+  Lit(s, "{PodUID:(string)");
+  Str(s, e.pod_uid, v1_rename);
+  Lit(s, " ContainerName:(string)");
+  Str(s, e.container_name, v1_rename);
+  Lit(s, " ResourceName:(string)");
+  Str(s, e.resource_name, v1_rename);
+}
+
+template <class Sink>
+void RenderV2(Sink& s, const CheckpointData& d) {
+  Lit(s, "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)");
+  if (!d.pod_device_entries) {
+    Lit(s, "<nil>");
+  } else {
+    s.Put('[');
+    bool first = true;
+    for (const PodDevicesEntry& e : *d.pod_device_entries) {
+      if (!first) s.Put(' ');
+      first = false;
+      EntryHead(s, e, false);
+      Lit(s, " DeviceIDs:(checkpoint.DevicesPerNUMA)");
+      Numa(s, e.device_ids);
+      Lit(s, " AllocResp:([]uint8)");
+      Bytes(s, e.alloc_resp);
+      s.Put('}');
+    }
+    s.Put(']');
+  }
+  Registered(s, d.registered_devices, false);
+}
+
+// The 1.20+ verifier spews checkpointDataV1/PodDevicesEntryV1 and renames
+// them; we emit the renamed type names directly and rename inside strings.
+template <class Sink>
+void RenderV1(Sink& s, const CheckpointDataV1& d) {
+  Lit(s, "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)");
+  if (!d.pod_device_entries) {
+    Lit(s, "<nil>");
+  } else {
+    s.Put('[');
+    bool first = true;
+    for (const PodDevicesEntryV1& e : *d.pod_device_entries) {
+      if (!first) s.Put(' ');
+      first = false;
+      EntryHead(s, e, true);
+      Lit(s, " DeviceIDs:([]string)");
+      List(s, e.device_ids, true);
+      Lit(s, " AllocResp:([]uint8)");
+      Bytes(s, e.alloc_resp);
+      s.Put('}');
+    }
+    s.Put(']');
+  }
+  Registered(s, d.registered_devices, true);
+}
+
+}  // namespace
+
+std::string SpewV2(const CheckpointData& data) {
+  std::string out;
+  StringSink sink(&out);
+  RenderV2(sink, data);
+  return out;
+}
+
+std::string SpewV1(const CheckpointDataV1& data) {
+  std::string out;
+  StringSink sink(&out);
+  RenderV1(sink, data);
+  return out;
+}
+
+uint64_t ComputeChecksum(const CheckpointData& data) {
+  HashSink sink;
+  RenderV2(sink, data);
+  return sink.value();
+}
+
+uint64_t ComputeChecksumV1(const CheckpointDataV1& data) {
+  HashSink sink;
+  RenderV1(sink, data);
+  return sink.value();
+}
+
+}  // namespace devmgr::checkpoint

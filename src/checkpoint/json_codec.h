@@ -1,0 +1,40 @@
+// Go encoding/json compatible reading and writing of checkpoint files.
+// This is the one place that knows Go's JSON quirks (see checkpoint.h for
+// the public entry points DecodeV2/DecodeV1/Encode, which forward here).
+#ifndef DEVMGR_CHECKPOINT_JSON_CODEC_H_
+#define DEVMGR_CHECKPOINT_JSON_CODEC_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "checkpoint/checkpoint.h"
+
+namespace devmgr::checkpoint {
+
+// Decodes `bytes` as json.Unmarshal would into the kubelet's Data (kV2) or
+// DataV1 (kV1) struct, pre-initialised as the kubelet does (empty entries
+// list, empty registered map). Syntax errors take precedence over type
+// errors (Go validates the whole input first); the first type error wins.
+// Error texts are Go's, followed by " (offset N)": for syntax errors N is
+// Go's SyntaxError.Offset (bytes read including the offending one), for type
+// and base64 errors the offset of the offending value.
+absl::StatusOr<Checkpoint> DecodeJson(std::string_view bytes, FormatVersion format);
+
+// json.Marshal of Data (or DataV1 when cp.format is kV1).
+std::string EncodeJson(const Checkpoint& cp);
+
+// Appends s as Go's json encoder writes a string (with the quotes; HTML
+// escaping on; invalid UTF-8 as \ufffd; U+2028/U+2029 escaped).
+void AppendGoJsonString(std::string* out, std::string_view s);
+
+// Go's base64.StdEncoding: Encode (padded) and Decode (CR/LF ignored).
+// DecodeBase64 returns false and sets *error_offset on corrupt input
+// ("illegal base64 data at input byte N").
+void AppendBase64(std::string* out, std::string_view bytes);
+bool DecodeBase64(std::string_view src, std::string* out, size_t* error_offset);
+
+}  // namespace devmgr::checkpoint
+
+#endif  // DEVMGR_CHECKPOINT_JSON_CODEC_H_
