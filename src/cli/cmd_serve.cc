@@ -1,6 +1,273 @@
-// Placeholder: replaced by the real subcommand.
+// devmgr serve: the kubelet side of the device plugin API, running until
+// interrupted, optionally starting and supervising plugin binaries and
+// writing a status file on every change.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
 #include "cli/commands.h"
+#include "common/logging.h"
+#include "common/profile.h"
+#include "fmt/format.h"
+#include "node/node.h"
+#include "node/status_file.h"
+#include "node/supervisor.h"
 
 namespace devmgr::cli {
-void AddServeCommand(CLI::App&, int*) {}
+namespace {
+
+struct ServeOptions {
+  std::string dir;
+  std::string registry_dir;
+  std::string kubelet_version = "1.32";
+  std::string status_file;
+  std::vector<std::string> plugins;
+  bool private_mount = false;
+  bool force = false;
+  int max_recv_msg_size = 4 * 1024 * 1024;
+  bool fsync = true;
+  int verbosity = 0;
+  std::string logging_format = "text";
+  double node_status_seconds = 10;
+  double exit_after_seconds = 0;
+};
+
+// Rewrites the status file when told something changed, and runs the
+// node-status loop (GetCapacity every interval), until stopped.
+class StatusLoop {
+ public:
+  StatusLoop(node::Node* n, node::Supervisor* sup, const ServeOptions& o)
+      : node_(n), sup_(sup), opts_(o) {}
+  ~StatusLoop() { Stop(); }
+
+  void Start() { thread_ = std::thread([this] { Run(); }); }
+  void MarkDirty() {
+    absl::MutexLock l(&mu_);
+    dirty_ = true;
+  }
+  void Stop() {
+    {
+      absl::MutexLock l(&mu_);
+      stop_ = true;
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+  // One final write, after the node has stopped.
+  void WriteNow() { Write(); }
+
+ private:
+  void Run() {
+    const absl::Duration period = absl::Seconds(opts_.node_status_seconds);
+    absl::Time next_status = absl::Now();
+    for (;;) {
+      {
+        absl::MutexLock l(&mu_);
+        auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return dirty_ || stop_; };
+        mu_.AwaitWithDeadline(absl::Condition(&ready), next_status);
+        if (stop_) return;
+        dirty_ = false;
+      }
+      if (absl::Now() >= next_status) next_status = absl::Now() + period;
+      Write();
+    }
+  }
+
+  void Write() {
+    node::NodeResources res = node_->UpdateNodeStatus();
+    if (opts_.status_file.empty()) return;
+    node::StatusInput in;
+    in.kubelet_version = node_->options().profile.name;
+    in.plugin_dir = node_->options().plugin_dir;
+    in.registry_dir = node_->options().registry_dir;
+    in.node = std::move(res);
+    in.resources = node_->manager().Snapshot();
+    in.plugins = sup_->Status();
+    in.now = absl::Now();
+    const std::string text =
+        node::BuildStatus(in).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+        "\n";
+    if (absl::Status s = node::WriteFileAtomically(opts_.status_file, text); !s.ok()) {
+      DM_ERROR(std::string(s.message()), "Failed to write the status file",
+               {"path", opts_.status_file});
+    }
+  }
+
+  node::Node* node_;
+  node::Supervisor* sup_;
+  const ServeOptions& opts_;
+  absl::Mutex mu_;
+  bool dirty_ ABSL_GUARDED_BY(mu_) = true;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+std::string Absolute(const std::string& p) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(p, ec);
+  return ec ? p : abs.lexically_normal().string();
+}
+
+int RunServe(const ServeOptions& o) {
+  log::Init(o.verbosity, o.logging_format == "json" ? log::Format::kJson : log::Format::kText);
+  absl::StatusOr<Profile> profile = ProfileForVersion(o.kubelet_version);
+  if (!profile.ok()) {
+    std::cerr << "devmgr serve: --kubelet-version: " << profile.status().message() << "\n";
+    return kExitUsage;
+  }
+  // The directory: a fresh temporary one unless given.
+  std::string dir = o.dir;
+  if (dir.empty()) {
+    char tmpl[] = "/tmp/devmgr-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) {
+      std::cerr << "devmgr serve: cannot create a temporary directory: " << std::strerror(errno)
+                << "\n";
+      return kExitEnvironment;
+    }
+    dir = tmpl;
+  }
+  dir = Absolute(dir);
+  std::string registry_dir = o.registry_dir.empty() ? "" : Absolute(o.registry_dir);
+  const std::string kubelet_sock = dir + "/kubelet.sock";
+  if (kubelet_sock.size() >= 108) {
+    std::cerr << "devmgr serve: " << kubelet_sock
+              << " is too long for a unix socket path (107 bytes at most); use a shorter --dir\n";
+    return kExitUsage;
+  }
+  if (!o.force && node::SocketAnswers(kubelet_sock)) {
+    std::cerr << "devmgr serve: " << kubelet_sock
+              << " answers: a kubelet (or another devmgr) is serving this directory. Starting "
+                 "would delete its plugins' sockets. Use another --dir, or --force.\n";
+    return kExitEnvironment;
+  }
+  if (o.private_mount && !o.plugins.empty()) {
+    if (absl::Status s = node::CheckPrivateMountSupported(); !s.ok()) {
+      std::cerr << "devmgr serve: " << s.message() << "\n";
+      return kExitEnvironment;
+    }
+  }
+
+  // Signals are taken synchronously by this thread; every thread started
+  // from here on inherits the mask.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  node::NodeOptions no;
+  no.plugin_dir = dir;
+  no.registry_dir = registry_dir;
+  no.profile = *profile;
+  no.fsync = o.fsync;
+  no.max_recv_msg_size = o.max_recv_msg_size;
+  node::Node n(no);
+  if (absl::Status s = n.Start(); !s.ok()) {
+    std::cerr << "devmgr serve: cannot start: " << s.message() << "\n";
+    return kExitEnvironment;
+  }
+  DM_INFO("devmgr is serving the kubelet device-plugin API", {"socket", kubelet_sock},
+          {"kubeletVersion", profile->name});
+
+  node::Supervisor sup;
+  StatusLoop status(&n, &sup, o);
+  n.manager().SetChangeCallback([&status] { status.MarkDirty(); });
+  sup.SetChangeCallback([&status] { status.MarkDirty(); });
+  status.Start();
+
+  int code = kExitOk;
+  for (const std::string& cmd : o.plugins) {
+    node::PluginProcessOptions po;
+    po.command = cmd;
+    po.private_mount = o.private_mount;
+    po.plugin_dir = dir;
+    po.registry_dir = registry_dir;
+    po.log_prefix = "[plugin] ";
+    if (absl::Status s = sup.Add(std::move(po)); !s.ok()) {
+      std::cerr << "devmgr serve: " << s.message() << "\n";
+      code = kExitEnvironment;
+      break;
+    }
+  }
+  if (code == kExitOk) {
+    timespec limit{};
+    const bool timed = o.exit_after_seconds > 0;
+    limit.tv_sec = static_cast<time_t>(o.exit_after_seconds);
+    limit.tv_nsec = static_cast<long>((o.exit_after_seconds - limit.tv_sec) * 1e9);
+    const int sig = timed ? sigtimedwait(&sigs, nullptr, &limit) : sigwaitinfo(&sigs, nullptr);
+    if (sig > 0) DM_INFO("Received signal; shutting down", {"signal", strsignal(sig)});
+  }
+  sup.Stop();
+  n.Stop();
+  status.Stop();
+  status.WriteNow();
+  return code;
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app, int* exit_code) {
+  auto opts = std::make_shared<ServeOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "serve",
+      "Run the kubelet side of the device plugin API until interrupted (SIGINT/SIGTERM):\n"
+      "the Registration server on DIR/kubelet.sock, one endpoint per registered resource,\n"
+      "device tracking and the checkpoint. Optionally starts and supervises plugins.");
+  sub->add_option("--dir", opts->dir,
+                  "Device-plugin directory (kubelet.sock, plugin sockets, checkpoint). "
+                  "Default: a new temporary directory under /tmp. Only use a real node's "
+                  "/var/lib/kubelet/device-plugins when its kubelet is stopped.");
+  sub->add_option("--kubelet-version", opts->kubelet_version,
+                  "Behaviour profile: 1.30, 1.31, 1.32, 1.33 or 1.34+ (see docs/profiles.md)")
+      ->capture_default_str();
+  sub->add_option("--status-file", opts->status_file,
+                  "Rewrite this JSON file atomically on every change (shape: README.md)");
+  sub->add_option("--plugin", opts->plugins,
+                  "Start and supervise this plugin command line (repeatable); it runs under "
+                  "/bin/sh and is restarted with back-off when it exits");
+  sub->add_flag("--private-mount", opts->private_mount,
+                "Run each --plugin in a private mount namespace where DIR is bind-mounted over "
+                "/var/lib/kubelet/device-plugins (needs root or user namespaces); the host's "
+                "/var/lib/kubelet is never written");
+  sub->add_option("--plugins-registry-dir", opts->registry_dir,
+                  "Also accept plugin-watcher registrations from sockets in this directory "
+                  "(the kubelet's plugins_registry); bound over "
+                  "/var/lib/kubelet/plugins_registry with --private-mount");
+  sub->add_flag("--force", opts->force,
+                "Start even when DIR/kubelet.sock answers (a live kubelet would lose its "
+                "plugins' sockets)");
+  sub->add_option("--max-recv-msg-size", opts->max_recv_msg_size,
+                  "Receive limit for plugin streams in bytes (the kubelet's is gRPC's default)")
+      ->capture_default_str()
+      ->check(CLI::Range(1024, INT_MAX));
+  sub->add_option("--fsync", opts->fsync,
+                  "fsync checkpoint writes (false: faster, for CI)")
+      ->capture_default_str();
+  sub->add_option("-v,--v", opts->verbosity, "Log verbosity (klog -v)")->capture_default_str();
+  sub->add_option("--logging-format", opts->logging_format, "text (klog) or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  sub->add_option("--node-status-interval", opts->node_status_seconds,
+                  "Seconds between node-status passes (GetCapacity), like the kubelet's "
+                  "nodeStatusUpdateFrequency")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--exit-after", opts->exit_after_seconds,
+                  "Stop by itself after this many seconds (for scripts); 0: run until signalled")
+      ->capture_default_str();
+  sub->callback([opts, exit_code] { *exit_code = RunServe(*opts); });
+}
+
 }  // namespace devmgr::cli

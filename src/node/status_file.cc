@@ -1,0 +1,164 @@
+#include "node/status_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/go_format.h"
+#include "fmt/format.h"
+
+namespace devmgr::node {
+namespace {
+
+std::string Rfc3339(absl::Time t) {
+  if (t == absl::InfinitePast()) return "";
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", t, absl::UTCTimeZone());
+}
+
+std::string Base64(const std::string& in) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const uint32_t v = (static_cast<unsigned char>(in[i]) << 16) |
+                       (static_cast<unsigned char>(in[i + 1]) << 8) |
+                       static_cast<unsigned char>(in[i + 2]);
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (i < in.size()) {
+    uint32_t v = static_cast<unsigned char>(in[i]) << 16;
+    if (i + 1 < in.size()) v |= static_cast<unsigned char>(in[i + 1]) << 8;
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+// A JSON string for an arbitrary byte string (invalid UTF-8 replaced).
+nlohmann::ordered_json Text(const std::string& s) {
+  if (IsValidUtf8(s)) return s;
+  // nlohmann replaces invalid sequences at dump time; keep the raw bytes
+  // here and let the dump's error handler do it.
+  return s;
+}
+
+}  // namespace
+
+void NodeResources::Apply(const manager::CapacityResult& r) {
+  for (const auto& [name, v] : r.capacity) capacity[name] = v;
+  for (const auto& name : r.removed) capacity[name] = 0;
+  // Allocatable: device-plugin values override; other extended resources
+  // follow capacity (no reservations are modelled).
+  allocatable.clear();
+  for (const auto& [name, v] : capacity) {
+    auto it = r.allocatable.find(name);
+    allocatable[name] = it != r.allocatable.end() ? it->second : v;
+  }
+  for (const auto& name : r.removed) allocatable[name] = 0;
+}
+
+nlohmann::ordered_json BuildStatus(const StatusInput& in) {
+  nlohmann::ordered_json doc;
+  doc["kubeletVersion"] = in.kubelet_version;
+  doc["pluginDir"] = in.plugin_dir;
+  if (!in.registry_dir.empty()) doc["pluginsRegistryDir"] = in.registry_dir;
+  doc["updated"] = Rfc3339(in.now);
+  doc["node"] = {{"capacity", in.node.capacity}, {"allocatable", in.node.allocatable}};
+  nlohmann::ordered_json resources = nlohmann::ordered_json::object();
+  for (const manager::ResourceStatus& r : in.resources) {
+    nlohmann::ordered_json jr;
+    jr["capacity"] = r.capacity;
+    if (r.allocatable.has_value()) {
+      jr["allocatable"] = *r.allocatable;
+    } else {
+      jr["allocatable"] = nullptr;
+    }
+    nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+    for (const manager::DeviceInfo& d : r.devices) {
+      nlohmann::ordered_json jd;
+      jd["id"] = Text(d.id);
+      if (!IsValidUtf8(d.id)) jd["idBase64"] = Base64(d.id);
+      jd["health"] = Text(d.health);
+      if (d.numa_nodes.has_value()) {
+        jd["numaNodes"] = *d.numa_nodes;
+      } else {
+        jd["numaNodes"] = nullptr;
+      }
+      devices.push_back(std::move(jd));
+    }
+    jr["devices"] = std::move(devices);
+    jr["healthy"] = r.healthy.size();
+    jr["unhealthy"] = r.unhealthy.size();
+    jr["allocated"] = r.allocated;
+    nlohmann::ordered_json ep;
+    if (!r.has_endpoint) {
+      ep["state"] = "none";
+    } else {
+      ep["socket"] = r.endpoint_socket;
+      ep["state"] = r.stopped ? "stopped" : "connected";
+      ep["since"] = Rfc3339(r.stopped ? r.stopped_since : r.connected_since);
+    }
+    jr["endpoint"] = std::move(ep);
+    resources[r.resource_name] = std::move(jr);
+  }
+  doc["resources"] = std::move(resources);
+  nlohmann::ordered_json plugins = nlohmann::ordered_json::array();
+  for (const PluginProcessStatus& p : in.plugins) {
+    nlohmann::ordered_json jp;
+    jp["command"] = p.command;
+    jp["pid"] = p.pid;
+    jp["state"] = p.running ? "running" : "exited";
+    jp["restarts"] = p.restarts;
+    if (p.last_exit_code.has_value()) {
+      jp["lastExitCode"] = *p.last_exit_code;
+    } else {
+      jp["lastExitCode"] = nullptr;
+    }
+    plugins.push_back(std::move(jp));
+  }
+  doc["plugins"] = std::move(plugins);
+  return doc;
+}
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string tmp = dir + "/." + base + ".XXXXXX";
+  const int fd = mkstemp(tmp.data());
+  if (fd < 0) {
+    return absl::InternalError(
+        fmt::format("write {}: create temp file: {}", path, std::strerror(errno)));
+  }
+  size_t off = 0;
+  while (off < content.size()) {
+    const ssize_t n = write(fd, content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = errno;
+      close(fd);
+      unlink(tmp.c_str());
+      return absl::InternalError(fmt::format("write {}: {}", path, std::strerror(e)));
+    }
+    off += n;
+  }
+  fchmod(fd, 0644);
+  close(fd);
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    unlink(tmp.c_str());
+    return absl::InternalError(fmt::format("rename {} to {}: {}", tmp, path, std::strerror(e)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace devmgr::node

@@ -1,0 +1,57 @@
+// The `serve --status-file` document: a JSON snapshot of what the emulated
+// kubelet knows, rewritten atomically (temp file + rename) on every change.
+// Its shape is documented in README.md ("The status file").
+#ifndef DEVMGR_NODE_STATUS_FILE_H_
+#define DEVMGR_NODE_STATUS_FILE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "manager/manager.h"
+#include "nlohmann/json.hpp"
+
+namespace devmgr::node {
+
+// What the node-status setter would put on the Node object for extended
+// resources: capacity (removed resources kept at 0, as the kubelet does) and
+// allocatable (the device plugin's value, else a copy of capacity).
+struct NodeResources {
+  std::map<std::string, int64_t> capacity;
+  std::map<std::string, int64_t> allocatable;
+  // Applies one GetCapacity result as nodestatus.MachineInfo does.
+  void Apply(const manager::CapacityResult& r);
+};
+
+struct PluginProcessStatus {
+  std::string command;
+  int pid = -1;
+  bool running = false;
+  int restarts = 0;
+  std::optional<int> last_exit_code;
+};
+
+struct StatusInput {
+  std::string kubelet_version;
+  std::string plugin_dir;
+  std::string registry_dir;
+  NodeResources node;
+  std::vector<manager::ResourceStatus> resources;
+  std::vector<PluginProcessStatus> plugins;
+  absl::Time now;
+};
+
+// Builds the document. Device IDs that are not valid UTF-8 are shown with
+// U+FFFD replacements in "id" and exactly in "idBase64".
+nlohmann::ordered_json BuildStatus(const StatusInput& in);
+
+// Writes `content` to `path` atomically: a temp file in the same directory,
+// then rename. The temp file is removed on failure.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content);
+
+}  // namespace devmgr::node
+
+#endif  // DEVMGR_NODE_STATUS_FILE_H_
