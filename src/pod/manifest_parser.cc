@@ -125,14 +125,13 @@ class DocParser {
     return absl::OkStatus();
   }
 
-  // parent[key] must be absent, null or a mapping; *out is set to it.
-  absl::Status GetMap(const YAML::Node& parent, const char* key,
-                      const std::string& path, YAML::Node* out) const {
-    const YAML::Node v = parent[key];
+  // `v` (the value at `path`) must be absent, null or a mapping.
+  // (yaml-cpp Nodes have reference semantics: assigning to an existing Node
+  // writes through it, so callers bind with copy-construction instead.)
+  absl::Status CheckMap(const YAML::Node& v, const std::string& path) const {
     if (v.IsDefined() && !v.IsNull() && !v.IsMap()) {
       return Error(v, fmt::format("{}: expected a mapping, got {}", path, KindOf(v)));
     }
-    *out = v;
     return absl::OkStatus();
   }
 
@@ -144,10 +143,12 @@ class DocParser {
 
   absl::Status ParsePod(const YAML::Node& doc, const std::string& prefix, Pod* pod) {
     pod->source = filename_;
-    YAML::Node metadata, spec, status;
-    DEVMGR_RETURN_IF_ERROR(GetMap(doc, "metadata", prefix + "metadata", &metadata));
-    DEVMGR_RETURN_IF_ERROR(GetMap(doc, "spec", prefix + "spec", &spec));
-    DEVMGR_RETURN_IF_ERROR(GetMap(doc, "status", prefix + "status", &status));
+    const YAML::Node metadata = doc["metadata"];
+    const YAML::Node spec = doc["spec"];
+    const YAML::Node status = doc["status"];
+    DEVMGR_RETURN_IF_ERROR(CheckMap(metadata, prefix + "metadata"));
+    DEVMGR_RETURN_IF_ERROR(CheckMap(spec, prefix + "spec"));
+    DEVMGR_RETURN_IF_ERROR(CheckMap(status, prefix + "status"));
 
     const bool has_metadata = metadata.IsDefined() && metadata.IsMap();
     if (has_metadata) {
@@ -187,7 +188,10 @@ class DocParser {
     for (RawContainer& c : init) {
       DEVMGR_RETURN_IF_ERROR(ValidateContainer(c, true, pod->name, &names));
     }
-    for (RawContainer& c : init) pod->init_containers.push_back(std::move(c.container));
+    for (RawContainer& c : init) {
+      c.container.restartable = c.restart_policy == "Always";  // a sidecar
+      pod->init_containers.push_back(std::move(c.container));
+    }
     for (RawContainer& c : app) pod->containers.push_back(std::move(c.container));
 
     if (status.IsDefined() && status.IsMap()) {
@@ -242,8 +246,8 @@ class DocParser {
         GetString(node, "restartPolicy", path + ".restartPolicy", &raw->restart_policy));
     if (node["restartPolicy"].IsDefined()) raw->restart_policy_mark = node["restartPolicy"].Mark();
 
-    YAML::Node resources;
-    DEVMGR_RETURN_IF_ERROR(GetMap(node, "resources", path + ".resources", &resources));
+    const YAML::Node resources = node["resources"];
+    DEVMGR_RETURN_IF_ERROR(CheckMap(resources, path + ".resources"));
     if (resources.IsDefined() && resources.IsMap()) {
       DEVMGR_RETURN_IF_ERROR(ParseResourceList(resources, "limits", path + ".resources.limits",
                                                      &raw->limits, &raw->limit_marks));
@@ -260,8 +264,8 @@ class DocParser {
                                  const std::string& path,
                                  std::map<std::string, Quantity>* out,
                                  std::map<std::string, YAML::Mark>* marks) {
-    YAML::Node list;
-    DEVMGR_RETURN_IF_ERROR(GetMap(resources, key, path, &list));
+    const YAML::Node list = resources[key];
+    DEVMGR_RETURN_IF_ERROR(CheckMap(list, path));
     if (!list.IsDefined() || list.IsNull()) return absl::OkStatus();
     for (auto it = list.begin(); it != list.end(); ++it) {
       const YAML::Node k = it->first;
