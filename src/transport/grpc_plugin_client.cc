@@ -1,0 +1,223 @@
+#include "transport/grpc_plugin_client.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "common/logging.h"
+#include "fmt/format.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "transport/go_grpc_error.h"
+
+namespace devmgr::transport {
+namespace {
+
+// The kubelet's errFailedToDialDevicePlugin.
+constexpr char kFailedToDial[] = "failed to dial device plugin:";
+
+// C++ gRPC reports an oversize message as RESOURCE_EXHAUSTED "Received
+// message larger than max (N vs. M)" (grpc-go: "grpc: received message
+// larger than max (N vs. M)"). Returns N, or -1 when `status` is not that.
+long long OversizeMessageBytes(const grpc::Status& status) {
+  if (status.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) return -1;
+  const std::string& msg = status.error_message();
+  const size_t pos = msg.find("larger than max (");
+  if (pos == std::string::npos) return -1;
+  long long n = -1;
+  if (std::sscanf(msg.c_str() + pos, "larger than max (%lld", &n) != 1) return -1;
+  return n;
+}
+
+}  // namespace
+
+std::shared_ptr<grpc::Channel> NewUnixChannel(const std::string& socket_path,
+                                              int max_recv_msg_size) {
+  grpc::ChannelArguments args;
+  args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, "localhost");
+  args.SetMaxReceiveMessageSize(max_recv_msg_size);
+  // A Go ClientConn never shares its connection with another one.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel("unix:" + socket_path, grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
+absl::Status WaitForReady(grpc::Channel* channel, absl::Duration timeout,
+                          const std::function<bool()>& cancelled) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    if (cancelled && cancelled()) return absl::CancelledError("context canceled");
+    const absl::Time now = absl::Now();
+    if (now >= deadline) return absl::DeadlineExceededError("context deadline exceeded");
+    const absl::Time slice = std::min(deadline, now + absl::Milliseconds(50));
+    if (channel->WaitForConnected(absl::ToChronoTime(slice))) return absl::OkStatus();
+  }
+}
+
+GrpcPluginClient::GrpcPluginClient(std::string resource_name, std::string socket_path,
+                                   ClientOptions opts)
+    : resource_name_(std::move(resource_name)),
+      socket_path_(std::move(socket_path)),
+      opts_(opts) {}
+
+GrpcPluginClient::~GrpcPluginClient() { Close(); }
+
+absl::Status GrpcPluginClient::Dial() {
+  auto channel = NewUnixChannel(socket_path_, opts_.max_recv_msg_size);
+  const absl::Status ready =
+      WaitForReady(channel.get(), opts_.dial_timeout, [this] { return IsClosed(); });
+  if (!ready.ok()) {
+    return absl::UnavailableError(fmt::format("{} {}", kFailedToDial, std::string(ready.message())));
+  }
+  absl::MutexLock lock(&mu_);
+  if (closed_) return absl::UnavailableError(fmt::format("{} context canceled", kFailedToDial));
+  channel_ = channel;
+  stub_ = v1beta1::DevicePlugin::NewStub(channel);
+  return absl::OkStatus();
+}
+
+absl::Status GrpcPluginClient::Connect(manager::ClientHandler* handler) {
+  if (absl::Status s = Dial(); !s.ok()) {
+    DM_ERROR(std::string(s.message()), "Unable to connect to device plugin client with socket path",
+             {"path", socket_path_});
+    return s;
+  }
+  return handler->PluginConnected(resource_name_, shared_from_this());
+}
+
+void GrpcPluginClient::Close() {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return;
+  closed_ = true;
+  for (grpc::ClientContext* ctx : in_flight_) ctx->TryCancel();
+  stub_.reset();
+  channel_.reset();
+}
+
+bool GrpcPluginClient::IsClosed() const {
+  absl::MutexLock lock(&mu_);
+  return closed_;
+}
+
+std::shared_ptr<v1beta1::DevicePlugin::Stub> GrpcPluginClient::BeginCall(
+    grpc::ClientContext* ctx, absl::Status* err) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) {
+    *err = absl::CancelledError(
+        GoRpcErrorText(grpc::Status(grpc::StatusCode::CANCELLED, kClientConnClosing)));
+    return nullptr;
+  }
+  if (stub_ == nullptr) {
+    *err = absl::FailedPreconditionError("device plugin client is not connected");
+    return nullptr;
+  }
+  in_flight_.insert(ctx);
+  return stub_;
+}
+
+void GrpcPluginClient::EndCall(grpc::ClientContext* ctx) {
+  absl::MutexLock lock(&mu_);
+  in_flight_.erase(ctx);
+}
+
+absl::Status GrpcPluginClient::CallResult(const grpc::Status& status) {
+  if (status.error_code() == grpc::StatusCode::CANCELLED && IsClosed()) {
+    return FromGrpcStatus(grpc::Status(grpc::StatusCode::CANCELLED, kClientConnClosing));
+  }
+  // The client's own deadline expiring: Go reports the context's error.
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+      status.error_message() == "Deadline Exceeded") {
+    return FromGrpcStatus(
+        grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "context deadline exceeded"));
+  }
+  return FromGrpcStatus(status);
+}
+
+template <typename Resp, typename Fn>
+absl::StatusOr<Resp> GrpcPluginClient::Unary(Fn fn, absl::Duration timeout) {
+  grpc::ClientContext ctx;
+  if (timeout != absl::InfiniteDuration()) {
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  }
+  absl::Status err;
+  auto stub = BeginCall(&ctx, &err);
+  if (stub == nullptr) return err;
+  Resp resp;
+  const grpc::Status status = fn(stub.get(), &ctx, &resp);
+  EndCall(&ctx);
+  if (!status.ok()) return CallResult(status);
+  return resp;
+}
+
+absl::StatusOr<v1beta1::DevicePluginOptions> GrpcPluginClient::GetDevicePluginOptions() {
+  return Unary<v1beta1::DevicePluginOptions>(
+      [](v1beta1::DevicePlugin::Stub* stub, grpc::ClientContext* ctx,
+         v1beta1::DevicePluginOptions* resp) {
+        return stub->GetDevicePluginOptions(ctx, v1beta1::Empty(), resp);
+      },
+      absl::InfiniteDuration());
+}
+
+absl::StatusOr<v1beta1::AllocateResponse> GrpcPluginClient::Allocate(
+    const v1beta1::AllocateRequest& req) {
+  return Unary<v1beta1::AllocateResponse>(
+      [&req](v1beta1::DevicePlugin::Stub* stub, grpc::ClientContext* ctx,
+             v1beta1::AllocateResponse* resp) { return stub->Allocate(ctx, req, resp); },
+      absl::InfiniteDuration());
+}
+
+absl::StatusOr<v1beta1::PreferredAllocationResponse> GrpcPluginClient::GetPreferredAllocation(
+    const v1beta1::PreferredAllocationRequest& req) {
+  return Unary<v1beta1::PreferredAllocationResponse>(
+      [&req](v1beta1::DevicePlugin::Stub* stub, grpc::ClientContext* ctx,
+             v1beta1::PreferredAllocationResponse* resp) {
+        return stub->GetPreferredAllocation(ctx, req, resp);
+      },
+      absl::InfiniteDuration());
+}
+
+absl::StatusOr<v1beta1::PreStartContainerResponse> GrpcPluginClient::PreStartContainer(
+    const v1beta1::PreStartContainerRequest& req, absl::Duration timeout) {
+  return Unary<v1beta1::PreStartContainerResponse>(
+      [&req](v1beta1::DevicePlugin::Stub* stub, grpc::ClientContext* ctx,
+             v1beta1::PreStartContainerResponse* resp) {
+        return stub->PreStartContainer(ctx, req, resp);
+      },
+      timeout);
+}
+
+void GrpcPluginClient::Run(manager::ClientHandler* handler) {
+  grpc::ClientContext ctx;
+  absl::Status err;
+  auto stub = BeginCall(&ctx, &err);
+  if (stub == nullptr) {
+    DM_ERROR(std::string(err.message()), "ListAndWatch ended unexpectedly for device plugin",
+             {"resource", resource_name_});
+    return;
+  }
+  std::unique_ptr<grpc::ClientReader<v1beta1::ListAndWatchResponse>> reader =
+      stub->ListAndWatch(&ctx, v1beta1::Empty());
+  v1beta1::ListAndWatchResponse resp;
+  while (reader->Read(&resp)) {
+    DM_VINFO(2, "State pushed for device plugin", {"resource", resource_name_},
+             {"resourceCapacity", resp.devices_size()});
+    handler->PluginListAndWatchReceiver(resource_name_, this, resp);
+  }
+  const grpc::Status status = reader->Finish();
+  EndCall(&ctx);
+  // A stream the plugin ends cleanly is io.EOF in Go.
+  const std::string text = status.ok() ? "EOF" : std::string(CallResult(status).message());
+  DM_ERROR(text, "ListAndWatch ended unexpectedly for device plugin",
+           {"resource", resource_name_});
+  if (const long long size = OversizeMessageBytes(status); size >= 0) {
+    // On a real node this is all the kubelet says; spell out the consequence.
+    DM_ERROR(status.error_message(),
+             "ListAndWatch response exceeds the gRPC max receive message size; the kubelet "
+             "drops the stream and the resource will read 0 allocatable (raise "
+             "--max-recv-msg-size to emulate a larger limit)",
+             {"resource", resource_name_}, {"messageSize", static_cast<int64_t>(size)},
+             {"maxRecvMsgSize", opts_.max_recv_msg_size});
+  }
+}
+
+}  // namespace devmgr::transport
