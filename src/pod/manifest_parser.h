@@ -12,7 +12,7 @@
 //   <file>:<line>:<col>: <message>
 // with 1-based line and column. Resource problems reproduce the API server's
 // validation text and name the container and resource, e.g.
-//   gpu.yaml:12:27: Pod "gpu" is invalid: spec.containers[0].resources.requests:
+//   gpu.yaml:12:25: Pod "gpu" is invalid: spec.containers[0].resources.requests:
 //   Invalid value: "1": must be equal to nvidia.com/gpu limit of 2
 //   (container "cuda", resource "nvidia.com/gpu")
 // (one line). Only the first problem is reported.
