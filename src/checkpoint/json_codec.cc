@@ -359,7 +359,7 @@ class Parser {
       syntax_off_ = static_cast<size_t>(end_ - begin_);
     } else {
       syntax_msg_ = fmt::format("invalid character {} {}", QuoteChar(*p_), context);
-      syntax_off_ = static_cast<size_t>(p_ - begin_) + 1;
+      syntax_off_ = static_cast<size_t>(p_ - begin_);
     }
     return false;
   }

@@ -17,9 +17,10 @@ namespace devmgr::checkpoint {
 // DataV1 (kV1) struct, pre-initialised as the kubelet does (empty entries
 // list, empty registered map). Syntax errors take precedence over type
 // errors (Go validates the whole input first); the first type error wins.
-// Error texts are Go's, followed by " (offset N)": for syntax errors N is
-// Go's SyntaxError.Offset (bytes read including the offending one), for type
-// and base64 errors the offset of the offending value.
+// Error texts are Go's, followed by " (offset N)" where N is the 0-based
+// byte offset of the offending character (syntax errors; the input length
+// for "unexpected end of JSON input") or of the start of the offending value
+// or key (type and base64 errors). Go's SyntaxError.Offset is N + 1.
 absl::StatusOr<Checkpoint> DecodeJson(std::string_view bytes, FormatVersion format);
 
 // json.Marshal of Data (or DataV1 when cp.format is kV1).
