@@ -337,6 +337,17 @@ TEST(ManifestParserTest, JsonManifest) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("p.json:2:"));
 }
 
+TEST(ManifestParserTest, TabIndentedJsonAndEquivalentQuantities) {
+  const std::string json =
+      "{\n\t\"apiVersion\": \"v1\",\n\t\"kind\": \"Pod\",\n\t\"metadata\": "
+      "{\"name\": \"t\"},\n\t\"spec\": {\"containers\": [\n\t\t{\"name\": \"c\", "
+      "\"resources\": {\"limits\": {\"a.com/b\": 1.0}, \"requests\": {\"a.com/b\": "
+      "\"1000m\"}}}\n\t]}\n}\n";
+  absl::StatusOr<Pod> pod = ParsePodManifest(json, "t.json");
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  EXPECT_EQ(pod->containers[0].limits.at("a.com/b"), 1);
+}
+
 TEST(ManifestParserTest, MultiDocumentAndLists) {
   const char* yaml = R"(apiVersion: v1
 kind: Pod
