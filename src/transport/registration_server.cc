@@ -1,0 +1,396 @@
+#include "transport/registration_server.h"
+
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "common/go_format.h"
+#include "common/logging.h"
+#include "common/resource_name.h"
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "fmt/format.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "transport/go_grpc_error.h"
+#include "transport/go_path.h"
+#include "transport/plugin_dir_cleanup.h"
+
+namespace devmgr::transport {
+namespace {
+
+// v1beta1 constants.
+constexpr char kVersion[] = "v1beta1";
+const std::vector<std::string>& SupportedVersions() {
+  static const std::vector<std::string> v = {kVersion};
+  return v;
+}
+
+bool IsVersionCompatible(const std::vector<std::string>& versions) {
+  for (const std::string& v : versions) {
+    for (const std::string& s : SupportedVersions()) {
+      if (v == s) return true;
+    }
+  }
+  return false;
+}
+
+// os.MkdirAll(path, mode).
+absl::Status MkdirAll(const std::string& path, mode_t mode) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return absl::OkStatus();
+    return absl::FailedPreconditionError(fmt::format("mkdir {}: not a directory", path));
+  }
+  const size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) {
+    if (absl::Status s = MkdirAll(path.substr(0, slash), mode); !s.ok()) return s;
+  }
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
+    return absl::InternalError(fmt::format("mkdir {}: {}", path, std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+class RegistrationServer::Service final : public v1beta1::Registration::Service {
+ public:
+  explicit Service(RegistrationServer* server) : server_(server) {}
+  grpc::Status Register(grpc::ServerContext* /*ctx*/, const v1beta1::RegisterRequest* req,
+                        v1beta1::Empty* /*resp*/) override {
+    // Go's gRPC server sends a plain error as code Unknown.
+    return ToGrpcUnknown(server_->Register(*req));
+  }
+
+ private:
+  RegistrationServer* const server_;
+};
+
+absl::StatusOr<std::unique_ptr<RegistrationServer>> RegistrationServer::Create(
+    RegistrationServerOptions opts, manager::ClientHandler* handler) {
+  const std::string socket_path = GoPathJoin({opts.plugin_dir, kKubeletSocketName});
+  if (opts.plugin_dir.empty() || opts.plugin_dir.front() != '/') {
+    return absl::InvalidArgumentError(
+        fmt::format("bad socketPath, must be an absolute path: {}", socket_path));
+  }
+  return std::unique_ptr<RegistrationServer>(new RegistrationServer(std::move(opts), handler));
+}
+
+RegistrationServer::RegistrationServer(RegistrationServerOptions opts,
+                                       manager::ClientHandler* handler)
+    : opts_(std::move(opts)),
+      handler_(handler),
+      socket_path_(GoPathJoin({opts_.plugin_dir, kKubeletSocketName})),
+      checkpoint_path_(GoPathJoin({opts_.plugin_dir, kCheckpointFileName})),
+      service_(std::make_unique<Service>(this)) {}
+
+RegistrationServer::~RegistrationServer() { Stop(); }
+
+absl::Status RegistrationServer::Start() {
+  absl::MutexLock stop_lock(&stop_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_ || stopping_) {
+      return absl::FailedPreconditionError("device plugin registration server already started");
+    }
+  }
+  DM_VINFO(2, "Starting device plugin registration server");
+  const std::string dir = GoPathClean(opts_.plugin_dir);
+  if (absl::Status s = MkdirAll(dir, 0750); !s.ok()) {
+    DM_ERROR(std::string(s.message()), "Failed to create the device plugin socket directory",
+             {"directory", dir});
+    return s;
+  }
+  if (absl::Status s =
+          CleanupPluginDirectory(dir, checkpoint_path_, opts_.profile.cleanup_sockets_only);
+      !s.ok()) {
+    return s;
+  }
+  if (socket_path_.size() >= sizeof(sockaddr_un::sun_path)) {
+    const std::string err = fmt::format("listen unix {}: bind: invalid argument", socket_path_);
+    DM_ERROR(err, "Failed to listen to socket while starting device plugin registry");
+    return absl::InvalidArgumentError(err);
+  }
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket_path_, grpc::InsecureServerCredentials());
+  builder.RegisterService(service_.get());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) {
+    const std::string err = fmt::format("listen unix {}: cannot serve gRPC", socket_path_);
+    DM_ERROR(err, "Failed to listen to socket while starting device plugin registry");
+    return absl::UnavailableError(err);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    server_ = std::move(server);
+    started_ = true;
+    is_started_ = true;
+  }
+  if (!opts_.plugins_registry_dir.empty()) {
+    PluginWatcherOptions wopts = opts_.watcher;
+    wopts.dir = opts_.plugins_registry_dir;
+    wopts.dial_timeout = opts_.dial_timeout;
+    auto watcher = std::make_unique<PluginWatcher>(wopts, this);
+    if (absl::Status s = watcher->Start(); !s.ok()) {
+      std::unique_ptr<grpc::Server> srv;
+      {
+        absl::MutexLock lock(&mu_);
+        srv = std::move(server_);
+        stopping_ = true;
+      }
+      srv->Shutdown(absl::ToChronoTime(absl::Now()));
+      srv->Wait();
+      ::unlink(socket_path_.c_str());
+      return s;
+    }
+    absl::MutexLock lock(&mu_);
+    watcher_ = std::move(watcher);
+  }
+  return absl::OkStatus();
+}
+
+void RegistrationServer::Stop() {
+  absl::MutexLock stop_lock(&stop_mu_);
+  std::map<std::string, std::shared_ptr<GrpcPluginClient>> clients;
+  std::set<std::shared_ptr<GrpcPluginClient>> live;
+  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<PluginWatcher> watcher;
+  bool was_started;
+  {
+    absl::MutexLock lock(&mu_);
+    was_started = started_;
+    stopping_ = true;
+    // 1.32: "healthy while shutting down".
+    if (opts_.profile.registration_healthz) is_started_ = true;
+    clients.swap(clients_);
+    live = live_;
+    server = std::move(server_);
+    watcher = std::move(watcher_);
+  }
+  for (auto& [key, c] : clients) DisconnectClient(c->ResourceName(), c);
+  // Clients no longer tracked (replaced, or still dialling) keep streams the
+  // kubelet would leak; cancel them so their threads can be joined.
+  for (const auto& c : live) c->Close();
+  if (watcher != nullptr) watcher->Stop();
+  if (server != nullptr) {
+    server->Shutdown(absl::ToChronoTime(absl::Now()));
+    server->Wait();
+  }
+  while (true) {
+    std::list<std::unique_ptr<RunThread>> threads;
+    {
+      absl::MutexLock lock(&mu_);
+      threads.swap(threads_);
+    }
+    if (threads.empty()) break;
+    for (auto& t : threads) t->thread.join();
+  }
+  if (was_started && server != nullptr) ::unlink(socket_path_.c_str());
+}
+
+int64_t RegistrationServer::RegistrationCount(const std::string& resource) const {
+  absl::MutexLock lock(&mu_);
+  auto it = registration_counts_.find(resource);
+  return it == registration_counts_.end() ? 0 : it->second;
+}
+
+std::map<std::string, int64_t> RegistrationServer::RegistrationCounts() const {
+  absl::MutexLock lock(&mu_);
+  return registration_counts_;
+}
+
+absl::Status RegistrationServer::HealthCheck() const {
+  if (!opts_.profile.registration_healthz) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  if (is_started_) return absl::OkStatus();
+  return absl::UnavailableError(kHealthzError);
+}
+
+size_t RegistrationServer::TrackedClientCount() const {
+  absl::MutexLock lock(&mu_);
+  return clients_.size();
+}
+
+size_t RegistrationServer::RunningStreamCount() const {
+  absl::MutexLock lock(&mu_);
+  size_t n = 0;
+  for (const auto& t : threads_) n += t->done ? 0 : 1;
+  return n;
+}
+
+absl::Status RegistrationServer::Register(const v1beta1::RegisterRequest& req) {
+  const std::string& name = req.resource_name();
+  DM_INFO("Got registration request from device plugin with resource", {"resourceName", name});
+  {
+    absl::MutexLock lock(&mu_);
+    ++registration_counts_[name];
+  }
+  if (!IsVersionCompatible({req.version()})) {
+    const std::string err =
+        fmt::format("requested API version {} is not supported by kubelet. Supported version is {}",
+                    GoQuote(req.version()), GoQuoteList(SupportedVersions()));
+    DM_INFO("Bad registration request from device plugin with resource", {"resourceName", name},
+            {"err", err});
+    return absl::UnknownError(err);
+  }
+  if (!IsExtendedResourceName(name)) {
+    const std::string err = fmt::format("the ResourceName {} is invalid", GoQuote(name));
+    DM_INFO("Bad registration request from device plugin", {"err", err});
+    return absl::UnknownError(err);
+  }
+  // filepath.Join(socketDir, endpoint): lexical, ".." normalised, an
+  // absolute endpoint appended.
+  const std::string socket_path = GoPathJoin({opts_.plugin_dir, req.endpoint()});
+  if (!IsPlainSocketName(req.endpoint())) {
+    DM_WARN("Device plugin endpoint is not a plain socket file name; joined with the device "
+            "plugin directory as the kubelet does",
+            {"resourceName", name}, {"endpoint", req.endpoint()}, {"path", socket_path});
+  }
+  if (absl::Status s = ConnectClient(name, socket_path); !s.ok()) {
+    DM_INFO("Error connecting to device plugin client", {"err", std::string(s.message())});
+    return absl::UnknownError(std::string(s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RegistrationServer::ValidatePlugin(const std::string& name,
+                                                const std::string& endpoint,
+                                                const std::vector<std::string>& versions) {
+  DM_VINFO(2, "Got plugin at endpoint with versions", {"plugin", name}, {"endpoint", endpoint},
+           {"versions", GoList(versions)});
+  if (!IsVersionCompatible(versions)) {
+    return absl::InvalidArgumentError(
+        fmt::format("manager version, {}, is not among plugin supported versions {}", kVersion,
+                    GoList(versions)));
+  }
+  if (!IsExtendedResourceName(name)) {
+    return absl::InvalidArgumentError(
+        fmt::format("invalid name of device plugin socket: the ResourceName {} is invalid",
+                    GoQuote(name)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RegistrationServer::RegisterPlugin(const std::string& name,
+                                                const std::string& endpoint,
+                                                const std::vector<std::string>& /*versions*/) {
+  DM_VINFO(2, "Registering plugin at endpoint", {"plugin", name}, {"endpoint", endpoint});
+  // Probe mode uses the endpoint as is, and does not count registrations.
+  return ConnectClient(name, endpoint);
+}
+
+void RegistrationServer::DeRegisterPlugin(const std::string& name, const std::string& endpoint) {
+  std::shared_ptr<GrpcPluginClient> c;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = clients_.find(ClientKey(name, endpoint));
+    if (it == clients_.end()) return;
+    c = it->second;
+    clients_.erase(it);
+  }
+  DisconnectClient(name, c);
+}
+
+std::string RegistrationServer::ClientKey(const std::string& name,
+                                          const std::string& socket_path) const {
+  return opts_.profile.clients_per_socket ? socket_path : name;
+}
+
+void RegistrationServer::ReapDoneThreads() {
+  std::vector<std::unique_ptr<RunThread>> done;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = threads_.begin(); it != threads_.end();) {
+      if ((*it)->done) {
+        done.push_back(std::move(*it));
+        it = threads_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& t : done) t->thread.join();
+}
+
+absl::Status RegistrationServer::ConnectClient(const std::string& name,
+                                               const std::string& socket_path) {
+  ReapDoneThreads();
+  auto client = std::make_shared<GrpcPluginClient>(
+      name, socket_path, ClientOptions{opts_.dial_timeout, opts_.max_recv_msg_size});
+  const std::string key = ClientKey(name, socket_path);
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError("device plugin registration server is stopped");
+    // registerClient: replaces any previous client for the key; the old
+    // one's stream keeps running.
+    clients_[key] = client;
+    live_.insert(client);
+  }
+  if (absl::Status s = client->Connect(handler_); !s.ok()) {
+    {
+      absl::MutexLock lock(&mu_);
+      // deregisterClient by key: this also forgets a previous client.
+      clients_.erase(key);
+      live_.erase(client);
+    }
+    DM_ERROR(std::string(s.message()), "Failed to connect to new client", {"resource", name});
+    return s;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stopping_) {
+      auto t = std::make_unique<RunThread>();
+      RunThread* raw = t.get();
+      threads_.push_back(std::move(t));
+      raw->thread = std::thread([this, name, client, raw] { RunClient(name, client, raw); });
+      DM_VINFO(2, "Connected to new client", {"resource", name});
+      return absl::OkStatus();
+    }
+    live_.erase(client);
+  }
+  client->Close();
+  return absl::UnavailableError("device plugin registration server is stopped");
+}
+
+void RegistrationServer::RunClient(const std::string& name,
+                                   std::shared_ptr<GrpcPluginClient> client, RunThread* self) {
+  client->Run(handler_);
+  std::shared_ptr<GrpcPluginClient> current;
+  {
+    absl::MutexLock lock(&mu_);
+    live_.erase(client);
+    auto it = clients_.find(ClientKey(name, client->SocketPath()));
+    // 1.30-1.33 look the client up by name only: if a newer registration
+    // replaced this one, the old stream's end disconnects the new client
+    // (kubernetes#121994). 1.34+ only ever disconnect the stream's own client.
+    if (it != clients_.end() &&
+        (!opts_.profile.clients_per_socket || it->second == client)) {
+      current = it->second;
+      clients_.erase(it);
+    }
+  }
+  if (current != nullptr) {
+    if (current != client) {
+      DM_WARN("ListAndWatch of a replaced device plugin client ended; disconnecting the current "
+              "client as kubelet 1.30-1.33 do (kubernetes#121994)",
+              {"resource", name}, {"endedSocket", client->SocketPath()},
+              {"disconnectedSocket", current->SocketPath()});
+    }
+    DisconnectClient(name, current);
+  }
+  absl::MutexLock lock(&mu_);
+  self->done = true;
+}
+
+void RegistrationServer::DisconnectClient(const std::string& name,
+                                          const std::shared_ptr<GrpcPluginClient>& c) {
+  c->Close();
+  handler_->PluginDisconnected(name, c.get());
+}
+
+}  // namespace devmgr::transport
