@@ -8,54 +8,175 @@ namespace {
 constexpr char kHealthy[] = "Healthy";
 }  // namespace
 
+// The result is the kubelet's full replacement (fresh maps filled from the
+// list). It is computed in place because plugins re-send their full list
+// every few seconds with few changes: entries that stay are updated without
+// reallocation.
 void DeviceSets::Replace(const std::string& resource_name,
                          const google::protobuf::RepeatedPtrField<v1beta1::Device>& devices) {
-  DeviceMap new_all;
-  DeviceSet new_healthy;
-  DeviceSet new_unhealthy;
-  new_all.reserve(devices.size());
+  const uint64_t epoch = ++epoch_;
+  Resource& r = resources_[resource_name];
+  r.has_all = r.has_healthy = r.has_unhealthy = true;
+  r.all.reserve(devices.size());
   for (const v1beta1::Device& d : devices) {
-    StoredDevice& sd = new_all[d.id()];
+    StoredDevice& sd = r.all.try_emplace(d.id()).first->second;
+    if (sd.epoch != epoch) {
+      sd.epoch = epoch;
+      sd.healthy = false;
+      sd.unhealthy = false;
+    }
+    // A duplicate ID: the last occurrence wins in allDevices, but every
+    // occurrence adds the ID to the set of its health.
     sd.health = d.health();
     sd.numa_nodes.clear();
     if (d.has_topology()) {
-      sd.numa_nodes.reserve(d.topology().nodes_size());
       for (const v1beta1::NUMANode& n : d.topology().nodes()) sd.numa_nodes.push_back(n.id());
     }
     if (d.health() == kHealthy) {
-      new_healthy.insert(d.id());
+      sd.healthy = true;
     } else {
-      new_unhealthy.insert(d.id());
+      sd.unhealthy = true;
     }
   }
-  all[resource_name] = std::move(new_all);
-  healthy[resource_name] = std::move(new_healthy);
-  unhealthy[resource_name] = std::move(new_unhealthy);
+  r.healthy_count = 0;
+  r.unhealthy_count = 0;
+  for (auto it = r.all.begin(); it != r.all.end();) {
+    if (it->second.epoch != epoch) {
+      r.all.erase(it++);  // vanished from the list
+      continue;
+    }
+    r.healthy_count += it->second.healthy;
+    r.unhealthy_count += it->second.unhealthy;
+    ++it;
+  }
 }
 
 void DeviceSets::MarkResourceUnhealthy(const std::string& resource_name) {
-  DeviceSet& u = unhealthy[resource_name];
-  auto h = healthy.find(resource_name);
-  if (h == healthy.end()) return;
-  u.insert(h->second.begin(), h->second.end());
-  h->second.clear();
+  Resource& r = resources_[resource_name];
+  r.has_unhealthy = true;
+  if (!r.has_healthy) return;
+  for (auto& [id, d] : r.all) {
+    if (!d.healthy) continue;
+    d.healthy = false;
+    if (!d.unhealthy) {
+      d.unhealthy = true;
+      ++r.unhealthy_count;
+    }
+  }
+  r.healthy_count = 0;
 }
 
-bool DeviceSets::HasTopologyAlignment(const std::string& resource_name) const {
-  auto it = all.find(resource_name);
-  if (it == all.end()) return false;
-  for (const auto& [id, d] : it->second) {
-    if (!d.numa_nodes.empty()) return true;
+void DeviceSets::SetEmpty(const std::string& resource_name) {
+  Resource& r = resources_[resource_name];
+  r.has_healthy = r.has_unhealthy = true;
+  for (auto& [id, d] : r.all) d.healthy = d.unhealthy = false;
+  r.healthy_count = r.unhealthy_count = 0;
+}
+
+void DeviceSets::EraseHealthy(const std::string& resource_name) {
+  auto it = resources_.find(resource_name);
+  if (it == resources_.end()) return;
+  it->second.has_healthy = false;
+  for (auto& [id, d] : it->second.all) d.healthy = false;
+  it->second.healthy_count = 0;
+}
+
+void DeviceSets::EraseUnhealthy(const std::string& resource_name) {
+  auto it = resources_.find(resource_name);
+  if (it == resources_.end()) return;
+  it->second.has_unhealthy = false;
+  for (auto& [id, d] : it->second.all) d.unhealthy = false;
+  it->second.unhealthy_count = 0;
+}
+
+const DeviceSets::Resource* DeviceSets::Get(const std::string& resource_name) const {
+  auto it = resources_.find(resource_name);
+  return it == resources_.end() ? nullptr : &it->second;
+}
+
+bool DeviceSets::HasHealthy(const std::string& resource_name) const {
+  const Resource* r = Get(resource_name);
+  return r != nullptr && r->has_healthy;
+}
+
+bool DeviceSets::HasUnhealthy(const std::string& resource_name) const {
+  const Resource* r = Get(resource_name);
+  return r != nullptr && r->has_unhealthy;
+}
+
+size_t DeviceSets::HealthyCount(const std::string& resource_name) const {
+  const Resource* r = Get(resource_name);
+  return r == nullptr ? 0 : r->healthy_count;
+}
+
+size_t DeviceSets::UnhealthyCount(const std::string& resource_name) const {
+  const Resource* r = Get(resource_name);
+  return r == nullptr ? 0 : r->unhealthy_count;
+}
+
+std::vector<std::string> DeviceSets::HealthyResources() const {
+  std::vector<std::string> out;
+  for (const auto& [name, r] : resources_) {
+    if (r.has_healthy) out.push_back(name);
   }
-  return false;
+  return out;
+}
+
+std::vector<std::string> DeviceSets::UnhealthyResources() const {
+  std::vector<std::string> out;
+  for (const auto& [name, r] : resources_) {
+    if (r.has_unhealthy) out.push_back(name);
+  }
+  return out;
+}
+
+bool DeviceSets::IsHealthy(const std::string& resource_name, const std::string& id) const {
+  const StoredDevice* d = Find(resource_name, id);
+  return d != nullptr && d->healthy;
+}
+
+std::vector<std::string> DeviceSets::HealthyIds(const std::string& resource_name) const {
+  std::vector<std::string> out;
+  const Resource* r = Get(resource_name);
+  if (r == nullptr) return out;
+  out.reserve(r->healthy_count);
+  for (const auto& [id, d] : r->all) {
+    if (d.healthy) out.push_back(id);
+  }
+  return out;
+}
+
+std::vector<std::string> DeviceSets::UnhealthyIds(const std::string& resource_name) const {
+  std::vector<std::string> out;
+  const Resource* r = Get(resource_name);
+  if (r == nullptr) return out;
+  out.reserve(r->unhealthy_count);
+  for (const auto& [id, d] : r->all) {
+    if (d.unhealthy) out.push_back(id);
+  }
+  return out;
+}
+
+const DeviceMap* DeviceSets::All(const std::string& resource_name) const {
+  const Resource* r = Get(resource_name);
+  return r == nullptr || !r->has_all ? nullptr : &r->all;
 }
 
 const StoredDevice* DeviceSets::Find(const std::string& resource_name,
                                      const std::string& id) const {
-  auto it = all.find(resource_name);
-  if (it == all.end()) return nullptr;
-  auto d = it->second.find(id);
-  return d == it->second.end() ? nullptr : &d->second;
+  const DeviceMap* all = All(resource_name);
+  if (all == nullptr) return nullptr;
+  auto d = all->find(id);
+  return d == all->end() ? nullptr : &d->second;
+}
+
+bool DeviceSets::HasTopologyAlignment(const std::string& resource_name) const {
+  const DeviceMap* all = All(resource_name);
+  if (all == nullptr) return false;
+  for (const auto& [id, d] : *all) {
+    if (!d.numa_nodes.empty()) return true;
+  }
+  return false;
 }
 
 }  // namespace devmgr::manager

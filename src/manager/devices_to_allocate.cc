@@ -74,18 +74,17 @@ absl::StatusOr<DeviceSet> ManagerImpl::DevicesToAllocate(const std::string& pod_
 
   // These checks apply even when nothing more is needed (quantity 0, or a
   // restart with the allocation cached).
-  auto healthy = devices_.healthy.find(resource_name);
-  if (healthy == devices_.healthy.end()) {
+  if (!devices_.HasHealthy(resource_name)) {
     return absl::FailedPreconditionError(
         fmt::format("cannot allocate unregistered device {}", resource_name));
   }
-  if (healthy->second.empty()) {
+  if (devices_.HealthyCount(resource_name) == 0) {
     return absl::FailedPreconditionError(fmt::format(
         "no healthy devices present; cannot allocate unhealthy devices {}", resource_name));
   }
   if (devices.has_value()) {
     for (const std::string& d : *devices) {
-      if (!healthy->second.contains(d)) {
+      if (!devices_.IsHealthy(resource_name, d)) {
         return absl::FailedPreconditionError(fmt::format(
             "previously allocated devices are no longer healthy; cannot allocate unhealthy "
             "devices {}",
@@ -122,12 +121,11 @@ absl::StatusOr<DeviceSet> ManagerImpl::DevicesToAllocate(const std::string& pod_
 
   // available = healthy - in use.
   DeviceSet available;
-  {
-    const DeviceSet& h = devices_.healthy[resource_name];
+  if (const DeviceMap* all = devices_.All(resource_name); all != nullptr) {
     const DeviceSet& in_use = allocated_devices_[resource_name];
-    available.reserve(h.size());
-    for (const std::string& d : h) {
-      if (!in_use.contains(d)) available.insert(d);
+    available.reserve(devices_.HealthyCount(resource_name));
+    for (const auto& [id, d] : *all) {
+      if (d.healthy && !in_use.contains(id)) available.insert(id);
     }
   }
   if (static_cast<int>(available.size()) < needed) {
@@ -136,11 +134,9 @@ absl::StatusOr<DeviceSet> ManagerImpl::DevicesToAllocate(const std::string& pod_
         resource_name, needed, available.size()));
   }
 
-  auto dm = devices_.all.find(resource_name);
-  AffinityBuckets buckets = FilterByAffinity(
-      affinity_->GetAffinity(pod_uid, container_name),
-      devices_.HasTopologyAlignment(resource_name),
-      dm == devices_.all.end() ? nullptr : &dm->second, available);
+  AffinityBuckets buckets = FilterByAffinity(affinity_->GetAffinity(pod_uid, container_name),
+                                             devices_.HasTopologyAlignment(resource_name),
+                                             devices_.All(resource_name), available);
 
   if (needed < static_cast<int>(buckets.aligned.size())) {
     // More aligned devices than needed: let the plugin choose among them.

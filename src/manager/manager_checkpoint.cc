@@ -84,8 +84,7 @@ absl::Status ManagerImpl::ReadCheckpoint() {
       for (const auto& [resource, ids] : *data.registered_devices) {
         // The device lists are ignored: the resource waits, at 0/0, for its
         // plugin to register again, or for the grace period to remove it.
-        devices_.healthy[resource].clear();
-        devices_.unhealthy[resource].clear();
+        devices_.SetEmpty(resource);
         endpoints_[resource] = EndpointInfo{Endpoint::NewStopped(resource, now), std::nullopt};
       }
     }
@@ -102,8 +101,8 @@ absl::Status ManagerImpl::WriteCheckpoint() {
     auto& registered = data.registered_devices.emplace();
     // Every resource with a healthy key, unhealthy devices left out; an
     // empty set is written as [] (never null).
-    for (const auto& [resource, set] : devices_.healthy) {
-      registered[resource] = UnsortedList(set);
+    for (const std::string& resource : devices_.HealthyResources()) {
+      registered[resource] = devices_.HealthyIds(resource);
     }
   }
   checkpoint::Checkpoint cp = checkpoint::MakeV2(std::move(data));

@@ -111,40 +111,35 @@ CapacityResult ManagerImpl::GetCapacity() {
     absl::MutexLock l(&mu_);
     const absl::Time now = clock_->Now();
     std::set<std::string> removed;
-    auto expire = [&](const std::string& r, const char* out_of_sync_msg,
-                      std::map<std::string, DeviceSet>& sets) -> bool {
+    // Deletes the endpoint and one of the resource's sets when the endpoint
+    // is missing or its grace period has expired.
+    auto expire = [&](const std::string& r, const char* out_of_sync_msg) -> bool {
       auto ep = endpoints_.find(r);
       bool missing = ep == endpoints_.end();
       if (!missing && !ep->second.e->StopGracePeriodExpired(now)) return false;
       if (missing) DM_ERROR("", out_of_sync_msg, {"resourceName", r});
       endpoints_.erase(r);
-      sets.erase(r);
       removed.insert(r);
       needs_checkpoint = true;
       return true;
     };
-    for (auto it = devices_.healthy.begin(); it != devices_.healthy.end();) {
-      const std::string r = it->first;
-      const int64_t n = static_cast<int64_t>(it->second.size());
-      ++it;  // `expire` may erase r
-      if (expire(r, "Unexpected: healthyDevices and endpoints are out of sync",
-                 devices_.healthy)) {
+    for (const std::string& r : devices_.HealthyResources()) {
+      if (expire(r, "Unexpected: healthyDevices and endpoints are out of sync")) {
+        devices_.EraseHealthy(r);
         continue;
       }
+      const int64_t n = static_cast<int64_t>(devices_.HealthyCount(r));
       out.capacity[r] = n;
       out.allocatable[r] = n;
     }
-    for (auto it = devices_.unhealthy.begin(); it != devices_.unhealthy.end();) {
-      const std::string r = it->first;
-      const int64_t n = static_cast<int64_t>(it->second.size());
-      ++it;
-      if (expire(r, "Unexpected: unhealthyDevices and endpoints are out of sync",
-                 devices_.unhealthy)) {
+    for (const std::string& r : devices_.UnhealthyResources()) {
+      if (expire(r, "Unexpected: unhealthyDevices and endpoints are out of sync")) {
+        devices_.EraseUnhealthy(r);
         continue;
       }
       // A resource with only an unhealthy entry gets capacity but no
       // allocatable entry (node status then copies capacity).
-      out.capacity[r] += n;
+      out.capacity[r] += static_cast<int64_t>(devices_.UnhealthyCount(r));
     }
     out.removed.assign(removed.begin(), removed.end());
   }
@@ -160,33 +155,39 @@ std::vector<ResourceStatus> ManagerImpl::Snapshot() const {
   absl::MutexLock l(&mu_);
   std::set<std::string> names;
   for (const auto& [r, e] : endpoints_) names.insert(r);
-  for (const auto& [r, s] : devices_.healthy) names.insert(r);
-  for (const auto& [r, s] : devices_.unhealthy) names.insert(r);
+  for (const auto& [r, d] : devices_.resources()) {
+    if (d.has_healthy || d.has_unhealthy) names.insert(r);
+  }
   for (const auto& [r, s] : allocated_devices_) names.insert(r);
   std::vector<ResourceStatus> out;
   out.reserve(names.size());
   for (const std::string& r : names) {
     ResourceStatus st;
     st.resource_name = r;
-    auto h = devices_.healthy.find(r);
-    auto u = devices_.unhealthy.find(r);
-    if (h != devices_.healthy.end()) {
-      st.healthy = SortedList(h->second);
-      st.allocatable = static_cast<int64_t>(h->second.size());
+    const bool has_h = devices_.HasHealthy(r);
+    const bool has_u = devices_.HasUnhealthy(r);
+    if (has_h) {
+      st.healthy = devices_.HealthyIds(r);
+      std::sort(st.healthy.begin(), st.healthy.end());
+      st.allocatable = static_cast<int64_t>(st.healthy.size());
     }
-    if (u != devices_.unhealthy.end()) st.unhealthy = SortedList(u->second);
+    if (has_u) {
+      st.unhealthy = devices_.UnhealthyIds(r);
+      std::sort(st.unhealthy.begin(), st.unhealthy.end());
+    }
     st.capacity = static_cast<int64_t>(st.healthy.size() + st.unhealthy.size());
     auto a = allocated_devices_.find(r);
     if (a != allocated_devices_.end()) st.allocated = SortedList(a->second);
-    auto all = devices_.all.find(r);
-    if (all != devices_.all.end() &&
-        (h != devices_.healthy.end() || u != devices_.unhealthy.end())) {
-      st.devices.reserve(all->second.size());
-      for (const auto& [id, d] : all->second) {
+    const DeviceMap* all = devices_.All(r);
+    if (all != nullptr && (has_h || has_u)) {
+      st.devices.reserve(all->size());
+      for (const auto& [id, d] : *all) {
         DeviceInfo info;
         info.id = id;
         info.health = d.health;
-        if (!d.numa_nodes.empty()) info.numa_nodes = d.numa_nodes;
+        if (!d.numa_nodes.empty()) {
+          info.numa_nodes.emplace(d.numa_nodes.begin(), d.numa_nodes.end());
+        }
         st.devices.push_back(std::move(info));
       }
       std::sort(st.devices.begin(), st.devices.end(),

@@ -21,7 +21,7 @@ AffinityBuckets FilterByAffinity(std::optional<NumaMask> affinity, bool has_alig
     return out;
   }
   const NumaMask mask = *affinity;
-  auto nodes_of = [&](const std::string& id) -> const std::vector<int64_t>* {
+  auto nodes_of = [&](const std::string& id) -> const NumaNodes* {
     if (devices == nullptr) return nullptr;
     auto it = devices->find(id);
     if (it == devices->end() || it->second.numa_nodes.empty()) return nullptr;
@@ -31,7 +31,7 @@ AffinityBuckets FilterByAffinity(std::optional<NumaMask> affinity, bool has_alig
   // NUMA node -> devices on it (-1: no topology).
   std::map<int64_t, DeviceSet> per_node;
   for (const std::string& d : available) {
-    const std::vector<int64_t>* nodes = nodes_of(d);
+    const NumaNodes* nodes = nodes_of(d);
     if (nodes == nullptr) {
       per_node[kNodeWithoutTopology].insert(d);
       continue;
