@@ -1,0 +1,127 @@
+#include "transport/plugin_watcher.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "gtest/gtest.h"
+#include "transport/registration_server.h"
+#include "transport/transport_testutil.h"
+
+namespace devmgr::transport {
+namespace {
+
+using testutil::FakeClientHandler;
+using testutil::FakePlugin;
+using testutil::FakePluginConfig;
+
+// Probe mode through the RegistrationServer, as the node runs it.
+class PluginWatcherTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    RegistrationServerOptions o;
+    o.plugin_dir = dp_dir_.path();
+    o.plugins_registry_dir = reg_dir_.Join("plugins_registry");
+    o.dial_timeout = absl::Milliseconds(300);
+    o.watcher.period = absl::Milliseconds(20);
+    o.watcher.initial_retry_backoff = absl::Seconds(30);  // one attempt per test
+    auto s = RegistrationServer::Create(o, &handler_);
+    ASSERT_TRUE(s.ok());
+    server_ = std::move(*s);
+    ASSERT_TRUE(server_->Start().ok());
+    ASSERT_TRUE(std::filesystem::is_directory(o.plugins_registry_dir));
+  }
+  void TearDown() override { server_->Stop(); }
+  std::string RegPath(const std::string& name) { return reg_dir_.Join("plugins_registry/" + name); }
+  static FakePluginConfig Probe(const std::string& name, const std::string& endpoint,
+                                std::vector<std::string> versions = {"v1beta1"}) {
+    FakePluginConfig cfg;
+    cfg.serve_registration = true;
+    cfg.info.set_type("DevicePlugin");
+    cfg.info.set_name(name);
+    cfg.info.set_endpoint(endpoint);
+    for (const auto& v : versions) cfg.info.add_supported_versions(v);
+    cfg.responses = {testutil::Devices(3)};
+    return cfg;
+  }
+
+  testutil::TempDir dp_dir_;
+  testutil::TempDir reg_dir_;
+  FakeClientHandler handler_;
+  std::unique_ptr<RegistrationServer> server_;
+};
+
+TEST_F(PluginWatcherTest, RegistersASocketServingBothServicesAndDeregistersOnRemoval) {
+  // Empty endpoint: the watched socket itself is the DevicePlugin endpoint.
+  FakePlugin plugin(RegPath("example.com-gpu.sock"), Probe("example.com/gpu", ""));
+  ASSERT_TRUE(plugin.Start());
+  ASSERT_TRUE(plugin.WaitNotification());
+  const auto n = plugin.Notifications();
+  ASSERT_EQ(n.size(), 1u);
+  EXPECT_TRUE(n[0].plugin_registered());
+  EXPECT_EQ(n[0].error(), "");
+  ASSERT_TRUE(handler_.WaitFor("list", 1));
+  EXPECT_EQ(handler_.Last("connected").socket, RegPath("example.com-gpu.sock"));
+  EXPECT_EQ(handler_.Last("list").devices, 3);
+  EXPECT_EQ(server_->RegistrationCount("example.com/gpu"), 0);  // not counted in probe mode
+  EXPECT_EQ(plugin.Calls()[0], "GetInfo");
+
+  std::filesystem::remove(RegPath("example.com-gpu.sock"));
+  ASSERT_TRUE(handler_.WaitFor("disconnected", 1));
+  EXPECT_EQ(handler_.Last("disconnected").resource, "example.com/gpu");
+}
+
+TEST_F(PluginWatcherTest, UsesAnAbsoluteEndpointAsIs) {
+  FakePlugin device(dp_dir_.Join("dp.sock"), Probe("example.com/gpu", ""));
+  ASSERT_TRUE(device.Start());
+  FakePlugin reg(RegPath("sub/reg.sock"), Probe("example.com/gpu", dp_dir_.Join("dp.sock")));
+  std::filesystem::create_directories(reg_dir_.Join("plugins_registry/sub"));
+  ASSERT_TRUE(reg.Start());
+  ASSERT_TRUE(reg.WaitNotification());
+  EXPECT_TRUE(reg.Notifications()[0].plugin_registered());
+  ASSERT_TRUE(handler_.WaitFor("list", 1));
+  EXPECT_EQ(handler_.Last("connected").socket, dp_dir_.Join("dp.sock"));
+}
+
+TEST_F(PluginWatcherTest, ValidationFailureOfTheVersions) {
+  FakePlugin plugin(RegPath("p.sock"), Probe("example.com/gpu", "", {"v1alpha", "v1beta2"}));
+  ASSERT_TRUE(plugin.Start());
+  ASSERT_TRUE(plugin.WaitNotification());
+  const auto n = plugin.Notifications()[0];
+  EXPECT_FALSE(n.plugin_registered());
+  EXPECT_EQ(n.error(),
+            "RegisterPlugin error -- plugin validation failed with err: manager version, v1beta1, "
+            "is not among plugin supported versions [v1alpha v1beta2]");
+  EXPECT_EQ(handler_.Count("connected"), 0);
+}
+
+TEST_F(PluginWatcherTest, ValidationFailureOfTheName) {
+  FakePlugin plugin(RegPath("p.sock"), Probe("gpu", ""));
+  ASSERT_TRUE(plugin.Start());
+  ASSERT_TRUE(plugin.WaitNotification());
+  EXPECT_EQ(plugin.Notifications()[0].error(),
+            "RegisterPlugin error -- plugin validation failed with err: invalid name of device "
+            "plugin socket: the ResourceName \"gpu\" is invalid");
+}
+
+TEST_F(PluginWatcherTest, RegistrationFailureIsNotified) {
+  FakePlugin plugin(RegPath("p.sock"), Probe("example.com/gpu", dp_dir_.Join("nobody.sock")));
+  ASSERT_TRUE(plugin.Start());
+  ASSERT_TRUE(plugin.WaitNotification());
+  const auto n = plugin.Notifications()[0];
+  EXPECT_FALSE(n.plugin_registered());
+  EXPECT_EQ(n.error(),
+            "RegisterPlugin error -- plugin registration failed with err: failed to dial device "
+            "plugin: context deadline exceeded");
+}
+
+TEST_F(PluginWatcherTest, IgnoresDotNamesAndNonSockets) {
+  std::ofstream(RegPath("regular.sock")) << "x";
+  FakePlugin hidden(RegPath(".hidden.sock"), Probe("example.com/gpu", ""));
+  ASSERT_TRUE(hidden.Start());
+  // Nothing to await: assert that no GetInfo arrives within several periods.
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(hidden.CallCount("GetInfo"), 0);
+}
+
+}  // namespace
+}  // namespace devmgr::transport
