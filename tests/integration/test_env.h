@@ -1,0 +1,125 @@
+// Shared fixtures for integration tests: a temp device-plugin dir, an
+// emulated node on a fake clock, in-process sample plugins, and waiting on
+// state changes instead of sleeping.
+#ifndef DEVMGR_TESTS_INTEGRATION_TEST_ENV_H_
+#define DEVMGR_TESTS_INTEGRATION_TEST_ENV_H_
+
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "gtest/gtest.h"
+#include "manager/manager.h"
+#include "node/node.h"
+#include "plugin/config.h"
+#include "plugin/sample_plugin.h"
+
+namespace devmgr::testing {
+
+// A fresh directory under /tmp, removed with everything in it at
+// destruction.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/dmit-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Wakes waiters whenever something changed; waiters re-check a predicate.
+class ChangeSignal {
+ public:
+  void Notify() {
+    absl::MutexLock l(&mu_);
+    ++generation_;
+  }
+  // Re-evaluates `pred` on every change (and at least every 20 ms, for
+  // changes nobody signals, like a plugin's own state) until it holds or
+  // `timeout` passes.
+  bool WaitFor(const std::function<bool()>& pred, absl::Duration timeout = absl::Seconds(15)) {
+    const absl::Time deadline = absl::Now() + timeout;
+    for (;;) {
+      if (pred()) return true;
+      absl::MutexLock l(&mu_);
+      const int64_t seen = generation_;
+      auto changed = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return generation_ != seen; };
+      const absl::Time next = std::min(deadline, absl::Now() + absl::Milliseconds(20));
+      mu_.AwaitWithDeadline(absl::Condition(&changed), next);
+      if (absl::Now() >= deadline) {
+        mu_.Unlock();
+        const bool ok = pred();
+        mu_.Lock();
+        return ok;
+      }
+    }
+  }
+
+ private:
+  absl::Mutex mu_;
+  int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+struct NodeHandle {
+  std::unique_ptr<node::Node> node;
+};
+
+// Builds a node on `dir` with a fake clock and fsync off.
+inline std::unique_ptr<node::Node> MakeNode(const std::string& dir, FakeClock* clock,
+                                            const std::string& version = "1.32",
+                                            ChangeSignal* signal = nullptr,
+                                            const std::string& registry_dir = "",
+                                            int max_recv = 4 * 1024 * 1024) {
+  node::NodeOptions o;
+  o.plugin_dir = dir;
+  o.registry_dir = registry_dir;
+  o.profile = *ProfileForVersion(version);
+  o.clock = clock;
+  o.fsync = false;
+  o.dial_timeout = absl::Seconds(2);
+  o.max_recv_msg_size = max_recv;
+  auto n = std::make_unique<node::Node>(o);
+  if (signal != nullptr) n->manager().SetChangeCallback([signal] { signal->Notify(); });
+  return n;
+}
+
+inline plugin::Config ConfigFromYaml(const std::string& yaml) {
+  auto c = plugin::ParseConfig(yaml, "test-config");
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? *c : plugin::Config{};
+}
+
+inline std::unique_ptr<plugin::SamplePlugin> MakePlugin(const std::string& yaml,
+                                                        const std::string& dir,
+                                                        const std::string& registry_dir = "") {
+  plugin::PluginOptions po;
+  po.dir = dir;
+  if (!registry_dir.empty()) po.registry_dir = registry_dir;
+  return std::make_unique<plugin::SamplePlugin>(ConfigFromYaml(yaml), po);
+}
+
+// The resource's snapshot, or a default one named "<absent>".
+inline manager::ResourceStatus Find(node::Node& n, const std::string& resource) {
+  for (auto& r : n.manager().Snapshot()) {
+    if (r.resource_name == resource) return r;
+  }
+  manager::ResourceStatus none;
+  none.resource_name = "<absent>";
+  return none;
+}
+
+inline bool Has(node::Node& n, const std::string& resource) {
+  return Find(n, resource).resource_name == resource;
+}
+
+}  // namespace devmgr::testing
+
+#endif  // DEVMGR_TESTS_INTEGRATION_TEST_ENV_H_
