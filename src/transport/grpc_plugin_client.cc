@@ -199,6 +199,9 @@ void GrpcPluginClient::Run(manager::ClientHandler* handler) {
       stub->ListAndWatch(&ctx, v1beta1::Empty());
   v1beta1::ListAndWatchResponse resp;
   while (reader->Read(&resp)) {
+    // Once the connection is closed (disconnectClient), Go's Recv fails; a
+    // message gRPC had already buffered must not reach the manager.
+    if (IsClosed()) break;
     DM_VINFO(2, "State pushed for device plugin", {"resource", resource_name_},
              {"resourceCapacity", resp.devices_size()});
     handler->PluginListAndWatchReceiver(resource_name_, this, resp);
