@@ -1,0 +1,109 @@
+// PodManager: the slice of the kubelet's pod lifecycle that the device
+// manager sees: pods admitted (or rejected) in order, containers started
+// (GetDeviceRunContainerOptions, PreStartContainer), pods deleted or
+// terminated (they leave the active set and are garbage-collected at the
+// next allocation), container restarts, and what a restarted kubelet is
+// handed (active pods, the runtime's running containers).
+#ifndef DEVMGR_NODE_POD_MANAGER_H_
+#define DEVMGR_NODE_POD_MANAGER_H_
+
+#include <atomic>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "manager/manager.h"
+#include "pod/pod.h"
+
+namespace devmgr::node {
+
+class Node;
+
+// One container as the runtime would report it.
+struct ContainerRecord {
+  std::string name;
+  std::string container_id;  // changes on every restart
+  bool running = false;
+  int restart_count = 0;
+  // The merged device runtime options of the last start (nullopt: none).
+  std::optional<manager::RunContainerOptions> run_options;
+  // The error of the last start, e.g. a PreStartContainer failure.
+  std::string start_error;
+};
+
+struct PodRecord {
+  pod::Pod pod;
+  // kPending while being admitted, kRunning once admitted and started,
+  // kFailed when rejected (reason/message set) or marked failed,
+  // kSucceeded when marked so.
+  pod::Phase phase = pod::Phase::kPending;
+  std::string reason;   // e.g. UnexpectedAdmissionError
+  std::string message;  // e.g. Allocate failed due to ..., which is unexpected
+  bool deleted = false;
+  std::vector<ContainerRecord> containers;  // kubelet order (init, then app)
+};
+
+// Thread-safe. `node` must outlive the PodManager (or be replaced by a
+// ReadmitAfter... call). Calls into the manager are made without this
+// class's lock, because the manager calls back (active pods, readiness).
+class PodManager {
+ public:
+  explicit PodManager(Node* node);
+
+  // Admission as the kubelet does it (topology manager admit handler, which
+  // allocates), then container start: GetDeviceRunContainerOptions for
+  // every container in order. A rejected pod is recorded as Failed with the
+  // kubelet's reason and message. InvalidArgument when a pod with the same
+  // UID exists.
+  absl::StatusOr<PodRecord> AddPod(const pod::Pod& pod);
+  // The pod leaves the active set; its devices are freed at the next
+  // garbage collection (the next allocation). NotFound for an unknown UID.
+  absl::Status DeletePod(const std::string& uid);
+  // Succeeded or Failed: the pod is terminated and no longer active.
+  absl::Status SetPhase(const std::string& uid, pod::Phase phase);
+  // The runtime restarts a container: a new container ID, and container
+  // start again (GetDeviceRunContainerOptions; no re-allocation when the
+  // devices are cached).
+  absl::Status RestartContainer(const std::string& uid, const std::string& container);
+
+  // The UIDs of active pods (admitted, not terminated, not deleted).
+  std::vector<std::string> ActivePodUids() const;
+  std::vector<PodRecord> Pods() const;
+  std::optional<PodRecord> Find(const std::string& uid_or_ns_name) const;
+
+  // The StartOptions a (re)starting kubelet gets: active pods, a container
+  // map of every known container and the running set. With
+  // `node_rebooted`, no container is running (and none is in the map).
+  manager::StartOptions MakeStartOptions(bool node_rebooted);
+  // After a kubelet restart: re-admits every active pod, in admission order,
+  // with the manager's sources not yet ready (running containers take the
+  // kubelet-restart shortcut), then marks sources ready. Pods rejected now
+  // become Failed, as on a real node.
+  void ReadmitAfterRestart(Node* new_node);
+  // After a node reboot: every container is stopped; active pods are
+  // re-admitted and started again on `new_node`.
+  void ReadmitAfterReboot(Node* new_node);
+
+ private:
+  // Never called with mu_ held: the manager calls back into
+  // ActivePodUids() and the sources-ready flag.
+  void AdmitAndStart(Node* node, const std::string& uid, bool start_containers)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void StartContainers(Node* node, const std::string& uid) ABSL_LOCKS_EXCLUDED(mu_);
+  std::string NewContainerId(const std::string& uid, const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  PodRecord* FindLocked(const std::string& uid_or_ns_name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::atomic<bool> sources_ready_{true};
+  mutable absl::Mutex mu_;
+  Node* node_ ABSL_GUARDED_BY(mu_);
+  std::vector<PodRecord> pods_ ABSL_GUARDED_BY(mu_);  // admission order
+  int64_t next_container_id_ ABSL_GUARDED_BY(mu_) = 1;
+};
+
+}  // namespace devmgr::node
+
+#endif  // DEVMGR_NODE_POD_MANAGER_H_
