@@ -221,7 +221,7 @@ std::vector<PodAllocation> ManagerImpl::Allocations() const {
         c.devices[resource] = SortedList(DevicesOf(info.device_ids));
       }
       c.topology = pod_devices_.GetContainerDevices(uid, cname);
-      c.options = pod_devices_.DeviceRunContainerOptions(uid, cname, cdi);
+      c.options = pod_devices_.DeviceRunContainerOptions(uid, cname, cdi, /*log_conflicts=*/false);
       p.containers.push_back(std::move(c));
     }
     out.push_back(std::move(p));

@@ -137,12 +137,13 @@ void PodDevices::FromCheckpointData(const std::vector<checkpoint::PodDevicesEntr
 }
 
 std::optional<RunContainerOptions> PodDevices::DeviceRunContainerOptions(
-    const std::string& pod_uid, const std::string& container_name, bool cdi_enabled) const {
+    const std::string& pod_uid, const std::string& container_name, bool cdi_enabled,
+    bool log_conflicts) const {
   auto p = devs_.find(pod_uid);
   if (p == devs_.end()) return std::nullopt;
   auto c = p->second.find(container_name);
   if (c == p->second.end()) return std::nullopt;
-  RunContainerOptionsMerger merger(cdi_enabled);
+  RunContainerOptionsMerger merger(cdi_enabled, log_conflicts);
   for (const auto& [resource, info] : c->second) {
     // The kubelet dereferences a nil allocResp here (a panic that does not
     // happen in practice); devmgr skips it.

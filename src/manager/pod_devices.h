@@ -78,7 +78,8 @@ class PodDevices {
   // the pod or the container has no entry.
   std::optional<RunContainerOptions> DeviceRunContainerOptions(const std::string& pod_uid,
                                                                const std::string& container_name,
-                                                               bool cdi_enabled) const;
+                                                               bool cdi_enabled,
+                                                               bool log_conflicts = true) const;
 
   // getContainerDevices: resource -> device ID -> NUMA node ids the device
   // is recorded under (empty when it is only under -1, i.e. no topology).

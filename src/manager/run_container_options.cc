@@ -32,21 +32,21 @@ void RunContainerOptionsMerger::Add(const v1beta1::ContainerAllocateResponse& re
   for (const auto& [k, v] : SortedEntries(resp.envs())) {
     const EnvVar* e = FindBy(opts_.envs, k, [](const EnvVar& x) { return x.name; });
     if (e != nullptr) {
-      DM_VINFO(4, "Skip existing env", {"envKey", k}, {"envValue", v});
-      if (e->value != v) {
+      if (log_) DM_VINFO(4, "Skip existing env", {"envKey", k}, {"envValue", v});
+      if (log_ && e->value != v) {
         DM_ERROR("", "Environment variable has conflicting setting", {"envKey", k},
                  {"expected", v}, {"got", e->value});
       }
       continue;
     }
-    DM_VINFO(4, "Add env", {"envKey", k}, {"envValue", v});
+    if (log_) DM_VINFO(4, "Add env", {"envKey", k}, {"envValue", v});
     opts_.envs.push_back({k, v});
   }
   for (const v1beta1::DeviceSpec& dev : resp.devices()) {
     const DeviceOption* d = FindBy(opts_.devices, dev.container_path(),
                                    [](const DeviceOption& x) { return x.path_in_container; });
     if (d != nullptr) {
-      if (d->path_on_host != dev.host_path()) {
+      if (log_ && d->path_on_host != dev.host_path()) {
         DM_ERROR("", "Container device has conflicting mapping host devices",
                  {"containerPath", dev.container_path()}, {"got", d->path_on_host},
                  {"expected", dev.host_path()});
@@ -59,7 +59,7 @@ void RunContainerOptionsMerger::Add(const v1beta1::ContainerAllocateResponse& re
     const MountOption* x = FindBy(opts_.mounts, m.container_path(),
                                   [](const MountOption& o) { return o.container_path; });
     if (x != nullptr) {
-      if (x->host_path != m.host_path()) {
+      if (log_ && x->host_path != m.host_path()) {
         DM_ERROR("", "Container mount has conflicting mapping host mounts",
                  {"containerPath", m.container_path()}, {"got", x->host_path},
                  {"expected", m.host_path()});
@@ -72,7 +72,7 @@ void RunContainerOptionsMerger::Add(const v1beta1::ContainerAllocateResponse& re
   for (const auto& [k, v] : SortedEntries(resp.annotations())) {
     const Annotation* a = FindBy(opts_.annotations, k, [](const Annotation& x) { return x.name; });
     if (a != nullptr) {
-      if (a->value != v) {
+      if (log_ && a->value != v) {
         DM_ERROR("", "Annotation has conflicting setting", {"annotationKey", k},
                  {"expected", v}, {"got", a->value});
       }

@@ -61,12 +61,16 @@ struct RunContainerOptions {
 // A null entry in `responses` is skipped (the kubelet would panic).
 class RunContainerOptionsMerger {
  public:
-  explicit RunContainerOptionsMerger(bool cdi_enabled) : cdi_enabled_(cdi_enabled) {}
+  // `log_conflicts` false keeps status snapshots from repeating the
+  // kubelet's conflict log lines.
+  explicit RunContainerOptionsMerger(bool cdi_enabled, bool log_conflicts = true)
+      : cdi_enabled_(cdi_enabled), log_(log_conflicts) {}
   void Add(const v1beta1::ContainerAllocateResponse& resp);
   RunContainerOptions Take() { return std::move(opts_); }
 
  private:
   bool cdi_enabled_;
+  bool log_;
   RunContainerOptions opts_;
 };
 
