@@ -303,6 +303,29 @@ TEST(RegistrationServerHealthzTest, PerProfile) {
   EXPECT_TRUE((*old)->Healthy());  // no checker before 1.32
 }
 
+TEST(RegistrationServerStopTest, StopCancelsARegistrationStillDialling) {
+  testutil::TempDir tmp;
+  FakeClientHandler h;
+  RegistrationServerOptions o;
+  o.plugin_dir = tmp.path();  // dial timeout stays the kubelet's 10 s
+  auto s = RegistrationServer::Create(o, &h);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->Start().ok());
+  grpc::Status st;
+  std::thread reg([&] { st = CallRegister((*s)->SocketPath(), "v1beta1", "nobody.sock", "a/b"); });
+  const absl::Time give_up = absl::Now() + absl::Seconds(5);
+  while ((*s)->TrackedClientCount() == 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(5));  // polling a state without an event
+  }
+  ASSERT_EQ((*s)->TrackedClientCount(), 1u);
+  const absl::Time start = absl::Now();
+  (*s)->Stop();
+  reg.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(h.Count("connected"), 0);
+}
+
 TEST(RegistrationServerStopTest, StopWithoutStartIsSafe) {
   testutil::TempDir tmp;
   FakeClientHandler h;
