@@ -56,13 +56,13 @@ grpc::Status RegistryService::NotifyRegistrationStatus(
   r.kind = "received";
   r.method = "NotifyRegistrationStatus";
   r.args = {{"plugin_registered", req->plugin_registered()}, {"error", req->error()}};
+  core_->RecordRegistration(req->plugin_registered(), req->error());
   core_->call_log().Add(std::move(r));
   if (req->plugin_registered()) {
     DM_INFO("Registered device plugin with the kubelet", {"resource", core_->config().resource});
   } else {
     DM_ERROR(req->error(), "Registration failed", {"resource", core_->config().resource});
   }
-  core_->RecordRegistration(req->plugin_registered(), req->error());
   if (on_notify_) on_notify_();
   return grpc::Status::OK;
 }

@@ -35,6 +35,9 @@ namespace {
 constexpr absl::Duration kShutdownGrace = absl::Seconds(1);
 // The event loop's fallback period (control file, directory re-checks).
 constexpr absl::Duration kLoopPeriod = absl::Milliseconds(500);
+// After its socket was removed, how long the plugin waits for a new
+// kubelet.sock before registering with the existing one.
+constexpr absl::Duration kSocketLossSettle = absl::Seconds(1);
 
 bool Exists(const std::string& path) {
   struct stat st {};
@@ -130,6 +133,13 @@ absl::Status SamplePlugin::Start() {
           {"devices", config.devices.size()}, {"dir", options_.dir});
   if (config.registration.serve_before_register) {
     DEVMGR_RETURN_IF_ERROR(StartDevicePluginServer());
+  }
+  if (registry_mode) {
+    absl::Status s = StartRegistryServer();
+    if (!s.ok()) {
+      StopServer(&dp_server_);
+      return s;
+    }
   }
   start_time_ = absl::Now();
   loop_thread_ = std::thread([this] { Loop(); });
@@ -299,14 +309,15 @@ void SamplePlugin::Register() {
     r.error = status.error_message();
     r.error_code = CodeName(status.error_code());
   }
-  core_->call_log().Add(std::move(r));
   if (status.ok()) {
     DM_INFO("Registered device plugin with the kubelet", {"resource", req.resource_name()});
   } else {
     DM_ERROR(status.error_message(), "Could not register device plugin",
              {"resource", req.resource_name()}, {"code", CodeName(status.error_code())});
   }
+  // Outcome first, so that a waiter on the call log sees it.
   core_->RecordRegistration(status.ok(), status.error_message());
+  core_->call_log().Add(std::move(r));
 }
 
 void SamplePlugin::Enqueue(Pending p) {
@@ -317,6 +328,16 @@ void SamplePlugin::Enqueue(Pending p) {
   if (watcher_) watcher_->Wake();
 }
 
+// The registration loop. Real plugins notice a kubelet restart with an
+// fsnotify Create on kubelet.sock, or by their own socket being deleted (the
+// new kubelet's CleanupPluginDirectory removes every socket before it listens
+// on a fresh kubelet.sock), and then serve again and call Register again
+// (reference section 4, "Restart implications for plugins"). This loop does
+// both, taking care to register exactly once per new kubelet:
+//   - own socket gone: serve again at once; register when kubelet.sock is
+//     re-created, or after kSocketLossSettle if it is not (only our socket
+//     was removed and the kubelet is still there);
+//   - kubelet.sock created: serve again (unless just done) and register.
 void SamplePlugin::Loop() {
   const Config& config = core_->config();
   const bool registry_mode = config.registration.mode == RegistrationConfig::Mode::kPluginsRegistry;
@@ -324,14 +345,15 @@ void SamplePlugin::Loop() {
   const std::string kubelet_socket = JoinPath(options_.dir, kKubeletSocketName);
   bool need_restart = false;
   bool need_register = false;
+  absl::Time last_restart = absl::InfinitePast();
+  std::optional<absl::Time> register_after_socket_loss;
 
-  if (registry_mode) {
-    absl::Status s = StartRegistryServer();
-    if (!s.ok()) DM_ERROR(std::string(s.message()), "Could not serve the registration socket");
-  } else if (Exists(kubelet_socket)) {
-    need_register = true;
-  } else {
-    DM_INFO("Waiting for the kubelet socket to appear", {"path", kubelet_socket});
+  if (!registry_mode) {
+    if (Exists(kubelet_socket)) {
+      need_register = true;
+    } else {
+      DM_INFO("Waiting for the kubelet socket to appear", {"path", kubelet_socket});
+    }
   }
   ProcessControlFile();
 
@@ -340,6 +362,7 @@ void SamplePlugin::Loop() {
       need_restart = false;
       DM_INFO("Restarting the device plugin server", {"resource", config.resource});
       RestartServers();
+      last_restart = absl::Now();
       if (!registry_mode && Exists(kubelet_socket)) need_register = true;
     }
     if (need_register && !core_->stopping()) {
@@ -352,8 +375,12 @@ void SamplePlugin::Loop() {
       continue;  // look at the world again before waiting
     }
 
+    absl::Duration wait = kLoopPeriod;
+    if (register_after_socket_loss) {
+      wait = std::max(absl::ZeroDuration(), std::min(wait, *register_after_socket_loss - absl::Now()));
+    }
     bool woken = false;
-    const std::vector<DirWatcher::Event> events = watcher_->Wait(kLoopPeriod, &woken);
+    const std::vector<DirWatcher::Event> events = watcher_->Wait(wait, &woken);
     if (core_->stopping()) break;
     std::vector<Pending> pending;
     {
@@ -376,28 +403,40 @@ void SamplePlugin::Loop() {
           break;
       }
     }
+    bool kubelet_created = false;
     for (const DirWatcher::Event& e : events) {
-      if (e.dir == options_.dir && reregister && !registry_mode) {
-        if ((e.name == kKubeletSocketName && e.created) || (e.name.empty() && e.created)) {
-          DM_INFO("The kubelet socket was (re)created: restarting and registering again",
-                  {"path", kubelet_socket});
-          need_restart = true;
-        }
+      if (e.dir != options_.dir || !e.created) continue;
+      if (e.name == kKubeletSocketName || (e.name.empty() && Exists(kubelet_socket))) {
+        kubelet_created = true;
       }
     }
     ProcessControlFile();
-    if (reregister && !need_restart) {
-      // Our own socket removed (e.g. the kubelet's start-up cleanup) or
-      // replaced: serve again, and register again if a kubelet is there.
-      if (dp_server_ && !OwnSocketIntact(dp_server_.get())) {
-        DM_INFO("The device plugin socket was removed: restarting", {"path", socket_path()});
-        need_restart = true;
+    if (!reregister || need_restart) continue;
+
+    const bool dp_lost = dp_server_ && !OwnSocketIntact(dp_server_.get());
+    const bool registry_lost =
+        registry_mode && registry_server_ && !OwnSocketIntact(registry_server_.get());
+    if (dp_lost || registry_lost) {
+      DM_INFO("The plugin's socket was removed: serving again",
+              {"path", dp_lost ? socket_path() : registry_socket_path()});
+      RestartServers();
+      last_restart = absl::Now();
+      if (!registry_mode && !kubelet_created) {
+        register_after_socket_loss = absl::Now() + kSocketLossSettle;
       }
-      if (registry_mode && registry_server_ && !OwnSocketIntact(registry_server_.get())) {
-        DM_INFO("The registration socket was removed: restarting",
-                {"path", registry_socket_path()});
-        need_restart = true;
+    }
+    if (kubelet_created && !registry_mode) {
+      DM_INFO("The kubelet socket was (re)created: registering again", {"path", kubelet_socket});
+      register_after_socket_loss.reset();
+      if (absl::Now() - last_restart > kSocketLossSettle) {
+        RestartServers();
+        last_restart = absl::Now();
       }
+      need_register = true;
+    }
+    if (register_after_socket_loss && absl::Now() >= *register_after_socket_loss) {
+      register_after_socket_loss.reset();
+      if (Exists(kubelet_socket)) need_register = true;
     }
   }
 }

@@ -57,7 +57,8 @@ class SamplePlugin {
   SamplePlugin& operator=(const SamplePlugin&) = delete;
 
   // Starts serving and the registration loop; returns once the device-plugin
-  // socket is listening (unless serve_before_register is false). Registration
+  // socket (unless serve_before_register is false) and, in plugins-registry
+  // mode, the registration socket are listening. Registration
   // happens asynchronously: use WaitForRegistered(). Fails when a directory
   // is missing or the socket cannot be served. REQUIRES: called at most once.
   absl::Status Start();
