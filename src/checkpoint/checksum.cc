@@ -29,11 +29,73 @@ struct ByteDigits {
 };
 constexpr ByteDigits kByteDigits;
 
+// Hashing a fixed token faster than byte by byte. One FNV-1a step is
+// h' = (h ^ c) * P = h*P + ((l ^ c) - l)*P where l is h's low byte, and the
+// low byte of h' depends only on l and c. So for a fixed token t of n bytes:
+// h_after = h*P^n + C_t(l) and low8(h_after) = L_t(l), with C_t and L_t
+// tabulated over the 256 values of l. The low-byte chain (a table load per
+// token) and the h chain (a multiply-add per token) then run side by side.
+struct TokenTable {
+  uint32_t pn = 1;  // P^n
+  std::array<uint32_t, 256> c{};
+  std::array<uint8_t, 256> next_low{};
+
+  void Build(std::string_view token) {
+    pn = 1;
+    for (size_t i = 0; i < token.size(); ++i) pn *= kFnv32Prime;
+    for (uint32_t l = 0; l < 256; ++l) {
+      const uint32_t h = Fnv1a32Update(l, token.data(), token.size());
+      c[l] = h - l * pn;
+      next_low[l] = static_cast<uint8_t>(h);
+    }
+  }
+};
+
+// A literal piece of the rendering, with its hash table.
+class Literal {
+ public:
+  explicit Literal(std::string_view text) : text_(text) { table_.Build(text); }
+  std::string_view text() const { return text_; }
+  const TokenTable& table() const { return table_; }
+
+ private:
+  std::string_view text_;
+  TokenTable table_;
+};
+
+// Tables for the []uint8 element tokens "<decimal> " (byte followed by the
+// separating space).
+struct ByteTokenTables {
+  std::array<TokenTable, 256> t;
+  ByteTokenTables() {
+    for (int v = 0; v < 256; ++v) {
+      std::string tok(kByteDigits.text[v].data(), kByteDigits.len[v]);
+      tok.push_back(' ');
+      t[v].Build(tok);
+    }
+  }
+};
+const ByteTokenTables& ByteTables() {
+  static const ByteTokenTables* tables = new ByteTokenTables();
+  return *tables;
+}
+
 class StringSink {
  public:
   explicit StringSink(std::string* out) : out_(out) {}
   void Put(const char* p, size_t n) { out_->append(p, n); }
   void Put(char c) { out_->push_back(c); }
+  void Put(const Literal& lit) { out_->append(lit.text()); }
+  // "[b0 b1 ... bn]" for a non-nil []uint8.
+  void PutByteList(const std::string& b) {
+    out_->push_back('[');
+    const auto* p = reinterpret_cast<const unsigned char*>(b.data());
+    for (size_t i = 0; i < b.size(); ++i) {
+      if (i != 0) out_->push_back(' ');
+      out_->append(kByteDigits.text[p[i]].data(), kByteDigits.len[p[i]]);
+    }
+    out_->push_back(']');
+  }
 
  private:
   std::string* out_;
@@ -46,11 +108,43 @@ class HashSink {
     h_ ^= static_cast<unsigned char>(c);
     h_ *= kFnv32Prime;
   }
+  void Put(const Literal& lit) {
+    const TokenTable& t = lit.table();
+    h_ = h_ * t.pn + t.c[h_ & 0xFF];
+  }
+  void PutByteList(const std::string& b) {
+    Put('[');
+    const size_t n = b.size();
+    if (n != 0) {
+      const auto* p = reinterpret_cast<const unsigned char*>(b.data());
+      const ByteTokenTables& tables = ByteTables();
+      uint32_t h = h_;
+      uint32_t low = h & 0xFF;
+      for (size_t i = 0; i + 1 < n; ++i) {
+        const TokenTable& t = tables.t[p[i]];
+        h = h * t.pn + t.c[low];
+        low = t.next_low[low];
+      }
+      h_ = h;
+      Put(kByteDigits.text[p[n - 1]].data(), kByteDigits.len[p[n - 1]]);
+    }
+    Put(']');
+  }
   uint32_t value() const { return h_; }
 
  private:
   uint32_t h_ = kFnv32Offset;
 };
+
+// The fixed pieces of the rendering.
+const Literal kRegistered(" RegisteredDevices:(map[string][]string)");
+const Literal kPodUid("{PodUID:(string)");
+const Literal kContainerName(" ContainerName:(string)");
+const Literal kResourceName(" ResourceName:(string)");
+const Literal kDeviceIdsV2(" DeviceIDs:(checkpoint.DevicesPerNUMA)");
+const Literal kAllocResp(" AllocResp:([]uint8)");
+const Literal kDeviceIdsV1(" DeviceIDs:([]string)");
+const Literal kHead("(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)");
 
 template <class Sink, size_t N>
 inline void Lit(Sink& s, const char (&text)[N]) {
@@ -99,16 +193,9 @@ template <class Sink>
 void Bytes(Sink& s, const std::optional<std::string>& b) {
   if (!b) {
     Lit(s, "<nil>");
-    return;
+  } else {
+    s.PutByteList(*b);
   }
-  s.Put('[');
-  const auto* p = reinterpret_cast<const unsigned char*>(b->data());
-  const size_t n = b->size();
-  for (size_t i = 0; i < n; ++i) {
-    if (i != 0) s.Put(' ');
-    s.Put(kByteDigits.text[p[i]].data(), kByteDigits.len[p[i]]);
-  }
-  s.Put(']');
 }
 
 template <class Sink>
@@ -134,7 +221,7 @@ void Numa(Sink& s, const DevicesPerNUMA& m) {
 
 template <class Sink>
 void Registered(Sink& s, const RegisteredDevices& r, bool v1_rename) {
-  Lit(s, " RegisteredDevices:(map[string][]string)");
+  s.Put(kRegistered);
   if (!r) {
     Lit(s, "<nil>");
   } else {
@@ -155,17 +242,17 @@ void Registered(Sink& s, const RegisteredDevices& r, bool v1_rename) {
 
 template <class Sink, class Entry>
 void EntryHead(Sink& s, const Entry& e, bool v1_rename) {
-  Lit(s, "{PodUID:(string)");
+  s.Put(kPodUid);
   Str(s, e.pod_uid, v1_rename);
-  Lit(s, " ContainerName:(string)");
+  s.Put(kContainerName);
   Str(s, e.container_name, v1_rename);
-  Lit(s, " ResourceName:(string)");
+  s.Put(kResourceName);
   Str(s, e.resource_name, v1_rename);
 }
 
 template <class Sink>
 void RenderV2(Sink& s, const CheckpointData& d) {
-  Lit(s, "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)");
+  s.Put(kHead);
   if (!d.pod_device_entries) {
     Lit(s, "<nil>");
   } else {
@@ -175,9 +262,9 @@ void RenderV2(Sink& s, const CheckpointData& d) {
       if (!first) s.Put(' ');
       first = false;
       EntryHead(s, e, false);
-      Lit(s, " DeviceIDs:(checkpoint.DevicesPerNUMA)");
+      s.Put(kDeviceIdsV2);
       Numa(s, e.device_ids);
-      Lit(s, " AllocResp:([]uint8)");
+      s.Put(kAllocResp);
       Bytes(s, e.alloc_resp);
       s.Put('}');
     }
@@ -190,7 +277,7 @@ void RenderV2(Sink& s, const CheckpointData& d) {
 // them; we emit the renamed type names directly and rename inside strings.
 template <class Sink>
 void RenderV1(Sink& s, const CheckpointDataV1& d) {
-  Lit(s, "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)");
+  s.Put(kHead);
   if (!d.pod_device_entries) {
     Lit(s, "<nil>");
   } else {
@@ -200,9 +287,9 @@ void RenderV1(Sink& s, const CheckpointDataV1& d) {
       if (!first) s.Put(' ');
       first = false;
       EntryHead(s, e, true);
-      Lit(s, " DeviceIDs:([]string)");
+      s.Put(kDeviceIdsV1);
       List(s, e.device_ids, true);
-      Lit(s, " AllocResp:([]uint8)");
+      s.Put(kAllocResp);
       Bytes(s, e.alloc_resp);
       s.Put('}');
     }

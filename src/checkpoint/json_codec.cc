@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstring>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -45,8 +46,10 @@ struct GoMap {
   std::map<K, V> m;
 };
 using GoStrings = GoSlice<std::string>;
-using GoNuma = GoMap<int64_t, GoStrings>;
-using GoRegistered = GoMap<std::string, GoStrings>;
+// Map values are decoded into a fresh (zeroed) value each time in Go, so no
+// stale backing array survives in them: store them in the public form.
+using GoNuma = GoMap<int64_t, DeviceList>;
+using GoRegistered = GoMap<std::string, DeviceList>;
 
 template <class Dev>
 struct GoEntry {
@@ -120,6 +123,27 @@ int HexVal(unsigned char c) {
 }
 
 bool IsDigit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+// Advances past plain string bytes (printable ASCII other than '"' and
+// '\\'), eight at a time while possible.
+const unsigned char* SkipPlain(const unsigned char* q, const unsigned char* end) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  constexpr uint64_t kHigh = 0x8080808080808080ull;
+  while (end - q >= 8) {
+    uint64_t w;
+    std::memcpy(&w, q, 8);
+    const uint64_t quote = w ^ (kOnes * '"');
+    const uint64_t slash = w ^ (kOnes * '\\');
+    // A byte is special when it is >= 0x80, < 0x20, '"' or '\\'.
+    const uint64_t special = (w | ((w - kOnes * 0x20) & ~w) | ((quote - kOnes) & ~quote) |
+                              ((slash - kOnes) & ~slash)) &
+                             kHigh;
+    if (special != 0) break;
+    q += 8;
+  }
+  while (q < end && kStringClasses.c[*q] == kPlain) ++q;
+  return q;
+}
 
 // Length (2..4) of the valid UTF-8 sequence at q, 0 when invalid (Go's
 // utf8.DecodeRune then returns RuneError with width 1).
@@ -303,6 +327,12 @@ bool FieldMatches(std::string_view key, std::string_view name) {
   return i == key.size() && j == name.size();
 }
 
+DeviceList ToList(GoStrings&& s) {
+  if (s.nil) return std::nullopt;
+  s.buf.resize(s.len);
+  return std::move(s.buf);
+}
+
 // ---------------------------------------------------------------------------
 // The parser.
 
@@ -431,7 +461,7 @@ class Parser {
     const unsigned char* q = p_ + 1;
     bool cx = false;
     while (true) {
-      while (q < end_ && kStringClasses.c[*q] == kPlain) ++q;
+      q = SkipPlain(q, end_);
       if (q == end_) {
         p_ = q;
         return Fail("");
@@ -744,7 +774,7 @@ class Parser {
       if (!DecodeStrings(&value, "[]string")) return false;
       int64_t node;
       if (ParseInt64(key_copy, &node)) {
-        dst->m[node] = std::move(value);
+        dst->m[node] = ToList(std::move(value));
       } else {
         TypeError(fmt::format("number {}", key_copy), "int64", key_at);
       }
@@ -765,7 +795,7 @@ class Parser {
       std::string key_copy(key);
       GoStrings value;
       if (!DecodeStrings(&value, "[]string")) return false;
-      dst->m.insert_or_assign(std::move(key_copy), std::move(value));
+      dst->m.insert_or_assign(std::move(key_copy), ToList(std::move(value)));
       return true;
     });
   }
@@ -901,12 +931,6 @@ class Parser {
 // ---------------------------------------------------------------------------
 // Go model -> public types.
 
-DeviceList ToList(GoStrings&& s) {
-  if (s.nil) return std::nullopt;
-  s.buf.resize(s.len);
-  return std::move(s.buf);
-}
-
 std::optional<std::string> ToBytes(GoBytes&& b) {
   if (b.nil) return std::nullopt;
   b.buf.resize(b.len);
@@ -915,16 +939,12 @@ std::optional<std::string> ToBytes(GoBytes&& b) {
 
 RegisteredDevices ToRegistered(GoRegistered&& r) {
   if (r.nil) return std::nullopt;
-  std::map<std::string, DeviceList> out;
-  for (auto& [k, v] : r.m) out.emplace_hint(out.end(), k, ToList(std::move(v)));
-  return out;
+  return std::move(r.m);
 }
 
 DevicesPerNUMA ToDevices(GoNuma&& n) {
   if (n.nil) return std::nullopt;
-  std::map<int64_t, DeviceList> out;
-  for (auto& [k, v] : n.m) out.emplace_hint(out.end(), k, ToList(std::move(v)));
-  return out;
+  return std::move(n.m);
 }
 DeviceList ToDevices(GoStrings&& s) { return ToList(std::move(s)); }
 
@@ -1102,22 +1122,24 @@ void AppendBase64(std::string* out, std::string_view bytes) {
 }
 
 bool DecodeBase64(std::string_view src, std::string* out, size_t* error_offset) {
-  out->clear();
-  out->reserve(src.size() / 4 * 3);
   const auto* s = reinterpret_cast<const unsigned char*>(src.data());
   const size_t n = src.size();
   size_t si = 0;
   // Fast path: whole quanta of four alphabet characters.
+  out->resize(n / 4 * 3);
+  char* o = out->data();
   while (n - si >= 4) {
     const uint8_t a = kB64Decode.v[s[si]], b = kB64Decode.v[s[si + 1]],
                   c = kB64Decode.v[s[si + 2]], d = kB64Decode.v[s[si + 3]];
     if ((a | b | c | d) == 0xFF) break;
     const uint32_t v = (uint32_t{a} << 18) | (uint32_t{b} << 12) | (uint32_t{c} << 6) | d;
-    const char o[3] = {static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-                       static_cast<char>(v)};
-    out->append(o, 3);
+    o[0] = static_cast<char>(v >> 16);
+    o[1] = static_cast<char>(v >> 8);
+    o[2] = static_cast<char>(v);
+    o += 3;
     si += 4;
   }
+  out->resize(static_cast<size_t>(o - out->data()));
   // General path (Go's decodeQuantum): CR/LF skipped, padding required.
   while (si < n) {
     uint8_t q[4] = {0, 0, 0, 0};
