@@ -69,8 +69,6 @@ absl::Status ManagerImpl::PluginConnected(const std::string& resource_name,
 void ManagerImpl::PluginListAndWatchReceiver(const std::string& resource_name,
                                              PluginClient* client,
                                              const v1beta1::ListAndWatchResponse& resp) {
-  DM_VINFO(2, "State pushed for device plugin", {"resource", resource_name},
-           {"resourceCapacity", static_cast<int64_t>(resp.devices_size())});
   {
     absl::MutexLock l(&mu_);
     // genericDeviceUpdateCallback: a full replacement. Devices that vanish
