@@ -21,23 +21,7 @@ using testing::MakePod;
 
 constexpr char kGpu[] = "vendor.com/gpu";
 
-class AllocationTest : public testing::ManagerFixture {
- protected:
-  void SetUpManager(int devices, bool preferred = false, bool prestart = false,
-                    Profile profile = DefaultProfile(),
-                    const TopologyAffinityStore* affinity = nullptr) {
-    m_ = NewImpl(profile, affinity);
-    ASSERT_TRUE(m_->Start(StartOpts()).ok());
-    c_ = Connect(*m_, kGpu, preferred, prestart);
-    m_->PluginListAndWatchReceiver(kGpu, c_.get(), testing::HealthyDevices(devices));
-  }
-  DeviceSet Devs(const std::string& pod, const std::string& ctr) {
-    auto d = m_->PodDevicesForTest().ContainerDevices(pod, ctr, kGpu);
-    return d.value_or(DeviceSet{});
-  }
-  std::unique_ptr<ManagerImpl> m_;
-  std::shared_ptr<FakePluginClient> c_;
-};
+using AllocationTest = testing::AllocationFixture;
 
 TEST_F(AllocationTest, SingleGpuPod) {
   SetUpManager(2);
@@ -238,23 +222,6 @@ TEST_F(AllocationTest, ZeroContainerResponsesFailAndKeepTheDevicesInUse) {
   EXPECT_THAT(m_->AdmitPod(q).message, HasSubstr("Available: 0"));
 }
 
-TEST_F(AllocationTest, ExtraContainerResponsesAreIgnored) {
-  SetUpManager(1);
-  SetActive({"p"});
-  c_->on_allocate = [](const v1beta1::AllocateRequest&) {
-    v1beta1::AllocateResponse resp;
-    (*resp.add_container_responses()->mutable_envs())["FIRST"] = "1";
-    (*resp.add_container_responses()->mutable_envs())["SECOND"] = "2";
-    return resp;
-  };
-  auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
-  ASSERT_TRUE(m_->AdmitPod(pod).admitted);
-  auto opts = m_->GetDeviceRunContainerOptions(pod, pod.containers[0]);
-  ASSERT_TRUE(opts.ok());
-  ASSERT_TRUE(opts->has_value());
-  EXPECT_THAT((*opts)->envs, ElementsAre(EnvVar{"FIRST", "1"}));
-}
-
 TEST_F(AllocationTest, StoppedEndpointFailsAllocate) {
   SetUpManager(1);
   SetActive({"p"});
@@ -438,109 +405,6 @@ TEST_F(AllocationTest, MoreAlignedThanNeededAsksThePluginAmongAligned) {
   auto p = MakePod("p", {Ctr("c", {{kGpu, 1}})});
   ASSERT_TRUE(m_->AdmitPod(p).admitted);
   EXPECT_THAT(Devs("p", "c"), ElementsAre("b"));
-}
-
-TEST_F(AllocationTest, PreStartContainerRequiredAndFailing) {
-  SetUpManager(2, false, /*prestart=*/true);
-  SetActive({"p"});
-  auto pod = MakePod("p", {Ctr("c", {{kGpu, 2}})});
-  ASSERT_TRUE(m_->AdmitPod(pod).admitted);
-  auto opts = m_->GetDeviceRunContainerOptions(pod, pod.containers[0]);
-  ASSERT_TRUE(opts.ok()) << opts.status();
-  auto calls = c_->calls();
-  ASSERT_THAT(calls.prestart, SizeIs(1));
-  EXPECT_THAT(calls.prestart[0].devices_ids(), UnorderedElementsAre("dev0", "dev1"));
-  EXPECT_EQ(calls.prestart_timeouts[0], absl::Seconds(30));
-
-  c_->on_prestart = [](const v1beta1::PreStartContainerRequest&, absl::Duration) {
-    return absl::DeadlineExceededError(
-        "rpc error: code = DeadlineExceeded desc = context deadline exceeded");
-  };
-  opts = m_->GetDeviceRunContainerOptions(pod, pod.containers[0]);
-  EXPECT_EQ(opts.status().message(),
-            "device plugin PreStartContainer rpc failed with err: rpc error: code = "
-            "DeadlineExceeded desc = context deadline exceeded");
-}
-
-TEST_F(AllocationTest, PreStartBeforeReAllocation) {
-  SetUpManager(2, false, /*prestart=*/true);
-  SetActive({"p"});
-  auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
-  auto opts = m_->GetDeviceRunContainerOptions(pod, pod.containers[0]);
-  EXPECT_EQ(opts.status().message(),
-            "no devices found allocated in local cache for pod p, container c, resource "
-            "vendor.com/gpu");
-}
-
-TEST_F(AllocationTest, RunContainerOptionsReAllocateAnActivePodWithNoCachedDevices) {
-  SetUpManager(2);
-  SetActive({"p"});
-  auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
-  auto opts = m_->GetDeviceRunContainerOptions(pod, pod.containers[0]);
-  ASSERT_TRUE(opts.ok());
-  ASSERT_TRUE(opts->has_value());
-  EXPECT_THAT((*opts)->envs, SizeIs(1));
-  // An inactive pod is not re-allocated: no entry, nil options.
-  SetActive({"p"});
-  auto q = MakePod("q", {Ctr("c", {{kGpu, 1}})});
-  auto none = m_->GetDeviceRunContainerOptions(q, q.containers[0]);
-  ASSERT_TRUE(none.ok());
-  EXPECT_FALSE(none->has_value());
-}
-
-TEST_F(AllocationTest, RunContainerOptionsMergeAcrossResources) {
-  for (bool cdi_gate : {true, false}) {
-    SCOPED_TRACE(cdi_gate);
-    std::filesystem::remove(dir_.File("kubelet_internal_checkpoint"));
-    ManagerOptions o;
-    o.plugin_dir = dir_.path();
-    o.clock = &clock_;
-    o.fsync = false;
-    o.profile = testing::ProfileFor("1.30");
-    o.cdi_devices_gate = cdi_gate;
-    ManagerImpl m(o);
-    ASSERT_TRUE(m.Start(StartOpts()).ok());
-    SetActive({"p"});
-    auto make = [](const std::string& env_value, const std::string& host) {
-      return [env_value, host](const v1beta1::AllocateRequest&) {
-        v1beta1::AllocateResponse resp;
-        auto* c = resp.add_container_responses();
-        (*c->mutable_envs())["SHARED"] = env_value;
-        (*c->mutable_annotations())["a"] = env_value;
-        auto* mnt = c->add_mounts();
-        mnt->set_container_path("/data");
-        mnt->set_host_path(host);
-        mnt->set_read_only(true);
-        auto* d = c->add_devices();
-        d->set_container_path("/dev/x");
-        d->set_host_path(host);
-        d->set_permissions("rw");
-        c->add_cdi_devices()->set_name("vendor.com/gpu=0");
-        return absl::StatusOr<v1beta1::AllocateResponse>(resp);
-      };
-    };
-    auto ca = Connect(m, "a.com/x");
-    auto cb = Connect(m, "b.com/y");
-    ca->on_allocate = make("from-a", "/ha");
-    cb->on_allocate = make("from-b", "/hb");
-    m.PluginListAndWatchReceiver("a.com/x", ca.get(), testing::HealthyDevices(1));
-    m.PluginListAndWatchReceiver("b.com/y", cb.get(), testing::HealthyDevices(1));
-    auto pod = MakePod("p", {Ctr("c", {{"a.com/x", 1}, {"b.com/y", 1}})});
-    ASSERT_TRUE(m.AdmitPod(pod).admitted);
-    auto opts = m.GetDeviceRunContainerOptions(pod, pod.containers[0]);
-    ASSERT_TRUE(opts.ok());
-    ASSERT_TRUE(opts->has_value());
-    const RunContainerOptions& r = **opts;
-    EXPECT_THAT(r.envs, ElementsAre(EnvVar{"SHARED", "from-a"}));
-    EXPECT_THAT(r.annotations, ElementsAre(Annotation{"a", "from-a"}));
-    EXPECT_THAT(r.mounts, ElementsAre(MountOption{"/data", "/data", "/ha", true, false}));
-    EXPECT_THAT(r.devices, ElementsAre(DeviceOption{"/ha", "/dev/x", "rw"}));
-    if (cdi_gate) {
-      EXPECT_THAT(r.cdi_devices, ElementsAre("vendor.com/gpu=0"));
-    } else {
-      EXPECT_THAT(r.cdi_devices, IsEmpty());
-    }
-  }
 }
 
 TEST_F(AllocationTest, ReuseIsForgottenWhenAnotherPodIsAllocatedInBetween) {

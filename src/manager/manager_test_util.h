@@ -160,6 +160,27 @@ class ManagerFixture : public ::testing::Test {
   std::vector<std::string> active_ ABSL_GUARDED_BY(active_mu_);
 };
 
+inline constexpr char kTestGpu[] = "vendor.com/gpu";
+
+// A started manager with one connected fake plugin for kTestGpu.
+class AllocationFixture : public ManagerFixture {
+ protected:
+  void SetUpManager(int devices, bool preferred = false, bool prestart = false,
+                    Profile profile = DefaultProfile(),
+                    const TopologyAffinityStore* affinity = nullptr) {
+    m_ = NewImpl(profile, affinity);
+    ASSERT_TRUE(m_->Start(StartOpts()).ok());
+    c_ = Connect(*m_, kTestGpu, preferred, prestart);
+    m_->PluginListAndWatchReceiver(kTestGpu, c_.get(), testing::HealthyDevices(devices));
+  }
+  DeviceSet Devs(const std::string& pod, const std::string& ctr) {
+    auto d = m_->PodDevicesForTest().ContainerDevices(pod, ctr, kTestGpu);
+    return d.value_or(DeviceSet{});
+  }
+  std::unique_ptr<ManagerImpl> m_;
+  std::shared_ptr<FakePluginClient> c_;
+};
+
 }  // namespace devmgr::manager::testing
 
 #endif  // DEVMGR_MANAGER_MANAGER_TEST_UTIL_H_
