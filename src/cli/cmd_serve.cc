@@ -23,7 +23,9 @@
 #include "fmt/format.h"
 #include "node/node.h"
 #include "node/status_file.h"
+#include "node/pod_manager.h"
 #include "node/supervisor.h"
+#include "pod/static_pod_dir.h"
 
 namespace devmgr::cli {
 namespace {
@@ -42,14 +44,17 @@ struct ServeOptions {
   std::string logging_format = "text";
   double node_status_seconds = 10;
   double exit_after_seconds = 0;
+  std::string pod_manifest_path;
+  double pod_manifest_poll_seconds = 1;
 };
 
 // Rewrites the status file when told something changed, and runs the
 // node-status loop (GetCapacity every interval), until stopped.
 class StatusLoop {
  public:
-  StatusLoop(node::Node* n, node::Supervisor* sup, const ServeOptions& o)
-      : node_(n), sup_(sup), opts_(o) {}
+  StatusLoop(node::Node* n, node::Supervisor* sup, node::PodManager* pods,
+             const ServeOptions& o)
+      : node_(n), sup_(sup), pods_(pods), opts_(o) {}
   ~StatusLoop() { Stop(); }
 
   void Start() { thread_ = std::thread([this] { Run(); }); }
@@ -94,6 +99,8 @@ class StatusLoop {
     in.node = std::move(res);
     in.resources = node_->manager().Snapshot();
     in.plugins = sup_->Status();
+    in.pods = pods_->Pods();
+    in.allocations = node_->manager().Allocations();
     in.now = absl::Now();
     const std::string text =
         node::BuildStatus(in).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
@@ -106,6 +113,7 @@ class StatusLoop {
 
   node::Node* node_;
   node::Supervisor* sup_;
+  node::PodManager* pods_;
   const ServeOptions& opts_;
   absl::Mutex mu_;
   bool dirty_ ABSL_GUARDED_BY(mu_) = true;
@@ -174,7 +182,8 @@ int RunServe(const ServeOptions& o) {
   no.fsync = o.fsync;
   no.max_recv_msg_size = o.max_recv_msg_size;
   node::Node n(no);
-  if (absl::Status s = n.Start(); !s.ok()) {
+  node::PodManager pods(&n);
+  if (absl::Status s = n.Start(pods.MakeStartOptions(/*node_rebooted=*/false)); !s.ok()) {
     std::cerr << "devmgr serve: cannot start: " << s.message() << "\n";
     return kExitEnvironment;
   }
@@ -182,7 +191,7 @@ int RunServe(const ServeOptions& o) {
           {"kubeletVersion", profile->name});
 
   node::Supervisor sup;
-  StatusLoop status(&n, &sup, o);
+  StatusLoop status(&n, &sup, &pods, o);
   n.manager().SetChangeCallback([&status] { status.MarkDirty(); });
   sup.SetChangeCallback([&status] { status.MarkDirty(); });
   status.Start();
@@ -201,6 +210,53 @@ int RunServe(const ServeOptions& o) {
       break;
     }
   }
+  // Static pods: a manifest appearing is admitted, one disappearing deleted.
+  std::unique_ptr<pod::StaticPodDir> static_pods;
+  if (code == kExitOk && !o.pod_manifest_path.empty()) {
+    pod::StaticPodDirOptions spo;
+    spo.path = Absolute(o.pod_manifest_path);
+    spo.period = absl::Seconds(o.pod_manifest_poll_seconds);
+    static_pods = std::make_unique<pod::StaticPodDir>(spo);
+    absl::Status s = static_pods->Start([&](const std::vector<pod::ManifestChange>& changes) {
+      for (const pod::ManifestChange& c : changes) {
+        if (c.kind != pod::ManifestChange::Kind::kAdded) {
+          // Removed, or changed (the old version goes away first).
+          for (const pod::Pod& p : c.pods) {
+            if (c.kind == pod::ManifestChange::Kind::kRemoved) {
+              DM_INFO("Static pod manifest removed; deleting pod", {"path", c.path},
+                      {"pod", p.namespace_ + "/" + p.name});
+              (void)pods.DeletePod(p.uid);
+            }
+          }
+        }
+        if (c.kind == pod::ManifestChange::Kind::kChanged) {
+          for (const node::PodRecord& r : pods.Pods()) {
+            if (r.pod.source == c.path && !r.deleted) (void)pods.DeletePod(r.pod.uid);
+          }
+        }
+        if (!c.error.ok()) {
+          DM_ERROR(std::string(c.error.message()), "Could not process manifest file",
+                   {"path", c.path});
+          continue;
+        }
+        if (c.kind == pod::ManifestChange::Kind::kRemoved) continue;
+        for (const pod::Pod& p : c.pods) {
+          DM_INFO("Admitting static pod", {"pod", p.namespace_ + "/" + p.name}, {"uid", p.uid},
+                  {"path", c.path});
+          auto rec = pods.AddPod(p);
+          if (!rec.ok()) {
+            DM_ERROR(std::string(rec.status().message()), "Could not add static pod",
+                     {"path", c.path});
+          }
+        }
+      }
+      status.MarkDirty();
+    });
+    if (!s.ok()) {
+      std::cerr << "devmgr serve: --pod-manifest-path: " << s.message() << "\n";
+      code = kExitEnvironment;
+    }
+  }
   if (code == kExitOk) {
     timespec limit{};
     const bool timed = o.exit_after_seconds > 0;
@@ -209,6 +265,7 @@ int RunServe(const ServeOptions& o) {
     const int sig = timed ? sigtimedwait(&sigs, nullptr, &limit) : sigwaitinfo(&sigs, nullptr);
     if (sig > 0) DM_INFO("Received signal; shutting down", {"signal", strsignal(sig)});
   }
+  if (static_pods) static_pods->Stop();
   sup.Stop();
   n.Stop();
   status.Stop();
@@ -267,6 +324,14 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--exit-after", opts->exit_after_seconds,
                   "Stop by itself after this many seconds (for scripts); 0: run until signalled")
       ->capture_default_str();
+  sub->add_option("--pod-manifest-path", opts->pod_manifest_path,
+                  "Static pods: a Pod manifest (.yaml/.yml/.json) appearing in this directory "
+                  "is admitted (devices allocated, containers started); one disappearing is "
+                  "deleted (its devices are freed at the next allocation)");
+  sub->add_option("--pod-manifest-poll", opts->pod_manifest_poll_seconds,
+                  "Seconds between scans of --pod-manifest-path")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub->callback([opts, exit_code] { *exit_code = RunServe(*opts); });
 }
 

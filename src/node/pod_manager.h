@@ -56,8 +56,8 @@ class PodManager {
   // Admission as the kubelet does it (topology manager admit handler, which
   // allocates), then container start: GetDeviceRunContainerOptions for
   // every container in order. A rejected pod is recorded as Failed with the
-  // kubelet's reason and message. InvalidArgument when a pod with the same
-  // UID exists.
+  // kubelet's reason and message. InvalidArgument when an active pod with
+  // the same UID exists (a deleted or terminated one is replaced).
   absl::StatusOr<PodRecord> AddPod(const pod::Pod& pod);
   // The pod leaves the active set; its devices are freed at the next
   // garbage collection (the next allocation). NotFound for an unknown UID.

@@ -51,6 +51,81 @@ nlohmann::ordered_json Text(const std::string& s) {
   return s;
 }
 
+nlohmann::ordered_json RunOptionsJson(const manager::RunContainerOptions& o) {
+  nlohmann::ordered_json j;
+  nlohmann::ordered_json envs = nlohmann::ordered_json::object();
+  for (const auto& e : o.envs) envs[e.name] = e.value;
+  j["envs"] = std::move(envs);
+  nlohmann::ordered_json mounts = nlohmann::ordered_json::array();
+  for (const auto& m : o.mounts) {
+    mounts.push_back({{"containerPath", m.container_path},
+                      {"hostPath", m.host_path},
+                      {"readOnly", m.read_only}});
+  }
+  j["mounts"] = std::move(mounts);
+  nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+  for (const auto& d : o.devices) {
+    devices.push_back({{"containerPath", d.path_in_container},
+                       {"hostPath", d.path_on_host},
+                       {"permissions", d.permissions}});
+  }
+  j["devices"] = std::move(devices);
+  nlohmann::ordered_json annotations = nlohmann::ordered_json::object();
+  for (const auto& a : o.annotations) annotations[a.name] = a.value;
+  j["annotations"] = std::move(annotations);
+  j["cdiDevices"] = o.cdi_devices;
+  return j;
+}
+
+nlohmann::ordered_json PodsJson(const std::vector<PodRecord>& pods,
+                                const std::vector<manager::PodAllocation>& allocations) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const PodRecord& r : pods) {
+    const manager::PodAllocation* alloc = nullptr;
+    for (const auto& a : allocations) {
+      if (a.pod_uid == r.pod.uid) alloc = &a;
+    }
+    nlohmann::ordered_json jp;
+    jp["namespace"] = r.pod.namespace_;
+    jp["name"] = r.pod.name;
+    jp["uid"] = r.pod.uid;
+    if (!r.pod.source.empty()) jp["source"] = r.pod.source;
+    jp["phase"] = std::string(pod::PhaseName(r.phase));
+    jp["admitted"] = r.reason.empty() && r.phase != pod::Phase::kPending;
+    jp["deleted"] = r.deleted;
+    if (!r.reason.empty()) {
+      jp["reason"] = r.reason;
+      jp["message"] = r.message;
+    }
+    nlohmann::ordered_json containers = nlohmann::ordered_json::array();
+    for (const ContainerRecord& c : r.containers) {
+      nlohmann::ordered_json jc;
+      jc["name"] = c.name;
+      jc["containerID"] = c.container_id;
+      jc["running"] = c.running;
+      jc["restartCount"] = c.restart_count;
+      nlohmann::ordered_json devices = nlohmann::ordered_json::object();
+      if (alloc != nullptr) {
+        for (const auto& ca : alloc->containers) {
+          if (ca.container_name != c.name) continue;
+          for (const auto& [res, ids] : ca.devices) devices[res] = ids;
+        }
+      }
+      jc["devices"] = std::move(devices);
+      if (c.run_options.has_value()) {
+        jc["runtimeOptions"] = RunOptionsJson(*c.run_options);
+      } else {
+        jc["runtimeOptions"] = nullptr;
+      }
+      if (!c.start_error.empty()) jc["startError"] = c.start_error;
+      containers.push_back(std::move(jc));
+    }
+    jp["containers"] = std::move(containers);
+    out.push_back(std::move(jp));
+  }
+  return out;
+}
+
 }  // namespace
 
 void NodeResources::Apply(const manager::CapacityResult& r) {
@@ -126,6 +201,7 @@ nlohmann::ordered_json BuildStatus(const StatusInput& in) {
     plugins.push_back(std::move(jp));
   }
   doc["plugins"] = std::move(plugins);
+  doc["pods"] = PodsJson(in.pods, in.allocations);
   return doc;
 }
 

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "manager/manager.h"
+#include "node/pod_manager.h"
 #include "nlohmann/json.hpp"
 
 namespace devmgr::node {
@@ -41,6 +42,8 @@ struct StatusInput {
   NodeResources node;
   std::vector<manager::ResourceStatus> resources;
   std::vector<PluginProcessStatus> plugins;
+  std::vector<PodRecord> pods;
+  std::vector<manager::PodAllocation> allocations;
   absl::Time now;
 };
 

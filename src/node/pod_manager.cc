@@ -1,0 +1,252 @@
+#include "node/pod_manager.h"
+
+#include "common/logging.h"
+#include "fmt/format.h"
+#include "node/node.h"
+
+namespace devmgr::node {
+namespace {
+
+// A container that keeps running once started: app containers and
+// restartable init containers (sidecars). Regular init containers run to
+// completion.
+bool KeepsRunning(const pod::Pod& p, const std::string& name) {
+  for (const pod::Container& c : p.init_containers) {
+    if (c.name == name) return c.restartable;
+  }
+  return true;
+}
+
+bool Active(const PodRecord& r) {
+  return !r.deleted && r.phase != pod::Phase::kFailed && r.phase != pod::Phase::kSucceeded;
+}
+
+}  // namespace
+
+PodManager::PodManager(Node* node) : node_(node) {}
+
+PodRecord* PodManager::FindLocked(const std::string& key) {
+  for (PodRecord& r : pods_) {
+    if (r.pod.uid == key || r.pod.namespace_ + "/" + r.pod.name == key) return &r;
+  }
+  return nullptr;
+}
+
+std::string PodManager::NewContainerId(const std::string& uid, const std::string& name) {
+  return fmt::format("devmgr-{:06d}-{}", next_container_id_++, name);
+}
+
+absl::StatusOr<PodRecord> PodManager::AddPod(const pod::Pod& p) {
+  Node* node;
+  {
+    absl::MutexLock l(&mu_);
+    if (PodRecord* old = FindLocked(p.uid); old != nullptr) {
+      if (Active(*old)) {
+        return absl::InvalidArgumentError(
+            fmt::format("pod {}/{} (uid {}) already exists", p.namespace_, p.name, p.uid));
+      }
+      // A deleted or terminated pod re-created with the same UID replaces
+      // its record; its old allocations stay until garbage collection.
+      std::erase_if(pods_, [&](const PodRecord& r) { return r.pod.uid == p.uid; });
+    }
+    PodRecord rec;
+    rec.pod = p;
+    rec.phase = pod::Phase::kPending;
+    for (const pod::Container* c : pod::AllContainersInKubeletOrder(p)) {
+      ContainerRecord cr;
+      cr.name = c->name;
+      rec.containers.push_back(std::move(cr));
+    }
+    // The pod is in the kubelet's pod manager (and so among the active
+    // pods) while it is being admitted.
+    pods_.push_back(std::move(rec));
+    node = node_;
+  }
+  AdmitAndStart(node, p.uid, /*start_containers=*/true);
+  absl::MutexLock l(&mu_);
+  return *FindLocked(p.uid);
+}
+
+void PodManager::AdmitAndStart(Node* node, const std::string& uid, bool start_containers) {
+  pod::Pod p;
+  {
+    absl::MutexLock l(&mu_);
+    p = FindLocked(uid)->pod;
+  }
+  const manager::AdmitResult r = node->manager().AdmitPod(p);
+  {
+    absl::MutexLock l(&mu_);
+    PodRecord* rec = FindLocked(uid);
+    if (!r.admitted) {
+      rec->phase = pod::Phase::kFailed;
+      rec->reason = r.reason;
+      rec->message = r.message;
+      for (ContainerRecord& c : rec->containers) c.running = false;
+      DM_INFO("Pod admission failed", {"pod", p.namespace_ + "/" + p.name},
+              {"reason", r.reason}, {"message", r.message});
+      return;
+    }
+    rec->phase = pod::Phase::kRunning;
+  }
+  if (start_containers) StartContainers(node, uid);
+}
+
+void PodManager::StartContainers(Node* node, const std::string& uid) {
+  pod::Pod p;
+  {
+    absl::MutexLock l(&mu_);
+    p = FindLocked(uid)->pod;
+  }
+  for (const pod::Container* c : pod::AllContainersInKubeletOrder(p)) {
+    auto opts = node->manager().GetDeviceRunContainerOptions(p, *c);
+    absl::MutexLock l(&mu_);
+    PodRecord* rec = FindLocked(uid);
+    for (ContainerRecord& cr : rec->containers) {
+      if (cr.name != c->name) continue;
+      cr.container_id = NewContainerId(uid, c->name);
+      if (opts.ok()) {
+        cr.run_options = *opts;
+        cr.start_error.clear();
+        cr.running = KeepsRunning(p, c->name);
+      } else {
+        cr.start_error = std::string(opts.status().message());
+        cr.running = false;
+        DM_ERROR(cr.start_error, "Error starting container",
+                 {"pod", p.namespace_ + "/" + p.name}, {"container", c->name});
+      }
+    }
+  }
+}
+
+absl::Status PodManager::DeletePod(const std::string& uid) {
+  absl::MutexLock l(&mu_);
+  PodRecord* rec = FindLocked(uid);
+  if (rec == nullptr) return absl::NotFoundError(fmt::format("no pod {}", uid));
+  rec->deleted = true;
+  for (ContainerRecord& c : rec->containers) c.running = false;
+  return absl::OkStatus();
+}
+
+absl::Status PodManager::SetPhase(const std::string& uid, pod::Phase phase) {
+  absl::MutexLock l(&mu_);
+  PodRecord* rec = FindLocked(uid);
+  if (rec == nullptr) return absl::NotFoundError(fmt::format("no pod {}", uid));
+  rec->phase = phase;
+  if (phase == pod::Phase::kSucceeded || phase == pod::Phase::kFailed) {
+    for (ContainerRecord& c : rec->containers) c.running = false;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PodManager::RestartContainer(const std::string& uid, const std::string& container) {
+  Node* node;
+  pod::Pod p;
+  {
+    absl::MutexLock l(&mu_);
+    PodRecord* rec = FindLocked(uid);
+    if (rec == nullptr) return absl::NotFoundError(fmt::format("no pod {}", uid));
+    if (!Active(*rec)) {
+      return absl::FailedPreconditionError(
+          fmt::format("pod {}/{} is not active", rec->pod.namespace_, rec->pod.name));
+    }
+    p = rec->pod;
+    node = node_;
+  }
+  const pod::Container* c = pod::FindContainer(p, container);
+  if (c == nullptr) {
+    return absl::NotFoundError(
+        fmt::format("pod {}/{} has no container {}", p.namespace_, p.name, container));
+  }
+  auto opts = node->manager().GetDeviceRunContainerOptions(p, *c);
+  absl::MutexLock l(&mu_);
+  PodRecord* rec = FindLocked(p.uid);
+  for (ContainerRecord& cr : rec->containers) {
+    if (cr.name != container) continue;
+    cr.container_id = NewContainerId(p.uid, container);
+    ++cr.restart_count;
+    if (opts.ok()) {
+      cr.run_options = *opts;
+      cr.start_error.clear();
+      cr.running = KeepsRunning(p, container);
+    } else {
+      cr.start_error = std::string(opts.status().message());
+      cr.running = false;
+    }
+  }
+  return opts.ok() ? absl::OkStatus() : opts.status();
+}
+
+std::vector<std::string> PodManager::ActivePodUids() const {
+  absl::MutexLock l(&mu_);
+  std::vector<std::string> out;
+  for (const PodRecord& r : pods_) {
+    if (Active(r)) out.push_back(r.pod.uid);
+  }
+  return out;
+}
+
+std::vector<PodRecord> PodManager::Pods() const {
+  absl::MutexLock l(&mu_);
+  return pods_;
+}
+
+std::optional<PodRecord> PodManager::Find(const std::string& key) const {
+  absl::MutexLock l(&mu_);
+  for (const PodRecord& r : pods_) {
+    if (r.pod.uid == key || r.pod.namespace_ + "/" + r.pod.name == key) return r;
+  }
+  return std::nullopt;
+}
+
+manager::StartOptions PodManager::MakeStartOptions(bool node_rebooted) {
+  manager::StartOptions o;
+  o.active_pod_uids = [this] { return ActivePodUids(); };
+  o.sources_ready = [this] { return sources_ready_.load(); };
+  absl::MutexLock l(&mu_);
+  if (node_rebooted) {
+    for (PodRecord& r : pods_) {
+      for (ContainerRecord& c : r.containers) c.running = false;
+    }
+    return o;
+  }
+  for (const PodRecord& r : pods_) {
+    for (const ContainerRecord& c : r.containers) {
+      if (c.container_id.empty()) continue;
+      o.container_map[{r.pod.uid, c.name}] = c.container_id;
+      if (c.running) o.running_container_ids.insert(c.container_id);
+    }
+  }
+  return o;
+}
+
+void PodManager::ReadmitAfterRestart(Node* new_node) {
+  std::vector<std::string> uids;
+  {
+    absl::MutexLock l(&mu_);
+    node_ = new_node;
+    for (const PodRecord& r : pods_) {
+      if (Active(r)) uids.push_back(r.pod.uid);
+    }
+  }
+  // HandlePodAdditions for the pods that already exist, before the pod
+  // sources report ready: running containers take the kubelet-restart
+  // shortcut in devicesToAllocate.
+  sources_ready_ = false;
+  for (const std::string& uid : uids) AdmitAndStart(new_node, uid, /*start_containers=*/false);
+  sources_ready_ = true;
+}
+
+void PodManager::ReadmitAfterReboot(Node* new_node) {
+  std::vector<std::string> uids;
+  {
+    absl::MutexLock l(&mu_);
+    node_ = new_node;
+    for (PodRecord& r : pods_) {
+      for (ContainerRecord& c : r.containers) c.running = false;
+      if (Active(r)) uids.push_back(r.pod.uid);
+    }
+  }
+  for (const std::string& uid : uids) AdmitAndStart(new_node, uid, /*start_containers=*/true);
+}
+
+}  // namespace devmgr::node
