@@ -154,9 +154,10 @@ void SamplePlugin::Stop() {
     stopped_ = true;
     if (register_ctx_ != nullptr) register_ctx_->TryCancel();
   }
+  // Every handler checks the core's stop flag, so this ends open streams and
+  // hanging calls of whichever server is current (the loop thread may be
+  // replacing it right now, so it is not touched before the join).
   core_->SetStopping();
-  if (dp_server_) dp_server_->device_plugin->BeginShutdown();
-  if (registry_server_) registry_server_->registry->BeginShutdown();
   if (watcher_) watcher_->Wake();
   if (loop_thread_.joinable()) loop_thread_.join();
   if (health_thread_.joinable()) health_thread_.join();

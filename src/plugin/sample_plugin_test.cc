@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -191,6 +192,55 @@ TEST_F(SamplePluginTest, HealthFlipIsSentOnTheStream) {
   EXPECT_EQ(second->devices(2).health(), "Unhealthy");
   EXPECT_EQ(second->devices(1).health(), "Healthy");
   EXPECT_FALSE(p->SetHealth("nope", "Unhealthy"));
+}
+
+TEST_F(SamplePluginTest, ScheduledHealthChanges) {
+  FakeKubelet* k = StartKubelet();
+  StartPlugin(std::string(kBasic) + R"(
+health_changes:
+  - {after: 200ms, device: gpu-1, health: Unhealthy}
+  - {after: 400ms, device: gpu-1, health: Healthy}
+)");
+  // The first change normally comes after the first send (registration takes
+  // milliseconds), but accept it in any update; then the second one follows.
+  size_t n = 1;
+  for (; n <= 3; ++n) {
+    auto u = k->WaitForUpdate(0, n);
+    ASSERT_TRUE(u.has_value());
+    if (u->devices(1).health() == "Unhealthy") break;
+  }
+  ASSERT_LE(n, 2u);
+  auto b = k->WaitForUpdate(0, n + 1);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->devices(1).health(), "Healthy");
+}
+
+TEST_F(SamplePluginTest, ResendsAndShufflesTheFullList) {
+  FakeKubelet* k = StartKubelet();
+  StartPlugin(R"(
+resource: example.com/nic
+devices: [{count: 64, id_prefix: vf-}]
+list_and_watch: {resend_interval: 20ms, shuffle: true, seed: 42}
+)");
+  auto first = k->WaitForUpdate(0, 1);
+  auto third = k->WaitForUpdate(0, 3);  // re-sent without any change
+  ASSERT_TRUE(first.has_value() && third.has_value());
+  ASSERT_EQ(third->devices_size(), 64);
+  std::vector<std::string> a, b;
+  for (const auto& d : first->devices()) a.push_back(d.id());
+  for (const auto& d : third->devices()) b.push_back(d.id());
+  EXPECT_NE(a, b);  // another order (64! orders: equal only by a 1e-89 chance)
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  EXPECT_EQ(a, b);
+}
+
+TEST_F(SamplePluginTest, EmptyListAndWatch) {
+  FakeKubelet* k = StartKubelet();
+  StartPlugin(std::string(kBasic) + "faults: {list_and_watch: {empty: true}}\n");
+  auto first = k->WaitForUpdate(0, 1);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->devices_size(), 0);
 }
 
 TEST_F(SamplePluginTest, ControlFileChangesHealth) {
