@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# End-to-end tests of `devmgr checkpoint ...` on the golden corpus:
+# exit codes and key output lines. Needs $DEVMGR_BIN and $DEVMGR_SOURCE_DIR.
+set -u
+BIN=${DEVMGR_BIN:?DEVMGR_BIN must point at the devmgr binary}
+DATA=${DEVMGR_SOURCE_DIR:?DEVMGR_SOURCE_DIR must be set}/tests/testdata/checkpoint
+WORK=$(mktemp -d /tmp/devmgr-e2e-ckpt.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+failures=0
+
+# run EXPECTED_RC CMD...: runs CMD, captures stdout+stderr in $OUT, checks rc.
+run() {
+  local want=$1
+  shift
+  OUT=$("$@" 2>&1)
+  local rc=$?
+  if [[ $rc -ne $want ]]; then
+    echo "FAIL: exit $rc (want $want): $*"
+    echo "$OUT" | head -20
+    failures=$((failures + 1))
+  fi
+}
+
+# expect TEXT: $OUT must contain TEXT (fixed string).
+expect() {
+  if ! grep -qF -- "$1" <<<"$OUT"; then
+    echo "FAIL: output lacks: $1"
+    echo "$OUT" | head -20
+    failures=$((failures + 1))
+  fi
+}
+
+# --- verify ---------------------------------------------------------------
+run 0 "$BIN" checkpoint verify "$DATA/v2-single-gpu-numa0.json" "$DATA/v1-single.json"
+expect "v2-single-gpu-numa0.json: OK v2 checksum 331594835"
+expect "v1-single.json: OK v1 checksum 3066492247"
+
+run 1 "$BIN" checkpoint verify "$DATA/v2-bootid.json" "$DATA/bad-device-edited.json" "$DATA/bad-truncated.json"
+expect "v2-bootid.json: OK v2 checksum 331594835"
+expect "bad-device-edited.json: CORRUPT v2 checksum mismatch: stored 331594835, computed 343084809"
+expect "bad-truncated.json: CORRUPT v2 parse error: unexpected end of JSON input (offset 322)"
+
+# Every golden file gets the MANIFEST verdict.
+while IFS=$'\t' read -r file verdict format stored correct spew desc; do
+  [[ $file == file ]] && continue
+  want=0
+  [[ $verdict == CORRUPT ]] && want=1
+  run $want "$BIN" checkpoint verify "$DATA/$file"
+  [[ $verdict == OK ]] && expect "$file: OK"
+  [[ $verdict == CORRUPT ]] && expect "$file: CORRUPT"
+done <"$DATA/MANIFEST.tsv"
+
+run 0 "$BIN" checkpoint verify "$DATA/real/multus-cni-2018.v1.json"
+run 1 "$BIN" checkpoint verify "$DATA/real/cpu-pooler-fixture-2021.v2.json"
+expect "CORRUPT v2 checksum mismatch: stored 403603645, computed 3162097514"
+
+# stdin, missing file, directory, empty file.
+run 0 "$BIN" checkpoint verify - <"$DATA/v1-multi.json"
+expect "<stdin>: OK v1 checksum 1833084996"
+run 2 "$BIN" checkpoint verify "$WORK/missing.json"
+expect "missing.json: ERROR $WORK/missing.json: no such file"
+run 2 "$BIN" checkpoint verify "$WORK"
+expect "is a directory"
+: >"$WORK/empty"
+run 1 "$BIN" checkpoint verify "$WORK/empty"
+expect "CORRUPT v2 parse error: unexpected end of JSON input (offset 0) (empty file)"
+run 2 "$BIN" checkpoint verify
+run 2 "$BIN" checkpoint frobnicate
+
+# A 100 MB file that is not JSON, and one nested too deeply: clear errors.
+head -c 100000000 /dev/zero | tr '\0' '[' >"$WORK/deep"
+run 1 "$BIN" checkpoint verify "$WORK/deep"
+expect "exceeded max depth (offset 10000)"
+head -c 100000000 /dev/zero >"$WORK/zeros"
+run 1 "$BIN" checkpoint verify "$WORK/zeros"
+expect "invalid character '\\x00' looking for beginning of value (offset 0)"
+run 2 "$BIN" checkpoint inspect "$WORK/zeros"
+expect "not a readable checkpoint"
+rm -f "$WORK/deep" "$WORK/zeros"
+
+# --- inspect --------------------------------------------------------------
+run 0 "$BIN" checkpoint inspect "$DATA/v2-multi-resource.json"
+expect "format:    v2"
+expect "checksum:  148831026 (valid)"
+expect "entries:   4 (3 pods)"
+expect "pod 9a15d2b5-c152-46b9-96e0-d57032629e1f"
+expect "nvidia.com/gpu: NUMA 1: GPU-9b341c59-f96b-ba85-c137-78c3652fea65 GPU-0650a168-e770-3ea8-8ac3-8a1d419763e0"
+expect "example.com/fpga: no NUMA (-1): fpga-a fpga-b"
+expect "env        NVIDIA_VISIBLE_DEVICES=GPU-9b341c59-f96b-ba85-c137-78c3652fea65,GPU-0650a168-e770-3ea8-8ac3-8a1d419763e0"
+expect "mount      /usr/local/lib <- /opt/driver/lib (ro)"
+expect "device     /dev/nvidia0 <- /dev/nvidia0 (rw)"
+expect "cdi        intel.com/sriov_netdevice=0000:3b:02.1"
+expect "intel.com/sriov_netdevice (2): 0000:3b:02.1 0000:3b:02.2"
+
+run 0 "$BIN" checkpoint inspect "$DATA/bad-device-edited.json"
+expect "CORRUPT: stored 331594835, computed 343084809"
+expect "is not in RegisteredDevices"
+
+run 0 "$BIN" checkpoint inspect "$DATA/v2-bootid.json"
+expect "boot ID:   0f2b3c4d-1111-2222-3333-444455556666"
+
+run 0 "$BIN" checkpoint inspect -o json "$DATA/v1-single.json"
+expect '"format": "v1"'
+expect '"valid": true'
+expect '"NVIDIA_VISIBLE_DEVICES": "GPU-77a702db-e37f-3a74-d46d-c5713f66058c"'
+
+run 0 "$BIN" checkpoint inspect -o yaml - <"$DATA/v2-single-gpu-numa0.json"
+expect 'file: "<stdin>"'
+expect '- podUID: "9a15d2b5-c152-46b9-96e0-d57032629e1f"'
+expect '  stored: 331594835'
+
+# Double allocation across two pods.
+sed 's/"PodUID":"9a15d2b5-c152-46b9-96e0-d57032629e1f","ContainerName":"app","ResourceName":"nvidia.com\/gpu","DeviceIDs":{"1"/"PodUID":"11111111-2222-3333-4444-555555555555","ContainerName":"other","ResourceName":"nvidia.com\/gpu","DeviceIDs":{"0":["GPU-77a702db-e37f-3a74-d46d-c5713f66058c"],"1"/' \
+  "$DATA/v2-multi-resource.json" >"$WORK/double.json"
+run 0 "$BIN" checkpoint inspect "$WORK/double.json"
+expect "double allocation: device nvidia.com/gpu/GPU-77a702db-e37f-3a74-d46d-c5713f66058c is held by pod 11111111-2222-3333-4444-555555555555 container other and pod 513cb897-0262-4868-826f-aa943ee45a38 container app"
+
+run 2 "$BIN" checkpoint inspect "$DATA/bad-truncated.json"
+expect "not a readable checkpoint: unexpected end of JSON input (offset 322)"
+run 2 "$BIN" checkpoint inspect "$WORK/empty"
+expect "empty file, not a checkpoint"
+run 2 "$BIN" checkpoint inspect "$WORK/missing.json"
+expect "no such file"
+run 2 "$BIN" checkpoint inspect "$WORK"
+expect "is a directory"
+run 2 "$BIN" checkpoint inspect -o xml "$DATA/v2-bootid.json"
+
+# --- diff -----------------------------------------------------------------
+run 0 "$BIN" checkpoint diff "$DATA/v2-multi-resource.json" "$DATA/v2-multi-resource.json"
+run 1 "$BIN" checkpoint diff "$DATA/v2-single-gpu-numa0.json" "$DATA/bad-numa-moved.json"
+expect "~ checksum: valid -> CORRUPT"
+expect "device GPU-77a702db-e37f-3a74-d46d-c5713f66058c moved NUMA 0 -> 1"
+run 1 "$BIN" checkpoint diff "$DATA/v2-multi-resource.json" "$DATA/v2-multi-resource-reordered.json"
+expect "~ entries reordered"
+run 1 "$BIN" checkpoint diff "$DATA/v2-registered-only.json" - <"$DATA/v2-single-gpu-numa0.json"
+expect "+ entry pod=9a15d2b5-c152-46b9-96e0-d57032629e1f container=app resource=nvidia.com/gpu devices=[0:GPU-77a702db-e37f-3a74-d46d-c5713f66058c]"
+run 2 "$BIN" checkpoint diff "$DATA/v2-bootid.json" "$DATA/bad-truncated.json"
+
+# --- repair ---------------------------------------------------------------
+cp "$DATA/bad-device-edited.json" "$WORK/cp"
+run 0 "$BIN" checkpoint repair --in-place "$WORK/cp"
+expect "checksum 331594835 -> 343084809 (v2)"
+expect "backup: $WORK/cp.bak"
+run 0 "$BIN" checkpoint verify "$WORK/cp"
+cmp -s "$WORK/cp.bak" "$DATA/bad-device-edited.json" || { echo "FAIL: backup differs"; failures=$((failures + 1)); }
+
+run 0 "$BIN" checkpoint repair "$DATA/v2-multi-resource.json" --drop-pod 9a15d2b5-c152-46b9-96e0-d57032629e1f --drop-pod nope -o "$WORK/dropped.json"
+expect "dropped 2 entries of pod 9a15d2b5-c152-46b9-96e0-d57032629e1f"
+expect "warning: no entry of pod nope"
+run 0 "$BIN" checkpoint verify "$WORK/dropped.json"
+run 1 "$BIN" checkpoint diff "$DATA/v2-multi-resource.json" "$WORK/dropped.json"
+expect "- entry pod=9a15d2b5-c152-46b9-96e0-d57032629e1f container=sidecar"
+
+run 0 bash -c "'$BIN' checkpoint repair - <'$DATA/bad-numa-moved.json' | '$BIN' checkpoint verify -"
+expect "<stdin>: OK v2 checksum 3414037502"
+
+run 2 "$BIN" checkpoint repair "$DATA/bad-truncated.json" -o "$WORK/never.json"
+expect "refusing to repair"
+[[ -e $WORK/never.json ]] && { echo "FAIL: repair wrote unparseable input"; failures=$((failures + 1)); }
+run 2 "$BIN" checkpoint repair --in-place - <"$DATA/bad-numa-moved.json"
+run 2 "$BIN" checkpoint repair "$WORK/empty"
+run 2 "$BIN" checkpoint repair "$WORK/cp" -o x --in-place
+
+# --- convert --------------------------------------------------------------
+run 0 "$BIN" checkpoint convert "$DATA/v1-multi.json" --to v2 -o "$WORK/v2.json"
+run 0 "$BIN" checkpoint verify "$WORK/v2.json"
+expect "OK v2"
+run 0 "$BIN" checkpoint inspect "$WORK/v2.json"
+expect "NUMA 0: GPU-9b341c59-f96b-ba85-c137-78c3652fea65 GPU-0650a168-e770-3ea8-8ac3-8a1d419763e0"
+run 0 bash -c "'$BIN' checkpoint convert '$DATA/v2-multi-resource.json' --to v1 | '$BIN' checkpoint verify -"
+expect "OK v1"
+run 1 "$BIN" checkpoint convert "$DATA/bad-numa-moved.json" --to v1
+expect "run \`devmgr checkpoint repair\` first, or pass --force"
+run 0 "$BIN" checkpoint convert "$DATA/bad-numa-moved.json" --to v1 --force -o "$WORK/forced.json"
+run 2 "$BIN" checkpoint convert "$DATA/v1-multi.json" --to v3
+run 2 "$BIN" checkpoint convert "$DATA/v1-multi.json"
+
+# --- help -----------------------------------------------------------------
+for sub in inspect verify diff repair convert; do
+  run 0 "$BIN" checkpoint "$sub" --help
+  expect "Exit codes: 0 ok; 1 a file is corrupt"
+done
+
+# With the Go oracle present, files we write verify there too.
+ORACLE=${DEVMGR_ORACLE:-/tmp/oracle/bin/checksum-oracle}
+if [[ -x $ORACLE ]]; then
+  for f in "$WORK/cp" "$WORK/dropped.json" "$WORK/v2.json"; do
+    run 0 "$ORACLE" verify "$f"
+  done
+fi
+
+if [[ $failures -ne 0 ]]; then
+  echo "checkpoint_cli: $failures failure(s)"
+  exit 1
+fi
+echo "checkpoint_cli: all passed"
