@@ -160,7 +160,9 @@ int RunVerify(const std::vector<std::string>& files) {
     const std::string name = DisplayName(file);
     absl::StatusOr<std::string> bytes = ReadInput(file);
     if (!bytes.ok()) {
-      std::cout << fmt::format("{}: ERROR {}\n", name, std::string(bytes.status().message()));
+      std::string why(bytes.status().message());
+      if (why.rfind(name + ": ", 0) == 0) why.erase(0, name.size() + 2);
+      std::cout << fmt::format("{}: ERROR {}\n", name, why);
       code = kExitUsage;
       continue;
     }
