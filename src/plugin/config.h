@@ -69,7 +69,8 @@ struct FaultConfig {
   bool grow_on_allocate = false;
 };
 
-// Register-side overrides, to produce invalid registrations.
+// Register-side overrides, to produce invalid registrations. They apply to
+// the calls selected by faults.register's skip_calls/times.
 struct RegisterOverrides {
   std::optional<std::string> version;   // RegisterRequest.version / GetInfo supported_versions
   std::optional<std::string> resource;  // resource_name / PluginInfo.name

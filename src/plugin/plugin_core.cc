@@ -17,7 +17,10 @@ PluginCore::PluginCore(Config config)
 const FaultConfig* PluginCore::CountCall(Rpc rpc) {
   const int n = ++calls_[static_cast<int>(rpc)];
   const FaultConfig& f = config_.fault(rpc);
-  if (!HasEffect(f)) return nullptr;
+  const RegisterOverrides& o = config_.register_overrides;
+  const bool overrides = rpc == Rpc::kRegister && (o.version || o.resource || o.endpoint ||
+                                                   o.type || o.skip);
+  if (!HasEffect(f) && !overrides) return nullptr;
   if (n <= f.skip_calls) return nullptr;
   if (f.times >= 0 && n > f.skip_calls + f.times) return nullptr;
   return &f;

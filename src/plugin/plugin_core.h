@@ -29,7 +29,8 @@ class PluginCore {
   CallLog& call_log() { return call_log_; }
 
   // Counts one call of `rpc` and returns the fault that applies to this call,
-  // or nullptr when it is served normally.
+  // or nullptr when it is served normally. For kRegister, a non-null result
+  // also means that config().register_overrides apply to this call.
   const FaultConfig* CountCall(Rpc rpc);
 
   bool stopping() const { return stopping_.load(); }

@@ -40,7 +40,7 @@ grpc::Status RegistryService::GetInfo(grpc::ServerContext* ctx,
     if (f->error) return ToGrpcStatus(*f->error);
     if (f->empty) return grpc::Status::OK;
   }
-  const RegisterOverrides& o = core_->config().register_overrides;
+  const RegisterOverrides o = f != nullptr ? core_->config().register_overrides : RegisterOverrides{};
   resp->set_type(o.type.value_or("DevicePlugin"));
   resp->set_name(o.resource.value_or(core_->config().resource));
   resp->set_endpoint(o.endpoint.value_or(endpoint_));

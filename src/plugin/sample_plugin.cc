@@ -249,8 +249,9 @@ void SamplePlugin::RestartServers() {
 
 void SamplePlugin::Register() {
   const Config& config = core_->config();
-  const RegisterOverrides& o = config.register_overrides;
   const FaultConfig* f = core_->CountCall(Rpc::kRegister);
+  // Overrides follow the fault's skip_calls/times window.
+  const RegisterOverrides o = f != nullptr ? config.register_overrides : RegisterOverrides{};
   auto stopping = [this] { return core_->stopping(); };
   if (o.skip) {
     DM_INFO("Not registering (faults.register.skip)", {"resource", config.resource});

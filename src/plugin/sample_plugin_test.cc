@@ -473,6 +473,20 @@ faults:
   EXPECT_EQ(k->requests()[0].endpoint(), "other.sock");
 }
 
+TEST_F(SamplePluginTest, OverridesFollowTheFaultWindow) {
+  FakeKubelet* k = StartKubelet();
+  SamplePlugin* p = StartPlugin(std::string(kBasic) + R"(
+faults:
+  register: {version: v1alpha, times: 1}
+)");
+  ASSERT_TRUE(p->WaitForCalls("Register", 1, kTimeout));
+  ASSERT_TRUE(p->ApplyControl("register").ok());
+  ASSERT_TRUE(p->WaitForRegistrations(2, kTimeout));  // the fake accepts any version
+  ASSERT_EQ(k->requests().size(), 2u);
+  EXPECT_EQ(k->requests()[0].version(), "v1alpha");
+  EXPECT_EQ(k->requests()[1].version(), "v1beta1");
+}
+
 TEST_F(SamplePluginTest, RegisterBeforeServeFailsTheDialBack) {
   FakeKubelet* k = StartKubelet();
   k->set_dial_timeout(absl::Milliseconds(300));
