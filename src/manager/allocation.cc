@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/time/clock.h"
 #include "common/go_format.h"
 #include "common/logging.h"
 #include "fmt/format.h"
@@ -101,7 +102,9 @@ absl::Status ManagerImpl::AllocateContainerResources(
     std::vector<std::string> devs = UnsortedList(*alloc);
     DM_VINFO(4, "Making allocation request for device plugin", {"devices", GoList(devs)},
              {"resourceName", resource}, {"pod", pod_ref}, {"containerName", cname});
+    const absl::Time rpc_start = absl::Now();
     absl::StatusOr<v1beta1::AllocateResponse> resp = endpoint->Allocate(devs);
+    if (opts_.on_allocate_rpc) opts_.on_allocate_rpc(resource, absl::Now() - rpc_start);
     if (!resp.ok()) {
       // Restore allocatedDevices from podDevices: the devices just chosen
       // are released.

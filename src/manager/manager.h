@@ -23,6 +23,7 @@
 #include "manager/plugin_client.h"
 #include "manager/run_container_options.h"
 #include "manager/topology_affinity.h"
+#include "manager/topology_hints.h"
 #include "pod/pod.h"
 
 namespace devmgr::manager {
@@ -76,6 +77,10 @@ struct ManagerOptions {
   // The DevicePluginCDIDevices feature gate; only consulted in profiles
   // where it still exists (1.30, default on). 1.31+ always pass CDI devices.
   bool cdi_devices_gate = true;
+  // Called after every Allocate RPC, failed ones included, with the resource
+  // and the RPC's wall-clock duration: the kubelet's
+  // kubelet_device_plugin_alloc_duration_seconds observation. Empty: none.
+  std::function<void(const std::string& resource, absl::Duration)> on_allocate_rpc;
 };
 
 // The admission verdict for one pod (lifecycle.PodAdmitResult).
@@ -160,6 +165,18 @@ class Manager : public ClientHandler {
   virtual void UpdateAllocatedDevices() = 0;
   // Every pod's allocations, sorted by pod UID.
   virtual std::vector<PodAllocation> Allocations() const = 0;
+
+  // ---- Topology hints (section 9.1) ----
+
+  // The container's hints per device-plugin resource in its limits (after a
+  // garbage collection): nil for a resource without NUMA-tagged devices, the
+  // hints regenerated from the devices already allocated to the container,
+  // or the hints of the free and reusable devices (empty when too few).
+  virtual TopologyHints GetTopologyHints(const pod::Pod& pod,
+                                         const pod::Container& container) = 0;
+  // The same for the whole pod (pod::PodLimits), from the pod's allocated
+  // devices or the free ones; reusable devices play no part.
+  virtual TopologyHints GetPodTopologyHints(const pod::Pod& pod) = 0;
 };
 
 std::unique_ptr<Manager> NewManager(ManagerOptions opts);

@@ -17,6 +17,7 @@ Node::Node(NodeOptions opts) : opts_(std::move(opts)) {
   mo.clock = opts_.clock;
   mo.fsync = opts_.fsync;
   mo.numa_nodes = opts_.numa_nodes;
+  mo.on_allocate_rpc = opts_.on_allocate_rpc;
   manager_ = manager::NewManager(std::move(mo));
 }
 

@@ -4,6 +4,7 @@
 #ifndef DEVMGR_NODE_NODE_H_
 #define DEVMGR_NODE_NODE_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,9 @@ struct NodeOptions {
   int max_recv_msg_size = transport::kDefaultMaxRecvMsgSize;
   absl::Duration dial_timeout = transport::kDefaultDialTimeout;
   std::vector<int> numa_nodes = {0};
+  // Passed to the manager (ManagerOptions::on_allocate_rpc): the alloc
+  // duration metric.
+  std::function<void(const std::string& resource, absl::Duration)> on_allocate_rpc;
 };
 
 // Thread-safe. Stop is idempotent and run by the destructor.
