@@ -136,15 +136,22 @@ class HashSink {
   uint32_t h_ = kFnv32Offset;
 };
 
-// The fixed pieces of the rendering.
-const Literal kRegistered(" RegisteredDevices:(map[string][]string)");
-const Literal kPodUid("{PodUID:(string)");
-const Literal kContainerName(" ContainerName:(string)");
-const Literal kResourceName(" ResourceName:(string)");
-const Literal kDeviceIdsV2(" DeviceIDs:(checkpoint.DevicesPerNUMA)");
-const Literal kAllocResp(" AllocResp:([]uint8)");
-const Literal kDeviceIdsV1(" DeviceIDs:([]string)");
-const Literal kHead("(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)");
+// The fixed pieces of the rendering (built on first use, so that a
+// checksum computed during another file's static initialisation is right).
+struct Literals {
+  Literal registered{" RegisteredDevices:(map[string][]string)"};
+  Literal pod_uid{"{PodUID:(string)"};
+  Literal container_name{" ContainerName:(string)"};
+  Literal resource_name{" ResourceName:(string)"};
+  Literal device_ids_v2{" DeviceIDs:(checkpoint.DevicesPerNUMA)"};
+  Literal alloc_resp{" AllocResp:([]uint8)"};
+  Literal device_ids_v1{" DeviceIDs:([]string)"};
+  Literal head{"(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)"};
+};
+const Literals& Lits() {
+  static const Literals* lits = new Literals();
+  return *lits;
+}
 
 template <class Sink, size_t N>
 inline void Lit(Sink& s, const char (&text)[N]) {
@@ -221,7 +228,7 @@ void Numa(Sink& s, const DevicesPerNUMA& m) {
 
 template <class Sink>
 void Registered(Sink& s, const RegisteredDevices& r, bool v1_rename) {
-  s.Put(kRegistered);
+  s.Put(Lits().registered);
   if (!r) {
     Lit(s, "<nil>");
   } else {
@@ -242,17 +249,17 @@ void Registered(Sink& s, const RegisteredDevices& r, bool v1_rename) {
 
 template <class Sink, class Entry>
 void EntryHead(Sink& s, const Entry& e, bool v1_rename) {
-  s.Put(kPodUid);
+  s.Put(Lits().pod_uid);
   Str(s, e.pod_uid, v1_rename);
-  s.Put(kContainerName);
+  s.Put(Lits().container_name);
   Str(s, e.container_name, v1_rename);
-  s.Put(kResourceName);
+  s.Put(Lits().resource_name);
   Str(s, e.resource_name, v1_rename);
 }
 
 template <class Sink>
 void RenderV2(Sink& s, const CheckpointData& d) {
-  s.Put(kHead);
+  s.Put(Lits().head);
   if (!d.pod_device_entries) {
     Lit(s, "<nil>");
   } else {
@@ -262,9 +269,9 @@ void RenderV2(Sink& s, const CheckpointData& d) {
       if (!first) s.Put(' ');
       first = false;
       EntryHead(s, e, false);
-      s.Put(kDeviceIdsV2);
+      s.Put(Lits().device_ids_v2);
       Numa(s, e.device_ids);
-      s.Put(kAllocResp);
+      s.Put(Lits().alloc_resp);
       Bytes(s, e.alloc_resp);
       s.Put('}');
     }
@@ -277,7 +284,7 @@ void RenderV2(Sink& s, const CheckpointData& d) {
 // them; we emit the renamed type names directly and rename inside strings.
 template <class Sink>
 void RenderV1(Sink& s, const CheckpointDataV1& d) {
-  s.Put(kHead);
+  s.Put(Lits().head);
   if (!d.pod_device_entries) {
     Lit(s, "<nil>");
   } else {
@@ -287,9 +294,9 @@ void RenderV1(Sink& s, const CheckpointDataV1& d) {
       if (!first) s.Put(' ');
       first = false;
       EntryHead(s, e, true);
-      s.Put(kDeviceIdsV1);
+      s.Put(Lits().device_ids_v1);
       List(s, e.device_ids, true);
-      s.Put(kAllocResp);
+      s.Put(Lits().alloc_resp);
       Bytes(s, e.alloc_resp);
       s.Put('}');
     }
