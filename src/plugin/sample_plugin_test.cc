@@ -198,8 +198,8 @@ TEST_F(SamplePluginTest, ScheduledHealthChanges) {
   FakeKubelet* k = StartKubelet();
   StartPlugin(std::string(kBasic) + R"(
 health_changes:
-  - {after: 200ms, device: gpu-1, health: Unhealthy}
-  - {after: 400ms, device: gpu-1, health: Healthy}
+  - {after: 500ms, device: gpu-1, health: Unhealthy}
+  - {after: 1s, device: gpu-1, health: Healthy}
 )");
   // The first change normally comes after the first send (registration takes
   // milliseconds), but accept it in any update; then the second one follows.
