@@ -534,11 +534,17 @@ class Parser {
       SkipWs();
       if (p_ == end_ || *p_ != '"') return Fail("looking for beginning of object key string");
       const unsigned char* key_start = p_;
-      if (!String(&key_)) return false;
+      std::string_view key;
+      bool complex;
+      if (!ScanString(&key, &complex)) return false;
+      if (complex) {
+        UnquoteInto(key, &key_);
+        key = key_;
+      }
       SkipWs();
       if (p_ == end_ || *p_ != ':') return Fail("after object key");
       ++p_;
-      if (!member(std::string_view(key_), key_start)) return false;
+      if (!member(key, key_start)) return false;
       SkipWs();
       if (p_ < end_ && *p_ == ',') {
         ++p_;
