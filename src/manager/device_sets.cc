@@ -29,6 +29,7 @@ void DeviceSets::Replace(const std::string& resource_name,
     // occurrence adds the ID to the set of its health.
     sd.health = d.health();
     sd.numa_nodes.clear();
+    sd.has_topology = d.has_topology();
     if (d.has_topology()) {
       for (const v1beta1::NUMANode& n : d.topology().nodes()) sd.numa_nodes.push_back(n.id());
     }

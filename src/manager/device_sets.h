@@ -31,6 +31,10 @@ struct StoredDevice {
   std::string health;
   // NUMA node ids as sent; empty for a nil topology or one with no nodes.
   NumaNodes numa_nodes;
+  // The Device had a Topology message (possibly with no nodes). Topology
+  // hints treat a reusable device with an empty topology differently from
+  // one with none (section 9.1).
+  bool has_topology = false;
   // Membership of healthyDevices[r] / unhealthyDevices[r] (both possible).
   bool healthy = false;
   bool unhealthy = false;

@@ -6,6 +6,7 @@
 //   allocation.cc            Allocate, allocateContainerResources, GC, admission
 //   devices_to_allocate.cc   devicesToAllocate, callGetPreferredAllocationIfAvailable
 //   container_options.cc     GetDeviceRunContainerOptions, PreStartContainer
+//   topology_hints.cc        GetTopologyHints, GetPodTopologyHints
 #ifndef DEVMGR_MANAGER_MANAGER_IMPL_H_
 #define DEVMGR_MANAGER_MANAGER_IMPL_H_
 
@@ -57,6 +58,8 @@ class ManagerImpl final : public Manager {
       const pod::Pod& pod, const pod::Container& container) override;
   void UpdateAllocatedDevices() override;
   std::vector<PodAllocation> Allocations() const override;
+  TopologyHints GetTopologyHints(const pod::Pod& pod, const pod::Container& container) override;
+  TopologyHints GetPodTopologyHints(const pod::Pod& pod) override;
 
   // ---- Test hooks ----
   std::map<std::string, DeviceSet> AllocatedDevicesForTest() const;
@@ -103,6 +106,14 @@ class ManagerImpl final : public Manager {
       const DeviceSet& must_include, int size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool IsContainerAlreadyRunningLocked(const std::string& pod_uid,
                                        const std::string& container_name) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // ---- topology_hints.cc ----
+  // generateDeviceTopologyHints.
+  std::vector<TopologyHint> GenerateDeviceTopologyHintsLocked(const std::string& resource_name,
+                                                              const DeviceSet& available,
+                                                              const DeviceSet& reusable,
+                                                              int request) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // ---- container_options.cc ----

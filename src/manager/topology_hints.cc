@@ -1,0 +1,214 @@
+// ManagerImpl: the device manager's topology hints, GetTopologyHints and
+// GetPodTopologyHints (shared/kubelet-device-manager.md section 9.1).
+#include "manager/topology_hints.h"
+
+#include <bit>
+#include <utility>
+
+#include "common/logging.h"
+#include "fmt/format.h"
+#include "manager/manager_impl.h"
+
+namespace devmgr::manager {
+namespace {
+
+// The mask of a device's NUMA ids; ids outside 0..63 can never be set in a
+// mask (bitMask.IsSet is false for them), so they are dropped.
+NumaMask MaskOf(const NumaNodes& nodes) {
+  NumaMask m = 0;
+  for (int64_t n : nodes) {
+    if (n >= 0 && n < 64) m |= NumaMask{1} << n;
+  }
+  return m;
+}
+
+void Iterate(const std::vector<int>& bits, size_t start, NumaMask accum, int have, int size,
+             const std::function<void(NumaMask)>& fn) {
+  if (have == size) {
+    fn(accum);
+    return;
+  }
+  for (size_t i = start; i < bits.size(); ++i) {
+    const int b = bits[i];
+    const NumaMask bit = (b >= 0 && b < 64) ? (NumaMask{1} << b) : 0;
+    Iterate(bits, i + 1, accum | bit, have + 1, size, fn);
+  }
+}
+
+std::string PodRef(const pod::Pod& pod) { return fmt::format("{}/{}", pod.namespace_, pod.name); }
+
+}  // namespace
+
+void IterateNumaMasks(const std::vector<int>& nodes, const std::function<void(NumaMask)>& fn) {
+  for (int size = 1; size <= static_cast<int>(nodes.size()); ++size) {
+    Iterate(nodes, 0, 0, 0, size, fn);
+  }
+}
+
+int MaskCount(NumaMask mask) { return std::popcount(mask); }
+
+std::vector<TopologyHint> ManagerImpl::GenerateDeviceTopologyHintsLocked(
+    const std::string& resource_name, const DeviceSet& available, const DeviceSet& reusable,
+    int request) const {
+  // Devices are grouped by their NUMA mask once, so that each candidate mask
+  // costs one step per distinct device mask rather than one per device.
+  std::map<NumaMask, int> all_by_mask;  // allDevices[r], unhealthy and in use included
+  if (const DeviceMap* all = devices_.All(resource_name); all != nullptr) {
+    for (const auto& [id, d] : *all) ++all_by_mask[MaskOf(d.numa_nodes)];
+  }
+  std::map<NumaMask, int> available_by_mask;
+  for (const std::string& id : available) {
+    const StoredDevice* d = devices_.Find(resource_name, id);
+    ++available_by_mask[d == nullptr ? 0 : MaskOf(d->numa_nodes)];
+  }
+  // Reusable devices that take part: those with a Topology message (an
+  // absent device is Go's zero Device, with a nil topology: skipped).
+  std::vector<NumaMask> reusable_masks;
+  for (const std::string& id : reusable) {
+    const StoredDevice* d = devices_.Find(resource_name, id);
+    if (d == nullptr || !d->has_topology) continue;
+    reusable_masks.push_back(MaskOf(d->numa_nodes));
+  }
+
+  int min_affinity_size = static_cast<int>(opts_.numa_nodes.size());
+  std::vector<TopologyHint> hints;
+  IterateNumaMasks(opts_.numa_nodes, [&](NumaMask mask) {
+    const int count = MaskCount(mask);
+    int in_mask = 0;
+    for (const auto& [m, n] : all_by_mask) {
+      if ((m & mask) != 0) in_mask += n;
+    }
+    if (in_mask >= request && count < min_affinity_size) min_affinity_size = count;
+
+    // Every reusable device with topology must be on the mask's nodes.
+    int matching = 0;
+    for (NumaMask m : reusable_masks) {
+      if ((m & mask) == 0) return;
+      ++matching;
+    }
+    for (const auto& [m, n] : available_by_mask) {
+      if ((m & mask) != 0) matching += n;
+    }
+    if (matching < request) return;
+    hints.push_back(TopologyHint{mask, false});
+  });
+  // Preferred: the hints as narrow as the whole inventory would allow.
+  for (TopologyHint& h : hints) {
+    if (MaskCount(*h.numa_node_affinity) == min_affinity_size) h.preferred = true;
+  }
+  return hints;
+}
+
+TopologyHints ManagerImpl::GetTopologyHints(const pod::Pod& pod,
+                                            const pod::Container& container) {
+  // Garbage-collect stranded devices first.
+  UpdateAllocatedDevices();
+  std::map<std::string, int> requests;
+  for (const auto& [resource, quantity] : container.limits) {
+    if (IsDevicePluginResource(resource)) requests[resource] = static_cast<int>(quantity);
+  }
+
+  TopologyHints out;
+  absl::MutexLock l(&mu_);
+  for (const auto& [resource, requested] : requests) {
+    if (!devices_.HasTopologyAlignment(resource)) {
+      DM_INFO("Resource does not have a topology preference", {"resource", resource});
+      out[resource] = std::nullopt;
+      continue;
+    }
+    // Already allocated (e.g. a re-admission after a kubelet restart):
+    // regenerate the hints of what the container holds.
+    std::optional<DeviceSet> allocated =
+        pod_devices_.ContainerDevices(pod.uid, container.name, resource);
+    if (allocated.has_value() && !allocated->empty()) {
+      if (static_cast<int>(allocated->size()) != requested) {
+        DM_ERROR("", "Resource already allocated to pod with different number than request",
+                 {"resource", resource}, {"pod", PodRef(pod)}, {"containerName", container.name},
+                 {"request", requested}, {"allocated", allocated->size()});
+        out[resource] = std::vector<TopologyHint>{};
+        continue;
+      }
+      DM_INFO("Regenerating TopologyHints for resource already allocated to pod",
+              {"resource", resource}, {"pod", PodRef(pod)}, {"containerName", container.name});
+      out[resource] = GenerateDeviceTopologyHintsLocked(resource, *allocated, {}, requested);
+      continue;
+    }
+
+    DeviceSet available;
+    if (const DeviceMap* all = devices_.All(resource); all != nullptr) {
+      auto in_use = allocated_devices_.find(resource);
+      for (const auto& [id, d] : *all) {
+        if (!d.healthy) continue;
+        if (in_use != allocated_devices_.end() && in_use->second.contains(id)) continue;
+        available.insert(id);
+      }
+    }
+    static const DeviceSet kNone;
+    const DeviceSet* reusable = &kNone;
+    if (auto p = devices_to_reuse_.find(pod.uid); p != devices_to_reuse_.end()) {
+      if (auto r = p->second.find(resource); r != p->second.end()) reusable = &r->second;
+    }
+    size_t total = available.size();
+    for (const std::string& d : *reusable) total += available.contains(d) ? 0 : 1;
+    if (static_cast<int>(total) < requested) {
+      DM_ERROR("", "Unable to generate topology hints: requested number of devices unavailable",
+               {"resource", resource}, {"request", requested}, {"available", total});
+      out[resource] = std::vector<TopologyHint>{};
+      continue;
+    }
+    out[resource] = GenerateDeviceTopologyHintsLocked(resource, available, *reusable, requested);
+  }
+  return out;
+}
+
+TopologyHints ManagerImpl::GetPodTopologyHints(const pod::Pod& pod) {
+  UpdateAllocatedDevices();
+  std::map<std::string, int> requests;
+  for (const auto& [resource, quantity] : pod::PodLimits(pod)) {
+    if (IsDevicePluginResource(resource)) requests[resource] = static_cast<int>(quantity);
+  }
+
+  TopologyHints out;
+  absl::MutexLock l(&mu_);
+  for (const auto& [resource, requested] : requests) {
+    if (!devices_.HasTopologyAlignment(resource)) {
+      DM_INFO("Resource does not have a topology preference", {"resource", resource});
+      out[resource] = std::nullopt;
+      continue;
+    }
+    DeviceSet allocated = pod_devices_.PodDeviceSet(pod.uid, resource);
+    if (!allocated.empty()) {
+      if (static_cast<int>(allocated.size()) != requested) {
+        DM_ERROR("", "Resource already allocated to pod with different number than request",
+                 {"resource", resource}, {"pod", PodRef(pod)}, {"request", requested},
+                 {"allocated", allocated.size()});
+        out[resource] = std::vector<TopologyHint>{};
+        continue;
+      }
+      DM_INFO("Regenerating TopologyHints for resource already allocated to pod",
+              {"resource", resource}, {"pod", PodRef(pod)});
+      out[resource] = GenerateDeviceTopologyHintsLocked(resource, allocated, {}, requested);
+      continue;
+    }
+    DeviceSet available;
+    if (const DeviceMap* all = devices_.All(resource); all != nullptr) {
+      auto in_use = allocated_devices_.find(resource);
+      for (const auto& [id, d] : *all) {
+        if (!d.healthy) continue;
+        if (in_use != allocated_devices_.end() && in_use->second.contains(id)) continue;
+        available.insert(id);
+      }
+    }
+    if (static_cast<int>(available.size()) < requested) {
+      DM_ERROR("", "Unable to generate topology hints: requested number of devices unavailable",
+               {"resource", resource}, {"request", requested}, {"available", available.size()});
+      out[resource] = std::vector<TopologyHint>{};
+      continue;
+    }
+    // Pod scope: no reusable devices.
+    out[resource] = GenerateDeviceTopologyHintsLocked(resource, available, {}, requested);
+  }
+  return out;
+}
+
+}  // namespace devmgr::manager

@@ -1,0 +1,327 @@
+// The device manager's topology hints (shared/kubelet-device-manager.md
+// section 9.1): GetTopologyHints, GetPodTopologyHints and the mask order.
+#include "manager/topology_hints.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "manager/manager_test_util.h"
+
+namespace devmgr::manager {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using testing::Ctr;
+using testing::MakePod;
+
+constexpr char kGpu[] = "vendor.com/gpu";
+constexpr char kNic[] = "vendor.com/nic";
+
+// A device as the plugin sends it: no topology at all, a topology with no
+// nodes, or a topology with these nodes.
+struct TDev {
+  std::string id;
+  std::optional<std::vector<int64_t>> numa;  // nullopt: no Topology message
+  std::string health = "Healthy";
+};
+
+v1beta1::ListAndWatchResponse List(const std::vector<TDev>& devs) {
+  v1beta1::ListAndWatchResponse resp;
+  for (const TDev& d : devs) {
+    v1beta1::Device* x = resp.add_devices();
+    x->set_id(d.id);
+    x->set_health(d.health);
+    if (d.numa.has_value()) {
+      v1beta1::TopologyInfo* t = x->mutable_topology();
+      for (int64_t n : *d.numa) t->add_nodes()->set_id(n);
+    }
+  }
+  return resp;
+}
+
+TopologyHint H(NumaMask m, bool preferred) { return TopologyHint{m, preferred}; }
+
+class FixedAffinity final : public TopologyAffinityStore {
+ public:
+  explicit FixedAffinity(NumaMask m) : m_(m) {}
+  std::optional<NumaMask> GetAffinity(const std::string&, const std::string&) const override {
+    return m_;
+  }
+
+ private:
+  NumaMask m_;
+};
+
+class TopologyHintsTest : public testing::ManagerFixture {
+ protected:
+  void SetUpManager(std::vector<int> numa_nodes, const TopologyAffinityStore* store = nullptr) {
+    ManagerOptions o;
+    o.plugin_dir = dir_.path();
+    o.clock = &clock_;
+    o.fsync = false;
+    o.numa_nodes = std::move(numa_nodes);
+    o.affinity_store = store;
+    m_ = std::make_unique<ManagerImpl>(o);
+    ASSERT_TRUE(m_->Start(StartOpts()).ok());
+  }
+  void AddResource(const std::string& r, const std::vector<TDev>& devs) {
+    auto c = Connect(*m_, r);
+    m_->PluginListAndWatchReceiver(r, c.get(), List(devs));
+    clients_.push_back(c);
+  }
+  // 2 devices on node 0 (a0, a1) and 2 on node 1 (b0, b1).
+  void TwoByTwo() {
+    SetUpManager({0, 1});
+    AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}, {"b0", {{1}}}, {"b1", {{1}}}});
+  }
+  std::optional<std::vector<TopologyHint>> Hints(int request) {
+    auto pod = MakePod("p", {Ctr("c", {{kGpu, request}})});
+    TopologyHints h = m_->GetTopologyHints(pod, pod.containers[0]);
+    EXPECT_TRUE(h.contains(kGpu));
+    return h[kGpu];
+  }
+
+  std::unique_ptr<ManagerImpl> m_;
+  std::vector<std::shared_ptr<FakePluginClient>> clients_;
+};
+
+TEST(IterateNumaMasksTest, BySizeThenLexicographicInListOrder) {
+  std::vector<NumaMask> got;
+  IterateNumaMasks({0, 1, 2}, [&](NumaMask m) { got.push_back(m); });
+  EXPECT_THAT(got, ElementsAre(0b001, 0b010, 0b100, 0b011, 0b101, 0b110, 0b111));
+  got.clear();
+  // The list order, not the numeric order, decides within a size.
+  IterateNumaMasks({3, 1}, [&](NumaMask m) { got.push_back(m); });
+  EXPECT_THAT(got, ElementsAre(0b1000, 0b0010, 0b1010));
+  got.clear();
+  IterateNumaMasks({}, [&](NumaMask m) { got.push_back(m); });
+  EXPECT_THAT(got, IsEmpty());
+}
+
+TEST_F(TopologyHintsTest, OnePerNodeIsPreferredBothNodesIsNot) {
+  TwoByTwo();
+  EXPECT_THAT(*Hints(1), ElementsAre(H(0b01, true), H(0b10, true), H(0b11, false)));
+  EXPECT_THAT(*Hints(2), ElementsAre(H(0b01, true), H(0b10, true), H(0b11, false)));
+}
+
+TEST_F(TopologyHintsTest, ARequestSpanningTwoNodesPrefersBoth) {
+  TwoByTwo();
+  EXPECT_THAT(*Hints(3), ElementsAre(H(0b11, true)));
+  EXPECT_THAT(*Hints(4), ElementsAre(H(0b11, true)));
+}
+
+TEST_F(TopologyHintsTest, RequestLargerThanTheNodeGivesEmptyNotNil) {
+  TwoByTwo();
+  auto h = Hints(5);
+  ASSERT_TRUE(h.has_value());
+  EXPECT_THAT(*h, IsEmpty());
+}
+
+TEST_F(TopologyHintsTest, RequestOfZeroGivesEveryMask) {
+  TwoByTwo();
+  EXPECT_THAT(*Hints(0), ElementsAre(H(0b01, true), H(0b10, true), H(0b11, false)));
+}
+
+TEST_F(TopologyHintsTest, DevicesWithoutTopologyGiveNil) {
+  SetUpManager({0, 1});
+  // An empty node list counts as no topology for alignment.
+  AddResource(kGpu, {{"a", std::nullopt}, {"b", std::vector<int64_t>{}}});
+  auto h = Hints(1);
+  EXPECT_FALSE(h.has_value());
+}
+
+TEST_F(TopologyHintsTest, DevicesWithoutTopologyNeverCountForAMask) {
+  SetUpManager({0, 1});
+  AddResource(kGpu, {{"a0", {{0}}}, {"x", std::nullopt}, {"y", std::vector<int64_t>{}}});
+  // 3 free devices, but only one is on a node.
+  EXPECT_THAT(*Hints(1), ElementsAre(H(0b01, true), H(0b11, false)));
+  EXPECT_THAT(*Hints(2), IsEmpty());
+  // Available (3) >= request (3), yet no mask has 3 devices: empty.
+  EXPECT_THAT(*Hints(3), IsEmpty());
+}
+
+TEST_F(TopologyHintsTest, DeviceSpanningTwoNodesCountsForBoth) {
+  SetUpManager({0, 1});
+  AddResource(kGpu, {{"ab", {{0, 1}}}, {"b", {{1}}}});
+  EXPECT_THAT(*Hints(1), ElementsAre(H(0b01, true), H(0b10, true), H(0b11, false)));
+  // Node 1 alone holds both devices.
+  EXPECT_THAT(*Hints(2), ElementsAre(H(0b10, true), H(0b11, false)));
+}
+
+TEST_F(TopologyHintsTest, FragmentedFreePoolYieldsOnlyNonPreferredHints) {
+  SetUpManager({0, 1});
+  // Unhealthy devices count in the inventory but are not free.
+  AddResource(kGpu, {{"a0", {{0}}},
+                     {"a1", {{0}}, "Unhealthy"},
+                     {"b0", {{1}}},
+                     {"b1", {{1}}, "Unhealthy"}});
+  // The preferred size is 1 (one node of the inventory holds 2), but no
+  // single node has 2 free devices.
+  EXPECT_THAT(*Hints(2), ElementsAre(H(0b11, false)));
+}
+
+TEST_F(TopologyHintsTest, AllocatedDevicesLeaveTheFreePool) {
+  FixedAffinity node1(0b10);
+  SetUpManager({0, 1}, &node1);
+  AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}, {"b0", {{1}}}, {"b1", {{1}}}});
+  SetActive({"other", "p"});
+  auto other = MakePod("other", {Ctr("c", {{kGpu, 2}})});
+  ASSERT_TRUE(m_->Allocate(other, other.containers[0]).ok());
+  // Node 1 is taken: only node 0 (and both nodes) remain.
+  EXPECT_THAT(*Hints(2), ElementsAre(H(0b01, true), H(0b11, false)));
+  EXPECT_THAT(*Hints(3), IsEmpty());
+}
+
+TEST_F(TopologyHintsTest, AlreadyAllocatedContainerRegeneratesFromItsDevices) {
+  FixedAffinity node1(0b10);
+  SetUpManager({0, 1}, &node1);
+  AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}, {"b0", {{1}}}, {"b1", {{1}}}});
+  SetActive({"p"});
+  auto pod = MakePod("p", {Ctr("c", {{kGpu, 2}})});
+  ASSERT_TRUE(m_->Allocate(pod, pod.containers[0]).ok());
+  // Regenerated from {b0, b1}: only masks containing node 1.
+  TopologyHints h = m_->GetTopologyHints(pod, pod.containers[0]);
+  EXPECT_THAT(*h[kGpu], ElementsAre(H(0b10, true), H(0b11, false)));
+  // A different request than what is allocated: empty.
+  auto changed = MakePod("p", {Ctr("c", {{kGpu, 1}})});
+  h = m_->GetTopologyHints(changed, changed.containers[0]);
+  ASSERT_TRUE(h[kGpu].has_value());
+  EXPECT_THAT(*h[kGpu], IsEmpty());
+}
+
+TEST_F(TopologyHintsTest, ReusableDevicesRestrictTheMasks) {
+  FixedAffinity node1(0b10);
+  SetUpManager({0, 1}, &node1);
+  AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}, {"b0", {{1}}}, {"b1", {{1}}}});
+  SetActive({"p"});
+  auto pod = MakePod("p", {Ctr("app", {{kGpu, 2}})}, {Ctr("init", {{kGpu, 2}})});
+  ASSERT_TRUE(m_->Allocate(pod, pod.init_containers[0]).ok());
+  // The init container's {b0, b1} are reusable: every mask must include
+  // node 1, and they count towards the request although they are in use.
+  TopologyHints h = m_->GetTopologyHints(pod, pod.containers[0]);
+  EXPECT_THAT(*h[kGpu], ElementsAre(H(0b10, true), H(0b11, false)));
+  // Three devices: the two reusable ones plus one free on node 0.
+  auto bigger = MakePod("p", {Ctr("app", {{kGpu, 3}})}, {Ctr("init", {{kGpu, 2}})});
+  h = m_->GetTopologyHints(bigger, bigger.containers[0]);
+  EXPECT_THAT(*h[kGpu], ElementsAre(H(0b11, false)));
+}
+
+TEST_F(TopologyHintsTest, ReusableDeviceWithEmptyTopologyDiscardsEveryMask) {
+  FixedAffinity node0(0b01);
+  SetUpManager({0, 1}, &node0);
+  AddResource(kGpu, {{"a0", {{0}}}, {"e", std::vector<int64_t>{}}, {"n", std::nullopt}});
+  SetActive({"p"});
+  // The init container gets a0 (aligned) and then a device without a node.
+  auto pod = MakePod("p", {Ctr("app", {{kGpu, 1}})}, {Ctr("init", {{kGpu, 3}})});
+  ASSERT_TRUE(m_->Allocate(pod, pod.init_containers[0]).ok());
+  // Reusable {a0, e, n}: e has a topology with no nodes, which intersects
+  // no mask, so every mask is discarded; n (no topology) would be skipped.
+  TopologyHints h = m_->GetTopologyHints(pod, pod.containers[0]);
+  ASSERT_TRUE(h[kGpu].has_value());
+  EXPECT_THAT(*h[kGpu], IsEmpty());
+}
+
+TEST_F(TopologyHintsTest, ReusableDeviceWithoutTopologyIsSkipped) {
+  FixedAffinity node0(0b01);
+  SetUpManager({0, 1}, &node0);
+  AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}, {"n", std::nullopt}});
+  SetActive({"p"});
+  auto pod = MakePod("p", {Ctr("app", {{kGpu, 1}})}, {Ctr("init", {{kGpu, 3}})});
+  ASSERT_TRUE(m_->Allocate(pod, pod.init_containers[0]).ok());
+  // Reusable {a0, a1, n}: n has no topology and is not counted; a0 and a1
+  // rule out the masks without node 0.
+  TopologyHints h = m_->GetTopologyHints(pod, pod.containers[0]);
+  EXPECT_THAT(*h[kGpu], ElementsAre(H(0b01, true), H(0b11, false)));
+  // Three: n is not counted, so no mask qualifies.
+  auto three = MakePod("p", {Ctr("app", {{kGpu, 3}})}, {Ctr("init", {{kGpu, 3}})});
+  h = m_->GetTopologyHints(three, three.containers[0]);
+  EXPECT_THAT(*h[kGpu], IsEmpty());
+}
+
+TEST_F(TopologyHintsTest, ReusableDevicesOnBothNodesNeedBoth) {
+  FixedAffinity node0(0b01);
+  SetUpManager({0, 1}, &node0);
+  AddResource(kGpu, {{"a0", {{0}}}, {"b0", {{1}}}});
+  SetActive({"p"});
+  auto pod = MakePod("p", {Ctr("app", {{kGpu, 2}})}, {Ctr("init", {{kGpu, 2}})});
+  ASSERT_TRUE(m_->Allocate(pod, pod.init_containers[0]).ok());
+  TopologyHints h = m_->GetTopologyHints(pod, pod.containers[0]);
+  // Only the mask with both nodes survives; it is also the narrowest that
+  // the inventory allows for 2, so it is preferred.
+  EXPECT_THAT(*h[kGpu], ElementsAre(H(0b11, true)));
+}
+
+TEST_F(TopologyHintsTest, NonContiguousNodeIds) {
+  SetUpManager({0, 2});
+  AddResource(kGpu, {{"a", {{0}}}, {"c", {{2}}}});
+  EXPECT_THAT(*Hints(1), ElementsAre(H(0b001, true), H(0b100, true), H(0b101, false)));
+  EXPECT_THAT(*Hints(2), ElementsAre(H(0b101, true)));
+}
+
+TEST_F(TopologyHintsTest, OnlyDevicePluginResourcesAndZeroQuantities) {
+  TwoByTwo();
+  AddResource(kNic, {{"n0", std::nullopt}});
+  auto pod = MakePod("p", {Ctr("c", {{kGpu, 0}, {kNic, 1}, {"cpu", 2}})});
+  TopologyHints h = m_->GetTopologyHints(pod, pod.containers[0]);
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_THAT(*h[kGpu], ElementsAre(H(0b01, true), H(0b10, true), H(0b11, false)));
+  EXPECT_FALSE(h[kNic].has_value());
+  EXPECT_TRUE(m_->GetTopologyHints(pod, Ctr("none", {})).empty());
+}
+
+TEST_F(TopologyHintsTest, NoNumaNodesGivesEmptyHints) {
+  SetUpManager({});
+  AddResource(kGpu, {{"a", {{0}}}});
+  auto h = Hints(1);
+  ASSERT_TRUE(h.has_value());
+  EXPECT_THAT(*h, IsEmpty());
+}
+
+TEST_F(TopologyHintsTest, PodHintsUsePodLimitsAndIgnoreReuse) {
+  TwoByTwo();
+  // Pod limit: max(1 + 1, init 2) = 2.
+  auto pod = MakePod("p", {Ctr("a", {{kGpu, 1}}), Ctr("b", {{kGpu, 1}})},
+                     {Ctr("init", {{kGpu, 2}})});
+  TopologyHints h = m_->GetPodTopologyHints(pod);
+  EXPECT_THAT(*h[kGpu], ElementsAre(H(0b01, true), H(0b10, true), H(0b11, false)));
+  // Pod limit 3: both nodes.
+  auto big = MakePod("p", {Ctr("a", {{kGpu, 2}}), Ctr("b", {{kGpu, 1}})});
+  h = m_->GetPodTopologyHints(big);
+  EXPECT_THAT(*h[kGpu], ElementsAre(H(0b11, true)));
+  auto huge = MakePod("p", {Ctr("a", {{kGpu, 4}}), Ctr("b", {{kGpu, 1}})});
+  h = m_->GetPodTopologyHints(huge);
+  ASSERT_TRUE(h[kGpu].has_value());
+  EXPECT_THAT(*h[kGpu], IsEmpty());
+}
+
+TEST_F(TopologyHintsTest, PodHintsRegenerateFromThePodsDevices) {
+  FixedAffinity node1(0b10);
+  SetUpManager({0, 1}, &node1);
+  AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}, {"b0", {{1}}}, {"b1", {{1}}}});
+  SetActive({"p"});
+  auto pod = MakePod("p", {Ctr("a", {{kGpu, 1}}), Ctr("b", {{kGpu, 1}})});
+  ASSERT_TRUE(m_->Allocate(pod, pod.containers[0]).ok());
+  ASSERT_TRUE(m_->Allocate(pod, pod.containers[1]).ok());
+  TopologyHints h = m_->GetPodTopologyHints(pod);
+  EXPECT_THAT(*h[kGpu], ElementsAre(H(0b10, true), H(0b11, false)));
+  auto more = MakePod("p", {Ctr("a", {{kGpu, 2}}), Ctr("b", {{kGpu, 1}})});
+  h = m_->GetPodTopologyHints(more);
+  EXPECT_THAT(*h[kGpu], IsEmpty());
+}
+
+TEST_F(TopologyHintsTest, EightNodesEnumerateEveryMask) {
+  SetUpManager({0, 1, 2, 3, 4, 5, 6, 7});
+  std::vector<TDev> devs;
+  for (int n = 0; n < 8; ++n) devs.push_back({"d" + std::to_string(n), {{n}}});
+  AddResource(kGpu, devs);
+  auto h = Hints(1);
+  ASSERT_EQ(h->size(), 255u);
+  int preferred = 0;
+  for (const TopologyHint& t : *h) preferred += t.preferred;
+  EXPECT_EQ(preferred, 8);
+  EXPECT_EQ(h->front(), H(0b1, true));
+  EXPECT_EQ(h->back(), H(0xff, false));
+}
+
+}  // namespace
+}  // namespace devmgr::manager
