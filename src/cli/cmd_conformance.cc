@@ -1,0 +1,212 @@
+// `devmgr conformance`: runs the conformance catalogue against a device
+// plugin and reports, check by check, where it departs from what the
+// kubelet needs. See docs/conformance.md.
+#include <signal.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "common/logging.h"
+#include "common/profile.h"
+#include "conformance/report.h"
+#include "conformance/runner.h"
+#include "conformance/target.h"
+#include "fmt/format.h"
+#include "node/plugin_process.h"
+
+namespace devmgr::cli {
+namespace {
+
+struct ConformanceOptions {
+  std::string plugin;
+  bool private_mount = false;
+  std::string socket;
+  std::string resource;
+  std::string dir;
+  std::string junit;
+  std::string json;
+  std::string focus;
+  std::string skip;
+  std::string results_dir;
+  std::string kubelet_version = "1.32";
+  bool list = false;
+  bool quiet = false;
+  int verbosity = -1;
+  // Timeouts, in seconds.
+  double rpc_timeout = 10;
+  double register_timeout = 10;
+  double first_list_timeout = 5;
+  double observe = 3;
+  double prestart_timeout = 30;
+  double reregister_timeout = 10;
+  double stop_grace = 10;
+  double latency_budget = 1;
+  int latency_samples = 20;
+};
+
+absl::Duration Secs(double s) { return absl::Milliseconds(static_cast<int64_t>(s * 1000)); }
+
+std::string Absolute(const std::string& p) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(p, ec);
+  return ec ? p : abs.lexically_normal().string();
+}
+
+int ListCatalogue() {
+  for (const auto& c : conformance::Catalogue()) {
+    std::cout << fmt::format("{:<28} {:<6} {}\n", c.id, conformance::LevelName(c.level),
+                             conformance::DisplayTitle(c));
+  }
+  return kExitOk;
+}
+
+int RunConformanceCommand(const ConformanceOptions& o) {
+  if (o.list) return ListCatalogue();
+  // Plugin and tester logs stay quiet unless asked for: the report is the output.
+  log::Init(o.verbosity, log::Format::kText);
+  const int modes = !o.plugin.empty() + !o.socket.empty() + !o.resource.empty();
+  if (modes != 1) {
+    std::cerr << "devmgr conformance: give exactly one of --plugin, --socket or --resource\n";
+    return kExitUsage;
+  }
+  if (o.private_mount && o.plugin.empty()) {
+    std::cerr << "devmgr conformance: --private-mount needs --plugin\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<Profile> profile = ProfileForVersion(o.kubelet_version);
+  if (!profile.ok()) {
+    std::cerr << "devmgr conformance: --kubelet-version: " << profile.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (o.private_mount) {
+    if (absl::Status s = node::CheckPrivateMountSupported(); !s.ok()) {
+      std::cerr << "devmgr conformance: " << s.message() << "\n";
+      return kExitEnvironment;
+    }
+  }
+  conformance::RunOptions ro;
+  ro.dir = o.dir.empty() ? "" : Absolute(o.dir);
+  if (!ro.dir.empty() && ro.dir.size() + sizeof("/kubelet.sock") > 108) {
+    std::cerr << "devmgr conformance: --dir is too long for unix socket paths; use a shorter one\n";
+    return kExitUsage;
+  }
+  if (!o.resource.empty() && ro.dir.empty()) {
+    std::cerr << "devmgr conformance: --resource needs --dir (the directory the plugin "
+                 "registers in)\n";
+    return kExitUsage;
+  }
+  ro.profile = *profile;
+  ro.focus = o.focus;
+  ro.skip = o.skip;
+  conformance::Timeouts& t = ro.timeouts;
+  t.rpc = Secs(o.rpc_timeout);
+  t.register_within = Secs(o.register_timeout);
+  t.serve_wait = std::min(absl::Seconds(10), Secs(o.register_timeout));
+  t.first_list_within = Secs(o.first_list_timeout);
+  t.observe = Secs(o.observe);
+  t.prestart = Secs(o.prestart_timeout);
+  t.reregister_within = Secs(o.reregister_timeout);
+  t.stop_grace = Secs(o.stop_grace);
+  t.latency_budget = Secs(o.latency_budget);
+  t.latency_samples = o.latency_samples;
+
+  std::unique_ptr<conformance::Target> target;
+  if (!o.plugin.empty()) {
+    target = conformance::NewProcessTarget(o.plugin, o.private_mount);
+  } else if (!o.socket.empty()) {
+    target = conformance::NewSocketTarget(Absolute(o.socket));
+  } else {
+    target = conformance::NewResourceTarget(o.resource);
+  }
+  // A plugin that dies must not take the tester with it.
+  signal(SIGPIPE, SIG_IGN);
+  auto progress = [&](const conformance::CheckResult& r) {
+    if (o.quiet) return;
+    std::cerr << fmt::format("[{}] {} {}\n", conformance::StatusName(r.outcome.status), r.id,
+                             r.outcome.status == conformance::Status::kPass ? "" : r.outcome.message);
+  };
+  absl::StatusOr<conformance::RunReport> report = conformance::RunConformance(*target, ro, progress);
+  if (!report.ok()) {
+    std::cerr << "devmgr conformance: " << report.status().message() << "\n";
+    return report.status().code() == absl::StatusCode::kInvalidArgument ? kExitUsage
+                                                                        : kExitEnvironment;
+  }
+  std::cout << conformance::SummaryTable(*report);
+  absl::Status w;
+  if (!o.junit.empty()) w.Update(conformance::WriteFile(o.junit, conformance::JUnitXml(*report)));
+  if (!o.json.empty()) w.Update(conformance::WriteFile(o.json, conformance::JsonReport(*report)));
+  if (!o.results_dir.empty()) w.Update(conformance::WriteResultsDir(*report, o.results_dir));
+  if (!w.ok()) {
+    std::cerr << "devmgr conformance: " << w.message() << "\n";
+    return kExitEnvironment;
+  }
+  return report->MustPassed() ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+void AddConformanceCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<ConformanceOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "conformance",
+      "Check a device plugin against what the kubelet needs: registration, options,\n"
+      "ListAndWatch, Allocate, GetPreferredAllocation, PreStartContainer, restarts and\n"
+      "latency, each check in a fresh emulated kubelet. Exit 0 when every MUST check\n"
+      "passes, 1 otherwise, 2 usage, 3 environment. See docs/conformance.md.");
+  cmd->add_option("--plugin", o->plugin,
+                  "Plugin command line, run with /bin/sh -c and restarted for every check; "
+                  "$DEVMGR_PLUGIN_DIR holds the device-plugin directory");
+  cmd->add_flag("--private-mount", o->private_mount,
+                "Run --plugin in a private mount namespace where the directory is bind-mounted "
+                "over /var/lib/kubelet/device-plugins");
+  cmd->add_option("--socket", o->socket,
+                  "Test an already running plugin's socket (no registration or restart checks)");
+  cmd->add_option("--resource", o->resource,
+                  "Test the plugin that registers this resource in --dir on its own");
+  cmd->add_option("--dir", o->dir,
+                  "Device-plugin directory for the emulated kubelet (wiped before every check). "
+                  "Default: a new temporary directory");
+  cmd->add_option("--junit", o->junit, "Write a JUnit XML report here");
+  cmd->add_option("--json", o->json, "Write a JSON report here");
+  cmd->add_option("--results-dir", o->results_dir,
+                  "Write sonobuoy plugin results here (JUnit + JSON, then a 'done' file)");
+  cmd->add_option("--focus", o->focus, "Run only checks whose 'ID title [tags]' matches this regex");
+  cmd->add_option("--skip", o->skip, "Skip checks whose 'ID title [tags]' matches this regex");
+  cmd->add_option("--kubelet-version", o->kubelet_version,
+                  "Kubelet behaviour profile: 1.30, 1.31, 1.32, 1.33 or 1.34+")
+      ->capture_default_str();
+  cmd->add_flag("--list", o->list, "List the catalogue and exit");
+  cmd->add_flag("-q,--quiet", o->quiet, "No per-check progress lines on stderr");
+  cmd->add_option("-v", o->verbosity, "Log verbosity of the tester (default: errors only)");
+  cmd->add_option("--rpc-timeout", o->rpc_timeout, "Deadline of every RPC the tester makes (s)")
+      ->capture_default_str();
+  cmd->add_option("--register-timeout", o->register_timeout,
+                  "The plugin must register within this long of its start (s)")
+      ->capture_default_str();
+  cmd->add_option("--first-list-timeout", o->first_list_timeout,
+                  "The first device list must arrive within this long (s)")
+      ->capture_default_str();
+  cmd->add_option("--observe", o->observe,
+                  "Observation window for stream, re-send and list-change checks (s)")
+      ->capture_default_str();
+  cmd->add_option("--prestart-timeout", o->prestart_timeout,
+                  "PreStartContainer deadline (s; the kubelet's is 30)")
+      ->capture_default_str();
+  cmd->add_option("--reregister-timeout", o->reregister_timeout,
+                  "Re-registration deadline after a kubelet or plugin restart (s)")
+      ->capture_default_str();
+  cmd->add_option("--stop-grace", o->stop_grace, "How long the plugin may take to exit on SIGTERM (s)")
+      ->capture_default_str();
+  cmd->add_option("--latency-budget", o->latency_budget, "latency.rpcs: p99 budget per RPC (s)")
+      ->capture_default_str();
+  cmd->add_option("--latency-samples", o->latency_samples, "latency.rpcs: calls per RPC")
+      ->capture_default_str();
+  cmd->callback([o, exit_code] { *exit_code = RunConformanceCommand(*o); });
+}
+
+}  // namespace devmgr::cli

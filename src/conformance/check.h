@@ -1,0 +1,87 @@
+// The conformance catalogue's vocabulary: a check (stable ID, title, level,
+// tags, what it needs from the target) and its result (status, message,
+// evidence, measured figures).
+#ifndef DEVMGR_CONFORMANCE_CHECK_H_
+#define DEVMGR_CONFORMANCE_CHECK_H_
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace devmgr::conformance {
+
+class Session;
+
+// MUST: the kubelet breaks without it (fails the run). SHOULD: best
+// practice (reported, does not fail the run). INFO: a measured figure.
+enum class Level { kMust, kShould, kInfo };
+const char* LevelName(Level level);  // "MUST", "SHOULD", "INFO"
+
+enum class Status { kPass, kFail, kSkip };
+const char* StatusName(Status status);  // "PASS", "FAIL", "SKIP"
+
+// A measured figure, e.g. {"Allocate p99", "1.2 ms"}.
+struct Figure {
+  std::string name;
+  std::string value;
+};
+
+struct Outcome {
+  Status status = Status::kPass;
+  // One line: why it failed or was skipped, or what was measured.
+  std::string message;
+  // The observations behind the verdict (requests, answers, timings).
+  std::vector<std::string> evidence;
+  std::vector<Figure> figures;
+
+  static Outcome Pass(std::string msg = "") { return {Status::kPass, std::move(msg), {}, {}}; }
+  static Outcome Fail(std::string msg) { return {Status::kFail, std::move(msg), {}, {}}; }
+  static Outcome Skip(std::string msg) { return {Status::kSkip, std::move(msg), {}, {}}; }
+  Outcome& Evidence(std::string line) {
+    evidence.push_back(std::move(line));
+    return *this;
+  }
+};
+
+// What a check needs from the target; a check whose needs the target cannot
+// meet is skipped with the reason.
+enum Need : unsigned {
+  kNeedNothing = 0,
+  // The plugin registers with the tester's kubelet.sock (not --socket).
+  kNeedRegistration = 1u << 0,
+  // The tester starts the plugin itself (--plugin, or in-process).
+  kNeedStartedByTester = 1u << 1,
+};
+
+using CheckFn = std::function<Outcome(Session&)>;
+
+struct CheckInfo {
+  std::string id;     // stable, e.g. "allocate.absolute-paths"
+  std::string title;  // one line
+  Level level = Level::kMust;
+  std::vector<std::string> tags;  // e.g. "[Disruptive]", "[Slow]"
+  unsigned needs = kNeedNothing;
+  CheckFn run;
+};
+
+struct CheckResult {
+  std::string id;
+  std::string title;
+  Level level = Level::kMust;
+  std::vector<std::string> tags;
+  Outcome outcome;
+  absl::Duration duration;
+};
+
+// The whole catalogue, in run order.
+const std::vector<CheckInfo>& Catalogue();
+
+// The title with its tags appended: "Plugin restart ... [Disruptive]".
+std::string DisplayTitle(const CheckInfo& c);
+
+}  // namespace devmgr::conformance
+
+#endif  // DEVMGR_CONFORMANCE_CHECK_H_

@@ -1,0 +1,179 @@
+#include "conformance/report.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "fmt/format.h"
+#include "nlohmann/json.hpp"
+#include "tinyxml2.h"
+
+namespace devmgr::conformance {
+namespace {
+
+std::string Seconds(absl::Duration d) { return fmt::format("{:.3f}", absl::ToDoubleSeconds(d)); }
+
+std::string Area(const std::string& id) {
+  const size_t dot = id.find('.');
+  return "conformance." + (dot == std::string::npos ? id : id.substr(0, dot));
+}
+
+std::string Title(const CheckResult& r) {
+  std::string t = r.title;
+  for (const auto& tag : r.tags) t += " " + tag;
+  return t;
+}
+
+std::string FiguresText(const CheckResult& r) {
+  std::string out;
+  for (const auto& f : r.outcome.figures) out += f.name + ": " + f.value + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string SummaryTable(const RunReport& report) {
+  size_t w = 2;
+  for (const auto& r : report.results) w = std::max(w, r.id.size());
+  std::string out = fmt::format("devmgr conformance: {} (kubelet {})\n\n", report.target,
+                                report.kubelet_version);
+  out += fmt::format("{:<{}}  {:<6}  {:<4}  {:>7}  {}\n", "ID", w, "LEVEL", "RESULT", "TIME", "DETAILS");
+  for (const auto& r : report.results) {
+    std::string msg = r.outcome.message.empty() ? r.title : r.outcome.message;
+    out += fmt::format("{:<{}}  {:<6}  {:<6}  {:>6}s  {}\n", r.id, w, LevelName(r.level),
+                       StatusName(r.outcome.status),
+                       fmt::format("{:.2f}", absl::ToDoubleSeconds(r.duration)), msg);
+    if (r.outcome.status == Status::kFail) {
+      for (const auto& e : r.outcome.evidence) out += fmt::format("{:<{}}    | {}\n", "", w, e);
+    }
+  }
+  const int must_fail = report.Count(Level::kMust, Status::kFail);
+  const int should_fail = report.Count(Level::kShould, Status::kFail);
+  out += fmt::format("\n{} checks: {} passed, {} failed ({} MUST, {} SHOULD, {} INFO), {} skipped "
+                     "in {:.1f}s\n",
+                     report.results.size(), report.Count(Status::kPass), report.Count(Status::kFail),
+                     must_fail, should_fail, report.Count(Level::kInfo, Status::kFail),
+                     report.Count(Status::kSkip), absl::ToDoubleSeconds(report.duration));
+  out += must_fail == 0 ? "RESULT: PASS (every MUST check passed)\n"
+                        : fmt::format("RESULT: FAIL ({} MUST check(s) failed)\n", must_fail);
+  return out;
+}
+
+std::string JUnitXml(const RunReport& report) {
+  tinyxml2::XMLDocument doc;
+  doc.InsertEndChild(doc.NewDeclaration());
+  auto* suites = doc.NewElement("testsuites");
+  doc.InsertEndChild(suites);
+  auto* suite = doc.NewElement("testsuite");
+  suites->InsertEndChild(suite);
+  suite->SetAttribute("name", "devmgr-conformance");
+  suite->SetAttribute("tests", static_cast<int>(report.results.size()));
+  suite->SetAttribute("failures", report.Count(Status::kFail));
+  suite->SetAttribute("errors", 0);
+  suite->SetAttribute("skipped", report.Count(Status::kSkip));
+  suite->SetAttribute("time", Seconds(report.duration).c_str());
+  suite->SetAttribute("timestamp", absl::FormatTime("%Y-%m-%dT%H:%M:%S", report.started,
+                                                    absl::UTCTimeZone()).c_str());
+  auto* props = doc.NewElement("properties");
+  suite->InsertEndChild(props);
+  for (const auto& [k, v] : {std::pair<std::string, std::string>{"target", report.target},
+                             {"kubeletVersion", report.kubelet_version}}) {
+    auto* p = doc.NewElement("property");
+    p->SetAttribute("name", k.c_str());
+    p->SetAttribute("value", v.c_str());
+    props->InsertEndChild(p);
+  }
+  for (const auto& r : report.results) {
+    auto* tc = doc.NewElement("testcase");
+    suite->InsertEndChild(tc);
+    tc->SetAttribute("classname", Area(r.id).c_str());
+    tc->SetAttribute("name", fmt::format("[{}] {}: {}", LevelName(r.level), r.id, Title(r)).c_str());
+    tc->SetAttribute("time", Seconds(r.duration).c_str());
+    if (r.outcome.status == Status::kFail) {
+      auto* f = doc.NewElement("failure");
+      f->SetAttribute("message", r.outcome.message.c_str());
+      f->SetAttribute("type", LevelName(r.level));
+      std::string body = r.outcome.message + "\n";
+      for (const auto& e : r.outcome.evidence) body += "  " + e + "\n";
+      f->SetText(body.c_str());
+      tc->InsertEndChild(f);
+    } else if (r.outcome.status == Status::kSkip) {
+      auto* s = doc.NewElement("skipped");
+      s->SetAttribute("message", r.outcome.message.c_str());
+      tc->InsertEndChild(s);
+    }
+    std::string out = FiguresText(r);
+    if (r.outcome.status == Status::kPass && !r.outcome.message.empty()) {
+      out = r.outcome.message + "\n" + out;
+    }
+    if (!out.empty()) {
+      auto* so = doc.NewElement("system-out");
+      so->SetText(out.c_str());
+      tc->InsertEndChild(so);
+    }
+  }
+  tinyxml2::XMLPrinter printer;
+  doc.Print(&printer);
+  return printer.CStr();
+}
+
+std::string JsonReport(const RunReport& report) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& r : report.results) {
+    nlohmann::json figures = nlohmann::json::object();
+    for (const auto& f : r.outcome.figures) figures[f.name] = f.value;
+    checks.push_back({{"id", r.id},
+                      {"title", r.title},
+                      {"level", LevelName(r.level)},
+                      {"tags", r.tags},
+                      {"status", StatusName(r.outcome.status)},
+                      {"message", r.outcome.message},
+                      {"evidence", r.outcome.evidence},
+                      {"figures", figures},
+                      {"durationSeconds", absl::ToDoubleSeconds(r.duration)}});
+  }
+  nlohmann::json j = {
+      {"target", report.target},
+      {"kubeletVersion", report.kubelet_version},
+      {"started", absl::FormatTime(absl::RFC3339_sec, report.started, absl::UTCTimeZone())},
+      {"durationSeconds", absl::ToDoubleSeconds(report.duration)},
+      {"passed", report.MustPassed()},
+      {"summary",
+       {{"total", report.results.size()},
+        {"passed", report.Count(Status::kPass)},
+        {"failed", report.Count(Status::kFail)},
+        {"skipped", report.Count(Status::kSkip)},
+        {"mustFailed", report.Count(Level::kMust, Status::kFail)},
+        {"shouldFailed", report.Count(Level::kShould, Status::kFail)},
+        {"infoFailed", report.Count(Level::kInfo, Status::kFail)}}},
+      {"checks", checks}};
+  // Invalid UTF-8 in plugin data must not abort the dump.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return absl::FailedPreconditionError(fmt::format("open {}: {}", path, std::strerror(errno)));
+  f << text;
+  f.close();
+  if (!f) return absl::FailedPreconditionError(fmt::format("write {}: {}", path, std::strerror(errno)));
+  return absl::OkStatus();
+}
+
+absl::Status WriteResultsDir(const RunReport& report, const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::FailedPreconditionError(fmt::format("mkdir {}: {}", dir, std::strerror(errno)));
+  }
+  const std::string junit = dir + "/devmgr-conformance-junit.xml";
+  if (absl::Status s = WriteFile(junit, JUnitXml(report)); !s.ok()) return s;
+  if (absl::Status s = WriteFile(dir + "/devmgr-conformance.json", JsonReport(report)); !s.ok()) {
+    return s;
+  }
+  // The done file comes last: sonobuoy's worker starts collecting when it
+  // appears.
+  return WriteFile(dir + "/done", junit);
+}
+
+}  // namespace devmgr::conformance

@@ -1,0 +1,119 @@
+#include "conformance/runner.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <regex>
+
+#include "fmt/format.h"
+
+namespace devmgr::conformance {
+namespace {
+
+std::string MatchText(const CheckInfo& c) { return c.id + " " + DisplayTitle(c); }
+
+absl::StatusOr<std::regex> Compile(const std::string& flag, const std::string& re) {
+  try {
+    return std::regex(re, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return absl::InvalidArgumentError(fmt::format("{}: invalid regular expression {}: {}", flag, re, e.what()));
+  }
+}
+
+std::string UnmetNeed(const CheckInfo& c, const Target& t) {
+  if ((c.needs & kNeedRegistration) && !t.Registers()) {
+    return "needs a plugin that registers with the tester (not --socket)";
+  }
+  if ((c.needs & kNeedStartedByTester) && !t.StartedByTester()) {
+    return "needs a plugin the tester starts itself (--plugin)";
+  }
+  return "";
+}
+
+}  // namespace
+
+int RunReport::Count(Level level, Status status) const {
+  int n = 0;
+  for (const auto& r : results) n += r.level == level && r.outcome.status == status;
+  return n;
+}
+
+int RunReport::Count(Status status) const {
+  int n = 0;
+  for (const auto& r : results) n += r.outcome.status == status;
+  return n;
+}
+
+bool RunReport::MustPassed() const { return Count(Level::kMust, Status::kFail) == 0; }
+
+absl::StatusOr<std::vector<const CheckInfo*>> SelectChecks(const std::string& focus,
+                                                           const std::string& skip) {
+  std::optional<std::regex> f, s;
+  if (!focus.empty()) {
+    auto r = Compile("--focus", focus);
+    if (!r.ok()) return r.status();
+    f = *std::move(r);
+  }
+  if (!skip.empty()) {
+    auto r = Compile("--skip", skip);
+    if (!r.ok()) return r.status();
+    s = *std::move(r);
+  }
+  std::vector<const CheckInfo*> out;
+  for (const CheckInfo& c : Catalogue()) {
+    const std::string text = MatchText(c);
+    if (f && !std::regex_search(text, *f)) continue;
+    if (s && std::regex_search(text, *s)) continue;
+    out.push_back(&c);
+  }
+  return out;
+}
+
+absl::StatusOr<RunReport> RunConformance(Target& target, const RunOptions& opts,
+                                         const std::function<void(const CheckResult&)>& progress) {
+  auto selected = SelectChecks(opts.focus, opts.skip);
+  if (!selected.ok()) return selected.status();
+  std::string dir = opts.dir;
+  bool temp_dir = false;
+  if (dir.empty()) {
+    char tmpl[] = "/tmp/devmgr-conformance-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) {
+      return absl::FailedPreconditionError("cannot create a temporary directory under /tmp");
+    }
+    dir = tmpl;
+    temp_dir = true;
+  } else if (dir.front() != '/') {
+    return absl::InvalidArgumentError(fmt::format("--dir must be an absolute path: {}", dir));
+  }
+  RunReport report;
+  report.target = target.Describe();
+  report.kubelet_version = opts.profile.name;
+  report.started = absl::Now();
+  absl::Status env;
+  for (const CheckInfo* c : *selected) {
+    CheckResult r{c->id, c->title, c->level, c->tags, {}, absl::ZeroDuration()};
+    const absl::Time start = absl::Now();
+    if (std::string why = UnmetNeed(*c, target); !why.empty()) {
+      r.outcome = Outcome::Skip(why);
+    } else {
+      Session s(&target, SessionOptions{dir, opts.timeouts, opts.profile});
+      env = s.Begin();
+      if (!env.ok()) break;
+      r.outcome = c->run(s);
+      s.End();
+    }
+    r.duration = absl::Now() - start;
+    report.results.push_back(r);
+    if (progress) progress(r);
+  }
+  if (temp_dir) {
+    // Only what the kubelet and the plugin may have left (sockets, files).
+    WipeDirectory(dir).IgnoreError();
+    ::rmdir(dir.c_str());
+  }
+  if (!env.ok()) return env;
+  report.duration = absl::Now() - report.started;
+  return report;
+}
+
+}  // namespace devmgr::conformance

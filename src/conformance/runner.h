@@ -1,0 +1,60 @@
+// RunConformance: runs the selected checks of the catalogue one by one
+// against a target, each in a fresh Session (fresh kubelet, plugin started
+// anew when the tester owns it), and collects the results.
+#ifndef DEVMGR_CONFORMANCE_RUNNER_H_
+#define DEVMGR_CONFORMANCE_RUNNER_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/profile.h"
+#include "conformance/check.h"
+#include "conformance/session.h"
+#include "conformance/target.h"
+
+namespace devmgr::conformance {
+
+struct RunOptions {
+  // Absolute device-plugin directory the emulated kubelet serves in. It is
+  // wiped before every check. "" = a new directory under /tmp (removed
+  // afterwards).
+  std::string dir;
+  Timeouts timeouts;
+  Profile profile = DefaultProfile();
+  // ECMAScript regular expressions matched against "<id> <title> <tags>":
+  // run the checks matching focus ("" = all) and not matching skip.
+  std::string focus;
+  std::string skip;
+};
+
+struct RunReport {
+  std::string target;
+  std::string kubelet_version;  // the profile's name
+  absl::Time started;
+  absl::Duration duration;
+  std::vector<CheckResult> results;
+
+  int Count(Level level, Status status) const;
+  int Count(Status status) const;
+  // True when no MUST check failed.
+  bool MustPassed() const;
+};
+
+// The selected checks, in catalogue order. InvalidArgument for a bad
+// regular expression ("--focus: ...").
+absl::StatusOr<std::vector<const CheckInfo*>> SelectChecks(const std::string& focus,
+                                                           const std::string& skip);
+
+// FailedPrecondition for environment problems (the directory cannot be
+// used, the plugin command cannot run, --socket does not answer);
+// InvalidArgument for bad options. `progress` is called after each check.
+absl::StatusOr<RunReport> RunConformance(
+    Target& target, const RunOptions& opts,
+    const std::function<void(const CheckResult&)>& progress = nullptr);
+
+}  // namespace devmgr::conformance
+
+#endif  // DEVMGR_CONFORMANCE_RUNNER_H_

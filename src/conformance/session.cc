@@ -1,0 +1,199 @@
+#include "conformance/session.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "conformance/validation.h"
+#include "fmt/format.h"
+
+namespace devmgr::conformance {
+
+Session::Session(Target* target, SessionOptions opts) : target_(target), opts_(std::move(opts)) {}
+
+Session::~Session() { End(); }
+
+TestKubeletOptions Session::KubeletOptions() const {
+  TestKubeletOptions k;
+  k.dir = opts_.dir;
+  k.resource = target_->resource();
+  k.serve_wait = t().serve_wait;
+  k.rpc_timeout = t().rpc;
+  k.late_connect = t().serve_wait + t().register_within;
+  return k;
+}
+
+absl::Status Session::Begin() {
+  if (target_->kind() == Target::Kind::kSocket) {
+    socket_path_ = target_->socket_path();
+    if (!SocketAccepts(socket_path_)) {
+      return absl::FailedPreconditionError(
+          fmt::format("nothing accepts connections on {}", socket_path_));
+    }
+    ProbeClient* c = Client();
+    if (absl::Status s = c->Dial(t().rpc); !s.ok()) return absl::FailedPreconditionError(s.message());
+    auto opts = c->GetDevicePluginOptions(t().rpc);
+    if (opts.ok()) socket_options_ = opts.resp;
+    own_stream_ = c->ListAndWatch();
+    return absl::OkStatus();
+  }
+  kubelet_ = std::make_unique<TestKubelet>(KubeletOptions());
+  if (absl::Status s = kubelet_->Start(); !s.ok()) return s;
+  if (target_->StartedByTester()) {
+    if (absl::Status s = StartPlugin(); !s.ok()) return s;
+  } else {
+    plugin_started_at_ = kubelet_->started_at();
+  }
+  const bool registered = kubelet_->WaitForRegistrations(1, t().register_within);
+  int code = 0;
+  if (!registered && target_->Exited(&code) && (code == 126 || code == 127)) {
+    std::string out;
+    for (const auto& l : target_->OutputTail(5)) out += "\n  " + l;
+    return absl::FailedPreconditionError(
+        fmt::format("the plugin command could not run (exit code {}){}", code, out));
+  }
+  if (registered) {
+    // The handshake follows the registration; it is bounded by the
+    // kubelet's own deadlines.
+    kubelet_->WaitForConnections(1, t().serve_wait + t().rpc + t().register_within);
+  }
+  return absl::OkStatus();
+}
+
+void Session::End() {
+  if (own_stream_) own_stream_->Cancel();
+  if (fallback_stream_) fallback_stream_->Cancel();
+  if (plugin_running_) {
+    target_->Stop(std::min(t().stop_grace, absl::Seconds(2)));
+    plugin_running_ = false;
+  }
+  if (kubelet_) kubelet_->Stop();
+}
+
+std::optional<RegistrationRecord> Session::FirstRegistration() const {
+  if (!kubelet_) return std::nullopt;
+  auto regs = kubelet_->Registrations();
+  if (regs.empty()) return std::nullopt;
+  return regs.front();
+}
+
+std::string Session::SocketPath() {
+  if (!socket_path_.empty()) return socket_path_;
+  if (kubelet_) {
+    if (KubeletConnection* c = kubelet_->LatestConnection()) {
+      socket_path_ = c->socket_path;
+      return socket_path_;
+    }
+    auto regs = kubelet_->Registrations();
+    if (!regs.empty() && !regs.back().socket_path.empty()) {
+      socket_path_ = regs.back().socket_path;
+      return socket_path_;
+    }
+    for (const std::string& s : FindPluginSockets(opts_.dir)) {
+      if (SocketAccepts(s)) {
+        socket_path_ = s;
+        break;
+      }
+    }
+  }
+  return socket_path_;
+}
+
+ProbeClient* Session::Client() {
+  if (!client_) {
+    const std::string path = SocketPath();
+    if (path.empty()) return nullptr;
+    client_ = std::make_unique<ProbeClient>(path);
+    client_->Dial(t().rpc).IgnoreError();
+  }
+  return client_.get();
+}
+
+StreamRecorder* Session::KubeletStream() {
+  if (own_stream_) return own_stream_.get();
+  if (!kubelet_) return nullptr;
+  KubeletConnection* c = kubelet_->LatestConnection();
+  return c == nullptr ? nullptr : c->stream.get();
+}
+
+std::optional<v1beta1::DevicePluginOptions> Session::Options() {
+  if (target_->kind() == Target::Kind::kSocket) return socket_options_;
+  if (!kubelet_) return std::nullopt;
+  KubeletConnection* c = kubelet_->LatestConnection();
+  if (c == nullptr || !c->options_called || !c->options.ok()) return std::nullopt;
+  return c->options.resp;
+}
+
+const v1beta1::ListAndWatchResponse* Session::DeviceList() {
+  if (!device_list_done_) {
+    device_list_done_ = true;
+    if (StreamRecorder* s = KubeletStream(); s != nullptr) {
+      s->WaitForMessages(1, t().first_list_within);
+      if (auto m = s->First()) device_list_ = m->resp;
+    }
+    if (!device_list_.has_value()) {
+      if (ProbeClient* c = Client(); c != nullptr) {
+        fallback_stream_ = c->ListAndWatch();
+        fallback_stream_->WaitForMessages(1, t().first_list_within);
+        if (auto m = fallback_stream_->First()) device_list_ = m->resp;
+        fallback_stream_->Cancel();
+      }
+    }
+  }
+  return device_list_ ? &*device_list_ : nullptr;
+}
+
+namespace {
+
+std::vector<std::string> IdsWithHealth(const v1beta1::ListAndWatchResponse* list,
+                                       const std::string& health) {
+  if (list == nullptr) return {};
+  std::map<std::string, int> counts;
+  for (const auto& d : list->devices()) ++counts[d.id()];
+  std::set<std::string> out;
+  for (const auto& d : list->devices()) {
+    if (d.health() != health || d.id().empty() || counts[d.id()] != 1) continue;
+    if (!DeviceIdProblem(d.id()).empty()) continue;
+    out.insert(d.id());
+  }
+  return {out.begin(), out.end()};
+}
+
+}  // namespace
+
+std::vector<std::string> Session::UsableIds() { return IdsWithHealth(DeviceList(), kHealthy); }
+
+std::vector<std::string> Session::UnhealthyIds() {
+  return IdsWithHealth(DeviceList(), kUnhealthy);
+}
+
+absl::Status Session::RestartKubelet() {
+  if (!kubelet_) return absl::FailedPreconditionError("no kubelet in --socket mode");
+  kubelet_->Stop();
+  kubelet_ = std::make_unique<TestKubelet>(KubeletOptions());
+  socket_path_.clear();
+  client_.reset();
+  return kubelet_->Start();
+}
+
+bool Session::StopPlugin() {
+  plugin_running_ = false;
+  return target_->Stop(t().stop_grace);
+}
+
+absl::Status Session::StartPlugin() {
+  socket_path_.clear();
+  client_.reset();
+  plugin_started_at_ = absl::Now();
+  absl::Status s = target_->Start(opts_.dir);
+  plugin_running_ = s.ok();
+  return s;
+}
+
+std::vector<std::string> Session::PluginOutput(size_t n) const {
+  std::vector<std::string> out;
+  for (const auto& l : target_->OutputTail(n)) out.push_back("plugin: " + l);
+  return out;
+}
+
+}  // namespace devmgr::conformance

@@ -1,0 +1,124 @@
+// Session: one check's world. A fresh emulated kubelet on a wiped
+// directory, the plugin (re)started by the tester when it can, and helpers
+// the checks share: the plugin's socket, a deadline-bound client, the
+// kubelet's ListAndWatch stream and the device list it delivered.
+#ifndef DEVMGR_CONFORMANCE_SESSION_H_
+#define DEVMGR_CONFORMANCE_SESSION_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/profile.h"
+#include "conformance/probe.h"
+#include "conformance/target.h"
+#include "conformance/test_kubelet.h"
+
+namespace devmgr::conformance {
+
+// Every wait the tester does is bounded by one of these.
+struct Timeouts {
+  // Deadline of each RPC the tester makes.
+  absl::Duration rpc = absl::Seconds(10);
+  // registration.timely: Register within this long after the plugin starts.
+  absl::Duration register_within = absl::Seconds(10);
+  // The dial-back inside Register (the kubelet's 10 s).
+  absl::Duration serve_wait = absl::Seconds(10);
+  // law.first-list: the first list within this long of the stream opening.
+  absl::Duration first_list_within = absl::Seconds(5);
+  // Observation windows (stream kept open, re-sends, list changes).
+  absl::Duration observe = absl::Seconds(3);
+  // prestart.timely (the kubelet's KubeletPreStartContainerRPCTimeoutInSecs).
+  absl::Duration prestart = absl::Seconds(30);
+  // restart.*: re-registration after a kubelet or plugin restart.
+  absl::Duration reregister_within = absl::Seconds(10);
+  // restart.plugin: how long a plugin may take to exit after SIGTERM.
+  absl::Duration stop_grace = absl::Seconds(10);
+  // latency.rpcs: p99 budget per RPC, and samples per RPC.
+  absl::Duration latency_budget = absl::Seconds(1);
+  int latency_samples = 20;
+};
+
+struct SessionOptions {
+  std::string dir;  // absolute device-plugin directory
+  Timeouts timeouts;
+  Profile profile = DefaultProfile();
+};
+
+// Not thread-safe: driven by one check at a time.
+class Session {
+ public:
+  Session(Target* target, SessionOptions opts);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Starts the kubelet and the plugin, then waits (bounded) for the
+  // plugin's registration and its socket. Returns an error only for
+  // environment problems (the directory or the command cannot be used).
+  absl::Status Begin();
+  // Stops the plugin (when the tester started it) and the kubelet.
+  void End();
+
+  Target& target() { return *target_; }
+  const Timeouts& t() const { return opts_.timeouts; }
+  const Profile& profile() const { return opts_.profile; }
+  const std::string& dir() const { return opts_.dir; }
+  TestKubelet* kubelet() { return kubelet_.get(); }
+  absl::Time plugin_started_at() const { return plugin_started_at_; }
+
+  // The first registration seen in this session (after Begin), if any.
+  std::optional<RegistrationRecord> FirstRegistration() const;
+  // The plugin's socket: the registered endpoint, else the socket found in
+  // the directory, or --socket. "" when none could be found.
+  std::string SocketPath();
+  // A client to SocketPath() (nullptr when there is none).
+  ProbeClient* Client();
+  // The kubelet's stream (--socket: a stream the tester opened in Begin).
+  StreamRecorder* KubeletStream();
+  // Options as the kubelet got them during registration; nullopt when that
+  // call failed or never happened.
+  std::optional<v1beta1::DevicePluginOptions> Options();
+  // The first device list: the kubelet stream's first message (waited for
+  // up to first_list_within), else one read on a stream of the tester's
+  // own. nullptr when the plugin sends none.
+  const v1beta1::ListAndWatchResponse* DeviceList();
+  // Devices usable for requests: healthy, with a unique, non-empty,
+  // printable ID; sorted.
+  std::vector<std::string> UsableIds();
+  // Devices reported "Unhealthy" (unique, printable IDs), sorted.
+  std::vector<std::string> UnhealthyIds();
+
+  // Restarts the kubelet: stop, wipe the directory, serve kubelet.sock anew.
+  absl::Status RestartKubelet();
+  // Stops the plugin (SIGTERM, then kill after the grace period). True when
+  // it stopped in time.
+  bool StopPlugin();
+  absl::Status StartPlugin();
+
+  // Evidence lines about the plugin (its last output lines).
+  std::vector<std::string> PluginOutput(size_t n = 10) const;
+
+ private:
+  TestKubeletOptions KubeletOptions() const;
+
+  Target* const target_;
+  const SessionOptions opts_;
+  std::unique_ptr<TestKubelet> kubelet_;
+  absl::Time plugin_started_at_;
+  std::string socket_path_;
+  std::unique_ptr<ProbeClient> client_;
+  std::unique_ptr<StreamRecorder> own_stream_;  // --socket mode
+  std::unique_ptr<StreamRecorder> fallback_stream_;
+  std::optional<v1beta1::ListAndWatchResponse> device_list_;
+  bool device_list_done_ = false;
+  std::optional<v1beta1::DevicePluginOptions> socket_options_;
+  bool plugin_running_ = false;
+};
+
+}  // namespace devmgr::conformance
+
+#endif  // DEVMGR_CONFORMANCE_SESSION_H_

@@ -1,0 +1,123 @@
+#include "conformance/target.h"
+
+#include <signal.h>
+
+#include <utility>
+
+#include "fmt/format.h"
+#include "node/plugin_process.h"
+#include "plugin/sample_plugin.h"
+
+namespace devmgr::conformance {
+namespace {
+
+class ProcessTarget final : public Target {
+ public:
+  ProcessTarget(std::string command, bool private_mount)
+      : command_(std::move(command)), private_mount_(private_mount) {}
+  ~ProcessTarget() override {
+    if (process_) process_->Stop(absl::Seconds(1));
+  }
+  Kind kind() const override { return Kind::kProcess; }
+  std::string Describe() const override {
+    return fmt::format("--plugin '{}'{}", command_, private_mount_ ? " --private-mount" : "");
+  }
+  absl::Status Start(const std::string& dir) override {
+    if (process_) process_->Stop(absl::Seconds(1));
+    node::PluginProcessOptions o;
+    o.command = command_;
+    o.env["DEVMGR_PLUGIN_DIR"] = dir;
+    o.private_mount = private_mount_;
+    o.plugin_dir = dir;
+    process_ = std::make_unique<node::PluginProcess>(o);
+    return process_->Start();
+  }
+  bool Stop(absl::Duration grace) override {
+    if (!process_ || !process_->running()) return true;
+    process_->Signal(SIGTERM);
+    if (process_->WaitExit(grace)) return true;
+    process_->Stop(absl::ZeroDuration());
+    return false;
+  }
+  bool Exited(int* code) const override {
+    if (!process_ || process_->running()) return false;
+    if (code != nullptr) *code = process_->exit_code().value_or(-1);
+    return true;
+  }
+  std::vector<std::string> OutputTail(size_t n) const override {
+    return process_ ? process_->OutputTail(n) : std::vector<std::string>{};
+  }
+
+ private:
+  const std::string command_;
+  const bool private_mount_;
+  std::unique_ptr<node::PluginProcess> process_;
+};
+
+class InProcessTarget final : public Target {
+ public:
+  explicit InProcessTarget(plugin::Config config) : config_(std::move(config)) {}
+  ~InProcessTarget() override { Stop(absl::ZeroDuration()); }
+  Kind kind() const override { return Kind::kInProcess; }
+  std::string Describe() const override {
+    return fmt::format("in-process sample plugin ({})", config_.resource);
+  }
+  absl::Status Start(const std::string& dir) override {
+    Stop(absl::ZeroDuration());
+    plugin::PluginOptions o;
+    o.dir = dir;
+    o.registry_dir = dir;
+    plugin_ = std::make_unique<plugin::SamplePlugin>(config_, o);
+    return plugin_->Start();
+  }
+  bool Stop(absl::Duration) override {
+    if (plugin_) {
+      plugin_->Stop();
+      plugin_.reset();
+    }
+    return true;
+  }
+
+ private:
+  const plugin::Config config_;
+  std::unique_ptr<plugin::SamplePlugin> plugin_;
+};
+
+class SocketTarget final : public Target {
+ public:
+  explicit SocketTarget(std::string path) : path_(std::move(path)) {}
+  Kind kind() const override { return Kind::kSocket; }
+  std::string Describe() const override { return "--socket " + path_; }
+  std::string socket_path() const override { return path_; }
+
+ private:
+  const std::string path_;
+};
+
+class ResourceTarget final : public Target {
+ public:
+  explicit ResourceTarget(std::string resource) : resource_(std::move(resource)) {}
+  Kind kind() const override { return Kind::kResource; }
+  std::string Describe() const override { return "--resource " + resource_; }
+  std::string resource() const override { return resource_; }
+
+ private:
+  const std::string resource_;
+};
+
+}  // namespace
+
+std::unique_ptr<Target> NewProcessTarget(std::string command, bool private_mount) {
+  return std::make_unique<ProcessTarget>(std::move(command), private_mount);
+}
+std::unique_ptr<Target> NewInProcessTarget(plugin::Config config) {
+  return std::make_unique<InProcessTarget>(std::move(config));
+}
+std::unique_ptr<Target> NewSocketTarget(std::string socket_path) {
+  return std::make_unique<SocketTarget>(std::move(socket_path));
+}
+std::unique_ptr<Target> NewResourceTarget(std::string resource) {
+  return std::make_unique<ResourceTarget>(std::move(resource));
+}
+
+}  // namespace devmgr::conformance
