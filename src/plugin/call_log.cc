@@ -12,7 +12,7 @@ std::string CallRecordToJson(const CallRecord& r) {
   j["time"] = absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", r.time, absl::UTCTimeZone());
   j["kind"] = r.kind;
   j["method"] = r.method;
-  j["args"] = r.args.is_null() ? nlohmann::json::object() : r.args;
+  j["args"] = r.args.is_null() ? nlohmann::ordered_json::object() : r.args;
   if (!r.error.empty() || !r.error_code.empty()) {
     j["error"] = r.error;
     j["code"] = r.error_code;

@@ -25,7 +25,7 @@ struct CallRecord {
   std::string method;
   // The request's fields, with the proto field names (e.g.
   // {"container_requests":[{"devices_ids":["a"]}]}).
-  nlohmann::json args;
+  nlohmann::ordered_json args;
   // Sent calls only: "" on success, else the error message and the gRPC code
   // name (e.g. "UNKNOWN").
   std::string error;

@@ -10,13 +10,13 @@
 namespace devmgr::plugin {
 namespace {
 
-nlohmann::json Strings(const google::protobuf::RepeatedPtrField<std::string>& v) {
-  nlohmann::json a = nlohmann::json::array();
+nlohmann::ordered_json Strings(const google::protobuf::RepeatedPtrField<std::string>& v) {
+  nlohmann::ordered_json a = nlohmann::ordered_json::array();
   for (const std::string& s : v) a.push_back(s);
   return a;
 }
 
-void Log(PluginCore* core, const char* method, nlohmann::json args) {
+void Log(PluginCore* core, const char* method, nlohmann::ordered_json args) {
   CallRecord r;
   r.time = absl::Now();
   r.kind = "received";
@@ -78,7 +78,7 @@ bool DevicePluginService::ApplyBlockingFaults(const FaultConfig* f, grpc::Server
 grpc::Status DevicePluginService::GetDevicePluginOptions(grpc::ServerContext* ctx,
                                                          const v1beta1::Empty*,
                                                          v1beta1::DevicePluginOptions* resp) {
-  Log(core_, "GetDevicePluginOptions", nlohmann::json::object());
+  Log(core_, "GetDevicePluginOptions", nlohmann::ordered_json::object());
   const FaultConfig* f = core_->CountCall(Rpc::kGetDevicePluginOptions);
   grpc::Status status;
   if (ApplyBlockingFaults(f, ctx, &status)) return status;
@@ -93,7 +93,7 @@ grpc::Status DevicePluginService::GetDevicePluginOptions(grpc::ServerContext* ct
 grpc::Status DevicePluginService::ListAndWatch(
     grpc::ServerContext* ctx, const v1beta1::Empty*,
     grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) {
-  Log(core_, "ListAndWatch", nlohmann::json::object());
+  Log(core_, "ListAndWatch", nlohmann::ordered_json::object());
   const FaultConfig* f = core_->CountCall(Rpc::kListAndWatch);
   grpc::Status status;
   if (ApplyBlockingFaults(f, ctx, &status)) return status;
@@ -140,7 +140,7 @@ grpc::Status DevicePluginService::ListAndWatch(
 grpc::Status DevicePluginService::GetPreferredAllocation(
     grpc::ServerContext* ctx, const v1beta1::PreferredAllocationRequest* req,
     v1beta1::PreferredAllocationResponse* resp) {
-  nlohmann::json reqs = nlohmann::json::array();
+  nlohmann::ordered_json reqs = nlohmann::ordered_json::array();
   for (const auto& c : req->container_requests()) {
     reqs.push_back({{"available_deviceIDs", Strings(c.available_deviceids())},
                     {"must_include_deviceIDs", Strings(c.must_include_deviceids())},
@@ -166,7 +166,7 @@ grpc::Status DevicePluginService::GetPreferredAllocation(
 grpc::Status DevicePluginService::Allocate(grpc::ServerContext* ctx,
                                            const v1beta1::AllocateRequest* req,
                                            v1beta1::AllocateResponse* resp) {
-  nlohmann::json reqs = nlohmann::json::array();
+  nlohmann::ordered_json reqs = nlohmann::ordered_json::array();
   for (const auto& c : req->container_requests()) {
     reqs.push_back({{"devices_ids", Strings(c.devices_ids())}});
   }

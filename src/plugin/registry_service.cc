@@ -17,7 +17,7 @@ grpc::Status RegistryService::GetInfo(grpc::ServerContext* ctx,
   r.time = absl::Now();
   r.kind = "received";
   r.method = "GetInfo";
-  r.args = nlohmann::json::object();
+  r.args = nlohmann::ordered_json::object();
   core_->call_log().Add(std::move(r));
   DM_VINFO(2, "Received RPC", {"method", "GetInfo"});
 
