@@ -19,6 +19,7 @@ void AddServeCommand(CLI::App& app, int* exit_code);
 void AddSamplePluginCommand(CLI::App& app, int* exit_code);
 void AddCheckpointCommand(CLI::App& app, int* exit_code);
 void AddConformanceCommand(CLI::App& app, int* exit_code);
+void AddRunCommand(CLI::App& app, int* exit_code);
 
 }  // namespace devmgr::cli
 

@@ -15,6 +15,7 @@ constexpr AddFn kCommands[] = {
     devmgr::cli::AddSamplePluginCommand,
     devmgr::cli::AddCheckpointCommand,
     devmgr::cli::AddConformanceCommand,
+    devmgr::cli::AddRunCommand,
 };
 
 }  // namespace

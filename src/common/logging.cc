@@ -24,6 +24,7 @@ std::atomic<Format> g_format{Format::kText};
 struct Sinks {
   std::shared_ptr<spdlog::logger> logger;
   std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> recent;
+  std::shared_ptr<spdlog::sinks::stderr_sink_mt> err;
 };
 
 Sinks& GetSinks() {
@@ -31,6 +32,7 @@ Sinks& GetSinks() {
     auto* sinks = new Sinks;
     auto err = std::make_shared<spdlog::sinks::stderr_sink_mt>();
     sinks->recent = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(200);
+    sinks->err = err;
     sinks->logger = std::make_shared<spdlog::logger>(
         "devmgr", spdlog::sinks_init_list{err, sinks->recent});
     // Every line is formatted here, so spdlog only prints it.
@@ -104,6 +106,10 @@ void Emit(Severity sev, int verbosity, const char* file, int line, std::string_v
                      : sev == Severity::kWarning ? spdlog::level::warn
                                                  : spdlog::level::err;
   s.logger->log(level, "{}", text);
+}
+
+void SetConsoleOutput(bool enabled) {
+  GetSinks().err->set_level(enabled ? spdlog::level::trace : spdlog::level::off);
 }
 
 std::vector<std::string> RecentLines(size_t n) {

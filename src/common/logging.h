@@ -42,6 +42,10 @@ enum class Severity { kInfo, kWarning, kError };
 void Emit(Severity sev, int verbosity, const char* file, int line, std::string_view msg,
           std::string_view err, std::initializer_list<KV> kvs);
 
+// Whether lines are written to stderr (default true). Lines are kept for
+// RecentLines either way (`devmgr run` shows them only on failures).
+void SetConsoleOutput(bool enabled);
+
 // The last `n` formatted lines (for failure reports), oldest first.
 std::vector<std::string> RecentLines(size_t n);
 

@@ -1,0 +1,238 @@
+// `devmgr run SCENARIO...`: replays YAML scenarios (docs/scenarios.md)
+// against an emulated kubelet and real plugin processes, with JUnit/JSON
+// reports. Exit codes: 0 all passed, 1 a scenario failed (or the run was
+// interrupted), 2 bad scenario file or usage, 3 environment error.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.h"
+#include "common/logging.h"
+#include "common/profile.h"
+#include "scenario/report.h"
+#include "scenario/runner.h"
+#include "scenario/scenario_parser.h"
+
+namespace devmgr::cli {
+namespace {
+
+struct RunOptions {
+  std::vector<std::string> paths;
+  std::string junit;
+  std::string json;
+  std::string focus;
+  std::string skip;
+  std::string kubelet_version = "1.32";
+  bool keep_dir = false;
+  bool show_log = false;
+  int verbosity = 0;
+};
+
+bool IsDir(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Every *.yaml / *.yml under `dir`, recursively, sorted.
+void CollectYaml(const std::string& dir, std::vector<std::string>* out) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    names.push_back(n);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const std::string& n : names) {
+    const std::string p = dir + "/" + n;
+    if (IsDir(p)) {
+      CollectYaml(p, out);
+    } else if ((n.size() > 5 && n.substr(n.size() - 5) == ".yaml") ||
+               (n.size() > 4 && n.substr(n.size() - 4) == ".yml")) {
+      out->push_back(p);
+    }
+  }
+}
+
+std::string SelfExe() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "devmgr";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+bool WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  out.close();
+  return static_cast<bool>(out);
+}
+
+int RunScenarios(const RunOptions& o) {
+  log::Init(o.verbosity, log::Format::kText);
+  log::SetConsoleOutput(o.show_log);
+
+  absl::StatusOr<Profile> def = ProfileForVersion(o.kubelet_version);
+  if (!def.ok()) {
+    std::cerr << "devmgr run: --kubelet-version: " << def.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::optional<std::regex> focus, skip;
+  try {
+    if (!o.focus.empty()) focus.emplace(o.focus, std::regex::ECMAScript);
+    if (!o.skip.empty()) skip.emplace(o.skip, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    std::cerr << "devmgr run: bad --focus/--skip regular expression: " << e.what() << "\n";
+    return kExitUsage;
+  }
+
+  std::vector<std::string> files;
+  for (const std::string& p : o.paths) {
+    if (IsDir(p)) {
+      const size_t before = files.size();
+      CollectYaml(p, &files);
+      if (files.size() == before) {
+        std::cerr << "devmgr run: " << p << ": no *.yaml scenario files\n";
+        return kExitUsage;
+      }
+    } else {
+      files.push_back(p);
+    }
+  }
+  // Parse everything first: a bad file stops the run before anything starts.
+  std::vector<scenario::Scenario> scenarios;
+  bool bad = false;
+  for (const std::string& f : files) {
+    absl::StatusOr<scenario::Scenario> sc = scenario::LoadScenario(f);
+    if (!sc.ok()) {
+      std::cerr << "devmgr run: " << sc.status().message() << "\n";
+      bad = true;
+      continue;
+    }
+    scenarios.push_back(*std::move(sc));
+  }
+  if (bad) return kExitUsage;
+
+  // SIGINT/SIGTERM: interrupt the current scenario (which tears down its
+  // processes) and skip the rest. Blocked here, so every thread started
+  // later inherits the mask, and taken by a watcher thread.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  std::atomic<bool> cancel{false};
+  std::atomic<bool> finished{false};
+  std::thread watcher([&] {
+    while (!finished.load()) {
+      timespec t{0, 100 * 1000 * 1000};
+      const int sig = sigtimedwait(&sigs, nullptr, &t);
+      if (sig > 0) {
+        std::cerr << "\ndevmgr run: " << strsignal(sig)
+                  << ": stopping the current scenario and cleaning up\n";
+        cancel = true;
+      }
+    }
+  });
+
+  scenario::RunnerOptions ro;
+  ro.devmgr_bin = SelfExe();
+  ro.default_kubelet_version = def->name;
+  ro.keep_dir = o.keep_dir;
+  ro.out = &std::cout;
+  ro.cancel = &cancel;
+
+  std::vector<scenario::ScenarioResult> results;
+  const absl::Time t0 = absl::Now();
+  for (const scenario::Scenario& sc : scenarios) {
+    const std::vector<std::string> versions = scenario::ScenarioVersions(sc, def->name);
+    for (const std::string& v : versions) {
+      const std::string display =
+          sc.node.kubelet_versions.size() > 1 ? sc.name + " [" + v + "]" : sc.name;
+      const bool filtered = (focus && !std::regex_search(display, *focus)) ||
+                            (skip && std::regex_search(display, *skip));
+      if (filtered || cancel) {
+        scenario::ScenarioResult r;
+        r.name = display;
+        r.file = sc.file;
+        r.kubelet_version = v;
+        r.outcome = scenario::Outcome::kSkipped;
+        r.message = cancel ? "interrupted" : filtered ? "filtered out by --focus/--skip" : "";
+        if (cancel) std::cout << "--- SKIP " << display << " (interrupted)\n";
+        results.push_back(std::move(r));
+        continue;
+      }
+      results.push_back(scenario::RunScenario(sc, v, display, ro));
+    }
+  }
+  finished = true;
+  watcher.join();
+
+  std::cout << "\n=== " << scenario::Summary(results) << " ("
+            << absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(10)))
+            << ")\n";
+  for (const auto& r : results) {
+    if (r.outcome == scenario::Outcome::kFailed || r.outcome == scenario::Outcome::kError) {
+      std::cout << "    " << (r.outcome == scenario::Outcome::kError ? "ERROR " : "FAIL  ")
+                << r.name << " (" << r.file << "): " << r.message << "\n";
+    }
+  }
+  int code = kExitOk;
+  bool any_failed = false, any_error = false;
+  for (const auto& r : results) {
+    any_failed |= r.outcome == scenario::Outcome::kFailed;
+    any_error |= r.outcome == scenario::Outcome::kError;
+  }
+  if (any_failed || cancel) code = kExitFailed;
+  if (any_error) code = kExitEnvironment;
+  if (!o.junit.empty() && !WriteFile(o.junit, scenario::JUnitXml(results))) {
+    std::cerr << "devmgr run: cannot write " << o.junit << "\n";
+    code = kExitEnvironment;
+  }
+  if (!o.json.empty() && !WriteFile(o.json, scenario::ResultsJson(results).dump(2) + "\n")) {
+    std::cerr << "devmgr run: cannot write " << o.json << "\n";
+    code = kExitEnvironment;
+  }
+  return code;
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app, int* exit_code) {
+  auto opts = std::make_shared<RunOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "run",
+      "Replay YAML scenarios (docs/scenarios.md) against an emulated kubelet and real plugin\n"
+      "processes: pods admitted and deleted, kubelet and plugin restarts, node reboots, health\n"
+      "flips, a virtual clock for grace periods, and expectations after every step.\n"
+      "Exit codes: 0 all passed, 1 a scenario failed, 2 bad scenario or usage, 3 environment.");
+  sub->add_option("scenarios", opts->paths, "Scenario files, or directories of *.yaml files")
+      ->required();
+  sub->add_option("--junit", opts->junit, "Write a JUnit XML report to this file");
+  sub->add_option("--json", opts->json, "Write a JSON report to this file (docs/scenarios.md)");
+  sub->add_option("--focus", opts->focus, "Run only scenarios whose name matches this regex");
+  sub->add_option("--skip", opts->skip, "Skip scenarios whose name matches this regex");
+  sub->add_option("--kubelet-version", opts->kubelet_version,
+                  "Kubelet profile for scenarios that name none (1.30 .. 1.34+)")
+      ->capture_default_str();
+  sub->add_flag("--keep-dir", opts->keep_dir,
+                "Keep each scenario's temp dir (device-plugin dir, plugin configs, call logs)");
+  sub->add_flag("--show-log", opts->show_log, "Print devmgr's own log lines live on stderr");
+  sub->add_option("-v,--v", opts->verbosity, "Log verbosity (klog -v)")->capture_default_str();
+  sub->callback([opts, exit_code] { *exit_code = RunScenarios(*opts); });
+}
+
+}  // namespace devmgr::cli

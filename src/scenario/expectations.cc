@@ -1,0 +1,565 @@
+#include "scenario/expectations.h"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "checkpoint/checkpoint.h"
+#include "fmt/format.h"
+
+namespace devmgr::scenario {
+namespace {
+
+std::vector<std::string> Sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+std::string Int(int64_t v) { return std::to_string(v); }
+std::string Bool(bool b) { return b ? "true" : "false"; }
+
+class Checker {
+ public:
+  Checker(const Observed& o, std::vector<Failure>* out) : o_(o), out_(out) {}
+
+  void Fail(const Location& loc, std::string what, std::string expected, std::string actual) {
+    out_->push_back(Failure{loc, std::move(what), std::move(expected), std::move(actual)});
+  }
+
+  void Resource(const ResourceExpect& r) {
+    const std::string w = fmt::format("resources['{}']", r.resource);
+    const manager::ResourceStatus* rs = nullptr;
+    for (const auto& s : o_.resources) {
+      if (s.resource_name == r.resource) rs = &s;
+    }
+    auto node_value = [&](const std::map<std::string, int64_t>& m) -> std::string {
+      auto it = m.find(r.resource);
+      return it == m.end() ? "0 (not on the node)" : Int(it->second);
+    };
+    auto node_int = [&](const std::map<std::string, int64_t>& m) -> int64_t {
+      auto it = m.find(r.resource);
+      return it == m.end() ? 0 : it->second;
+    };
+    if (r.capacity && node_int(o_.node.capacity) != *r.capacity) {
+      Fail(r.loc, w + ".capacity", Int(*r.capacity), node_value(o_.node.capacity));
+    }
+    if (r.allocatable && node_int(o_.node.allocatable) != *r.allocatable) {
+      Fail(r.loc, w + ".allocatable", Int(*r.allocatable), node_value(o_.node.allocatable));
+    }
+    if (r.registered && (rs != nullptr) != *r.registered) {
+      Fail(r.loc, w + ".registered", Bool(*r.registered), Bool(rs != nullptr));
+    }
+    const bool connected = rs != nullptr && rs->has_endpoint && !rs->stopped &&
+                           !rs->endpoint_socket.empty();
+    if (r.connected && connected != *r.connected) {
+      Fail(r.loc, w + ".connected", Bool(*r.connected), Bool(connected));
+    }
+    static const std::vector<std::string> kNone;
+    const auto& healthy = rs ? rs->healthy : kNone;
+    const auto& unhealthy = rs ? rs->unhealthy : kNone;
+    const auto& allocated = rs ? rs->allocated : kNone;
+    auto set_eq = [&](const std::optional<std::vector<std::string>>& want,
+                      const std::vector<std::string>& got, const std::string& what) {
+      if (want && Sorted(*want) != Sorted(got)) {
+        Fail(r.loc, w + "." + what, ListString(Sorted(*want)), ListString(Sorted(got)));
+      }
+    };
+    set_eq(r.healthy, healthy, "healthy");
+    set_eq(r.unhealthy, unhealthy, "unhealthy");
+    set_eq(r.allocated, allocated, "allocated");
+    if (r.healthy_count && static_cast<int64_t>(healthy.size()) != *r.healthy_count) {
+      Fail(r.loc, w + ".healthy_count", Int(*r.healthy_count),
+           fmt::format("{} {}", healthy.size(), ListString(healthy)));
+    }
+    if (r.unhealthy_count && static_cast<int64_t>(unhealthy.size()) != *r.unhealthy_count) {
+      Fail(r.loc, w + ".unhealthy_count", Int(*r.unhealthy_count),
+           fmt::format("{} {}", unhealthy.size(), ListString(unhealthy)));
+    }
+  }
+
+  const manager::ContainerAllocation* Allocation(const std::string& uid,
+                                                 const std::string& container) const {
+    for (const auto& p : o_.allocations) {
+      if (p.pod_uid != uid) continue;
+      for (const auto& c : p.containers) {
+        if (c.container_name == container) return &c;
+      }
+    }
+    return nullptr;
+  }
+
+  void KeyValues(const Location& loc, const std::string& w, const KeyValueExpect& want,
+                 const std::vector<std::pair<std::string, std::string>>& got) {
+    std::string actual = "{";
+    for (size_t i = 0; i < got.size(); ++i) {
+      actual += fmt::format("{}{}={}", i ? ", " : "", got[i].first, got[i].second);
+    }
+    actual += "}";
+    for (const auto& [k, m] : want.entries) {
+      auto it = std::find_if(got.begin(), got.end(), [&](const auto& kv) { return kv.first == k; });
+      if (it == got.end()) {
+        Fail(loc, fmt::format("{}['{}']", w, k), m.Describe(), "absent; all: " + actual);
+      } else if (!m.Matches(it->second)) {
+        Fail(loc, fmt::format("{}['{}']", w, k), m.Describe(), fmt::format("\"{}\"", it->second));
+      }
+    }
+    if (want.exact) {
+      for (const auto& [k, v] : got) {
+        const bool listed = std::any_of(want.entries.begin(), want.entries.end(),
+                                        [&](const auto& e) { return e.first == k; });
+        if (!listed) Fail(loc, w, "exactly the listed keys", fmt::format("also {}={}", k, v));
+      }
+    }
+  }
+
+  // Matches listed items against actual ones: in order (each listed item
+  // after the previous one's match), and with `exact` one-to-one.
+  template <typename Want, typename Got, typename Match, typename Show>
+  void Items(const Location& loc, const std::string& w, const std::vector<Want>& want, bool exact,
+             const std::vector<Got>& got, Match match, Show show) {
+    std::string actual = "[";
+    for (size_t i = 0; i < got.size(); ++i) actual += (i ? ", " : "") + show(got[i]);
+    actual += "]";
+    if (exact && want.size() != got.size()) {
+      Fail(loc, w, fmt::format("exactly {} item(s)", want.size()), actual);
+      return;
+    }
+    size_t next = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      size_t j = exact ? i : next;
+      bool found = false;
+      for (; j < got.size(); ++j) {
+        if (match(want[i], got[j])) {
+          found = true;
+          break;
+        }
+        if (exact) break;
+      }
+      if (!found) {
+        Fail(loc, fmt::format("{}[{}]", w, i), "an item matching the expectation (in order)",
+             actual);
+        return;
+      }
+      next = j + 1;
+    }
+  }
+
+  static bool Opt(const std::optional<StringMatcher>& m, const std::string& s) {
+    return !m || m->Matches(s);
+  }
+
+  void Container(const Location& pod_loc, const std::string& pw, const node::PodRecord& rec,
+                 const ContainerExpect& c) {
+    const std::string w = fmt::format("{}.containers['{}']", pw, c.name);
+    const node::ContainerRecord* cr = nullptr;
+    for (const auto& x : rec.containers) {
+      if (x.name == c.name) cr = &x;
+    }
+    if (cr == nullptr) {
+      std::vector<std::string> names;
+      for (const auto& x : rec.containers) names.push_back(x.name);
+      Fail(c.loc, w, "a container of the pod", "no such container; the pod has " + ListString(names));
+      return;
+    }
+    const manager::ContainerAllocation* alloc = Allocation(rec.pod.uid, c.name);
+    if (c.no_devices && alloc != nullptr) {
+      for (const auto& [r, ids] : alloc->devices) {
+        if (!ids.empty()) Fail(c.loc, w + ".devices", "none", fmt::format("{} {}", r, ListString(ids)));
+      }
+    }
+    for (const DeviceExpect& d : c.devices) {
+      const std::string dw = fmt::format("{}.devices['{}']", w, d.resource);
+      std::vector<std::string> ids;
+      if (alloc != nullptr) {
+        auto it = alloc->devices.find(d.resource);
+        if (it != alloc->devices.end()) ids = Sorted(it->second);
+      }
+      if (d.count && static_cast<int64_t>(ids.size()) != *d.count) {
+        Fail(d.loc, dw, fmt::format("{} device(s)", *d.count),
+             fmt::format("{} {}", ids.size(), ListString(ids)));
+      }
+      if (d.ids && Sorted(*d.ids) != ids) Fail(d.loc, dw, ListString(Sorted(*d.ids)), ListString(ids));
+      if (d.subset_of) {
+        for (const auto& id : ids) {
+          if (std::find(d.subset_of->begin(), d.subset_of->end(), id) == d.subset_of->end()) {
+            Fail(d.loc, dw, "ids within " + ListString(*d.subset_of), ListString(ids));
+            break;
+          }
+        }
+      }
+      if (d.numa) {
+        std::set<int64_t> got;
+        if (alloc != nullptr) {
+          auto it = alloc->topology.find(d.resource);
+          if (it != alloc->topology.end()) {
+            for (const auto& [id, nodes] : it->second) got.insert(nodes.begin(), nodes.end());
+          }
+        }
+        std::set<int64_t> want(d.numa->begin(), d.numa->end());
+        if (got != want) {
+          auto show = [](const std::set<int64_t>& s) {
+            std::vector<std::string> v;
+            for (int64_t x : s) v.push_back(Int(x));
+            return ListString(v);
+          };
+          Fail(d.loc, dw + ".numa", show(want), show(got));
+        }
+      }
+    }
+    const std::optional<manager::RunContainerOptions>& opts = cr->run_options;
+    if (c.no_options && opts) Fail(c.loc, w + ".options", "none", "options were handed to the runtime");
+    static const manager::RunContainerOptions kEmpty;
+    const manager::RunContainerOptions& ro = opts ? *opts : kEmpty;
+    if (c.envs) {
+      std::vector<std::pair<std::string, std::string>> got;
+      for (const auto& e : ro.envs) got.emplace_back(e.name, e.value);
+      KeyValues(c.loc, w + ".envs", *c.envs, got);
+    }
+    if (c.annotations) {
+      std::vector<std::pair<std::string, std::string>> got;
+      for (const auto& e : ro.annotations) got.emplace_back(e.name, e.value);
+      KeyValues(c.loc, w + ".annotations", *c.annotations, got);
+    }
+    if (c.mounts) {
+      Items(
+          c.loc, w + ".mounts", *c.mounts, c.mounts_exact, ro.mounts,
+          [](const MountExpect& m, const manager::MountOption& g) {
+            return Opt(m.container_path, g.container_path) && Opt(m.host_path, g.host_path) &&
+                   (!m.read_only || *m.read_only == g.read_only);
+          },
+          [](const manager::MountOption& g) {
+            return fmt::format("{}:{}{}", g.host_path, g.container_path, g.read_only ? ":ro" : "");
+          });
+    }
+    if (c.device_specs) {
+      Items(
+          c.loc, w + ".device_specs", *c.device_specs, c.device_specs_exact, ro.devices,
+          [](const DeviceSpecExpect& m, const manager::DeviceOption& g) {
+            return Opt(m.container_path, g.path_in_container) && Opt(m.host_path, g.path_on_host) &&
+                   Opt(m.permissions, g.permissions);
+          },
+          [](const manager::DeviceOption& g) {
+            return fmt::format("{}:{}:{}", g.path_on_host, g.path_in_container, g.permissions);
+          });
+    }
+    if (c.cdi_devices) {
+      Items(
+          c.loc, w + ".cdi_devices", *c.cdi_devices, c.cdi_devices_exact, ro.cdi_devices,
+          [](const StringMatcher& m, const std::string& g) { return m.Matches(g); },
+          [](const std::string& g) { return g; });
+    }
+    if (c.running && cr->running != *c.running) {
+      Fail(c.loc, w + ".running", Bool(*c.running), Bool(cr->running));
+    }
+    if (c.restart_count && cr->restart_count != *c.restart_count) {
+      Fail(c.loc, w + ".restart_count", Int(*c.restart_count), Int(cr->restart_count));
+    }
+    if (c.start_error && !c.start_error->Matches(cr->start_error)) {
+      Fail(c.loc, w + ".start_error", c.start_error->Describe(),
+           fmt::format("\"{}\"", cr->start_error));
+    }
+  }
+
+  void Pod(const PodExpect& p) {
+    const std::string w = fmt::format("pods['{}']", p.ref);
+    const node::PodRecord* rec = FindPod(o_.pods, p.ref);
+    if (p.exists && (rec != nullptr) != *p.exists) {
+      Fail(p.loc, w + ".exists", Bool(*p.exists), Bool(rec != nullptr));
+      return;
+    }
+    if (rec == nullptr) {
+      if (!p.exists) {
+        std::vector<std::string> names;
+        for (const auto& r : o_.pods) names.push_back(r.pod.namespace_ + "/" + r.pod.name);
+        Fail(p.loc, w, "a pod admitted by an earlier step", "no such pod; pods: " + ListString(names));
+      }
+      return;
+    }
+    const bool admitted = !(rec->phase == pod::Phase::kFailed && !rec->reason.empty());
+    if (p.admitted && admitted != *p.admitted) {
+      Fail(p.loc, w + ".admitted", Bool(*p.admitted),
+           admitted ? "true" : fmt::format("false ({}: {})", rec->reason, rec->message));
+    }
+    const std::string phase(pod::PhaseName(rec->phase));
+    if (p.phase && *p.phase != phase) Fail(p.loc, w + ".phase", *p.phase, phase);
+    if (p.reason && !p.reason->Matches(rec->reason)) {
+      Fail(p.loc, w + ".reason", p.reason->Describe(), fmt::format("\"{}\"", rec->reason));
+    }
+    if (p.message && !p.message->Matches(rec->message)) {
+      Fail(p.loc, w + ".message", p.message->Describe(), fmt::format("\"{}\"", rec->message));
+    }
+    for (const ContainerExpect& c : p.containers) Container(p.loc, w, *rec, c);
+  }
+
+  void Disjoint(const Location& loc, const std::vector<std::string>& resources) {
+    std::set<std::string> active(o_.active_pod_uids.begin(), o_.active_pod_uids.end());
+    // resource -> device -> (pod uid, container)
+    std::map<std::string, std::map<std::string, std::pair<std::string, std::string>>> owner;
+    for (const auto& p : o_.allocations) {
+      if (!active.count(p.pod_uid)) continue;
+      for (const auto& c : p.containers) {
+        for (const auto& [r, ids] : c.devices) {
+          if (!resources.empty() &&
+              std::find(resources.begin(), resources.end(), r) == resources.end()) {
+            continue;
+          }
+          for (const auto& id : ids) {
+            auto [it, fresh] = owner[r].emplace(id, std::make_pair(p.pod_uid, c.container_name));
+            if (!fresh && it->second.first != p.pod_uid) {
+              Fail(loc, fmt::format("disjoint['{}']", r), "no device held by two pods",
+                   fmt::format("{} held by pod {} container {} and pod {} container {}", id,
+                               it->second.first, it->second.second, p.pod_uid, c.container_name));
+            }
+          }
+        }
+      }
+    }
+  }
+
+  std::string PodUid(const std::string& ref) const {
+    const node::PodRecord* r = FindPod(o_.pods, ref);
+    return r ? r->pod.uid : ref;
+  }
+
+  void Checkpoint(const CheckpointExpect& c) {
+    const bool exists = o_.checkpoint_bytes.has_value();
+    if (c.exists && exists != *c.exists) {
+      Fail(c.loc, "checkpoint.exists", Bool(*c.exists), Bool(exists));
+      return;
+    }
+    if (!exists) {
+      if (c.valid || c.entry_count || !c.entries.empty() || c.registered) {
+        Fail(c.loc, "checkpoint", "a checkpoint file", "no file");
+      }
+      return;
+    }
+    const checkpoint::VerifyResult v = checkpoint::Verify(*o_.checkpoint_bytes);
+    if (c.valid && v.valid != *c.valid) {
+      Fail(c.loc, "checkpoint.valid", Bool(*c.valid),
+           v.valid ? "true"
+           : !v.parsed ? "false (" + v.error + ")"
+                       : fmt::format("false (checksum {} stored, {} computed)", v.stored, v.computed));
+    }
+    if (!v.parsed) {
+      if (c.entry_count || !c.entries.empty() || c.registered) {
+        Fail(c.loc, "checkpoint", "a readable checkpoint", v.error);
+      }
+      return;
+    }
+    const checkpoint::Checkpoint cp =
+        v.format == checkpoint::FormatVersion::kV1 ? checkpoint::ConvertV1ToV2(v.checkpoint)
+                                                   : v.checkpoint;
+    struct Entry {
+      std::string pod, container, resource;
+      std::vector<std::string> devices;
+    };
+    std::vector<Entry> entries;
+    if (cp.data.pod_device_entries) {
+      for (const auto& e : *cp.data.pod_device_entries) {
+        Entry x{e.pod_uid, e.container_name, e.resource_name, {}};
+        if (e.device_ids) {
+          for (const auto& [numa, ids] : *e.device_ids) {
+            if (ids) x.devices.insert(x.devices.end(), ids->begin(), ids->end());
+          }
+        }
+        std::sort(x.devices.begin(), x.devices.end());
+        x.devices.erase(std::unique(x.devices.begin(), x.devices.end()), x.devices.end());
+        entries.push_back(std::move(x));
+      }
+    }
+    auto show_all = [&] {
+      std::string s;
+      for (const auto& e : entries) {
+        s += fmt::format("{}{}/{}/{}={}", s.empty() ? "" : ", ", e.pod, e.container, e.resource,
+                         ListString(e.devices));
+      }
+      return "[" + s + "]";
+    };
+    if (c.entry_count && static_cast<int64_t>(entries.size()) != *c.entry_count) {
+      Fail(c.loc, "checkpoint.entry_count", Int(*c.entry_count),
+           fmt::format("{} {}", entries.size(), show_all()));
+    }
+    for (const auto& want : c.entries) {
+      const std::string uid = PodUid(want.pod);
+      auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) {
+        return e.pod == uid && e.container == want.container && e.resource == want.resource;
+      });
+      const std::string w = fmt::format("checkpoint.entries[{}/{}/{}]", want.pod, want.container,
+                                        want.resource);
+      if (it == entries.end()) {
+        Fail(want.loc, w, "an entry", "absent; entries: " + show_all());
+      } else if (want.devices && Sorted(*want.devices) != it->devices) {
+        Fail(want.loc, w + ".devices", ListString(Sorted(*want.devices)), ListString(it->devices));
+      }
+    }
+    if (c.entries_exact && entries.size() != c.entries.size()) {
+      Fail(c.loc, "checkpoint.entries_exact", fmt::format("exactly {} entries", c.entries.size()),
+           show_all());
+    }
+    if (c.registered) {
+      std::map<std::string, std::vector<std::string>> got;
+      if (cp.data.registered_devices) {
+        for (const auto& [r, ids] : *cp.data.registered_devices) {
+          got[r] = ids ? Sorted(*ids) : std::vector<std::string>{};
+        }
+      }
+      std::map<std::string, std::vector<std::string>> want;
+      for (const auto& [r, ids] : *c.registered) want[r] = Sorted(ids);
+      if (got != want) {
+        auto show = [](const std::map<std::string, std::vector<std::string>>& m) {
+          std::string s;
+          for (const auto& [r, ids] : m) s += fmt::format("{}{}={}", s.empty() ? "" : " ", r, ListString(ids));
+          return "{" + s + "}";
+        };
+        Fail(c.loc, "checkpoint.registered", show(want), show(got));
+      }
+    }
+  }
+
+  void Calls(const CallsExpect& c) {
+    const auto& src = c.since_start ? o_.calls_since_start : o_.calls_since_step;
+    static const std::vector<nlohmann::json> kNone;
+    auto it = src.find(c.plugin);
+    const std::vector<nlohmann::json>& calls = it == src.end() ? kNone : it->second;
+    const std::string w = fmt::format("calls['{}']", c.plugin);
+    std::set<std::string> methods(c.methods.begin(), c.methods.end());
+    if (methods.empty()) {
+      for (const auto& ce : c.sequence) methods.insert(ce.method);
+    }
+    std::vector<const nlohmann::json*> considered;
+    for (const auto& j : calls) {
+      if (methods.count(j.value("method", ""))) considered.push_back(&j);
+    }
+    auto show = [&](size_t from) {
+      std::string s;
+      for (size_t i = from; i < considered.size() && i < from + 8; ++i) {
+        s += fmt::format("\n      {} {}", (*considered[i]).value("method", ""),
+                         (*considered[i]).value("args", nlohmann::json::object()).dump());
+      }
+      if (considered.size() > from + 8) s += fmt::format("\n      ... {} more", considered.size() - from - 8);
+      return s.empty() ? std::string(" (none)") : s;
+    };
+    size_t next = 0;
+    for (size_t i = 0; i < c.sequence.size(); ++i) {
+      const CallExpect& want = c.sequence[i];
+      bool found = false;
+      size_t j = next;
+      for (; j < considered.size(); ++j) {
+        const nlohmann::json& got = *considered[j];
+        const bool ok = got.value("method", "") == want.method &&
+                        (!want.args || JsonMatches(*want.args, got.value("args", nlohmann::json::object())));
+        if (ok) {
+          found = true;
+          break;
+        }
+        if (c.exact) break;
+      }
+      if (!found) {
+        Fail(want.loc, fmt::format("{}.sequence[{}]", w, i),
+             want.method + (want.args ? " " + want.args->dump() : ""),
+             fmt::format("calls{}{}", next ? fmt::format(" after #{}", next) : "", show(next)));
+        return;
+      }
+      next = j + 1;
+    }
+    if (c.exact && !c.sequence.empty() && next != considered.size()) {
+      Fail(c.loc, w, fmt::format("exactly {} call(s)", c.sequence.size()),
+           fmt::format("{} more after the sequence:{}", considered.size() - next, show(next)));
+    }
+    for (const auto& [m, n] : c.counts) {
+      int64_t got = 0;
+      for (const auto& j : calls) got += j.value("method", "") == m;
+      if (got != n) Fail(c.loc, fmt::format("{}.counts['{}']", w, m), Int(n), Int(got));
+    }
+  }
+
+  void Log(const Location& loc, const std::string& re) {
+    std::regex r(re, std::regex::ECMAScript);
+    for (const auto& l : o_.log_lines) {
+      if (std::regex_search(l, r)) return;
+    }
+    Fail(loc, "log", fmt::format("a devmgr log line matching /{}/", re),
+         fmt::format("none in the last {} lines", o_.log_lines.size()));
+  }
+
+ private:
+  const Observed& o_;
+  std::vector<Failure>* out_;
+};
+
+}  // namespace
+
+std::string ListString(const std::vector<std::string>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + v[i];
+  return s + "]";
+}
+
+const node::PodRecord* FindPod(const std::vector<node::PodRecord>& pods, const std::string& ref) {
+  const node::PodRecord* by_name = nullptr;
+  int named = 0;
+  // The latest record wins (a pod re-created with the same name).
+  for (auto it = pods.rbegin(); it != pods.rend(); ++it) {
+    const node::PodRecord& r = *it;
+    if (r.pod.uid == ref || r.pod.namespace_ + "/" + r.pod.name == ref) return &r;
+    if (r.pod.name == ref) {
+      if (by_name == nullptr) by_name = &r;
+      if (by_name->pod.namespace_ != r.pod.namespace_) ++named;
+    }
+  }
+  return named > 0 ? nullptr : by_name;
+}
+
+bool JsonMatches(const nlohmann::json& expected, const nlohmann::json& actual) {
+  if (expected.is_object()) {
+    if (expected.size() == 1 && expected.contains("regex") && expected["regex"].is_string()) {
+      if (!actual.is_string()) return false;
+      try {
+        return std::regex_match(actual.get<std::string>(),
+                                std::regex(expected["regex"].get<std::string>()));
+      } catch (const std::regex_error&) {
+        return false;
+      }
+    }
+    if (!actual.is_object()) return false;
+    for (auto it = expected.begin(); it != expected.end(); ++it) {
+      // A missing key reads as the proto default (Go omits empty fields).
+      const nlohmann::json got = actual.contains(it.key()) ? actual[it.key()] : nlohmann::json();
+      if (!actual.contains(it.key())) {
+        const nlohmann::json& e = it.value();
+        const bool default_ok = e.is_null() || (e.is_array() && e.empty()) ||
+                                (e.is_number() && e == 0) || (e.is_string() && e == "") ||
+                                (e.is_boolean() && !e.get<bool>());
+        if (default_ok) continue;
+        return false;
+      }
+      if (!JsonMatches(it.value(), got)) return false;
+    }
+    return true;
+  }
+  if (expected.is_array()) {
+    if (!actual.is_array() || actual.size() != expected.size()) return false;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      if (!JsonMatches(expected[i], actual[i])) return false;
+    }
+    return true;
+  }
+  if (expected.is_string() && actual.is_number()) return expected.get<std::string>() == actual.dump();
+  if (expected.is_number() && actual.is_string()) return expected.dump() == actual.get<std::string>();
+  if (expected.is_number() && actual.is_number()) return expected.dump() == actual.dump();
+  return expected == actual;
+}
+
+std::vector<Failure> CheckExpectations(const Expectations& e, const Observed& o) {
+  std::vector<Failure> out;
+  Checker c(o, &out);
+  for (const auto& r : e.resources) c.Resource(r);
+  for (const auto& p : e.pods) c.Pod(p);
+  if (e.disjoint) c.Disjoint(e.loc, *e.disjoint);
+  if (e.checkpoint) c.Checkpoint(*e.checkpoint);
+  for (const auto& calls : e.calls) c.Calls(calls);
+  for (const auto& [loc, re] : e.log) c.Log(loc, re);
+  return out;
+}
+
+}  // namespace devmgr::scenario

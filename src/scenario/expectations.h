@@ -1,0 +1,53 @@
+// Checking a step's expectations against what the runner observed. Pure
+// functions over plain data (Observed), so every matcher is unit-tested
+// without a node.
+#ifndef DEVMGR_SCENARIO_EXPECTATIONS_H_
+#define DEVMGR_SCENARIO_EXPECTATIONS_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "manager/manager.h"
+#include "nlohmann/json.hpp"
+#include "node/pod_manager.h"
+#include "node/status_file.h"
+#include "scenario/result.h"
+#include "scenario/scenario.h"
+
+namespace devmgr::scenario {
+
+// A snapshot of everything expectations can look at.
+struct Observed {
+  node::NodeResources node;                          // after a node-status pass
+  std::vector<manager::ResourceStatus> resources;    // manager Snapshot()
+  std::vector<node::PodRecord> pods;                 // admission order
+  std::vector<std::string> active_pod_uids;
+  std::vector<manager::PodAllocation> allocations;
+  std::optional<std::string> checkpoint_bytes;       // nullopt: no file
+  // Per plugin: the call-log records since the step started and since the
+  // plugin first started (the reference plugin's JSON lines, parsed).
+  std::map<std::string, std::vector<nlohmann::json>> calls_since_step;
+  std::map<std::string, std::vector<nlohmann::json>> calls_since_start;
+  std::vector<std::string> log_lines;                // recent devmgr log
+};
+
+// Finds a pod by UID, namespace/name or (unique) name.
+const node::PodRecord* FindPod(const std::vector<node::PodRecord>& pods, const std::string& ref);
+
+// Every failed expectation (empty: all hold).
+std::vector<Failure> CheckExpectations(const Expectations& e, const Observed& o);
+
+// JSON subset matching for call arguments: objects match when every
+// expected key matches; arrays when they have the same length and match
+// element-wise; {"regex": RE} matches a string by regex; numbers, strings,
+// booleans and null by equality (a string "2" also matches the number 2).
+bool JsonMatches(const nlohmann::json& expected, const nlohmann::json& actual);
+
+// ["a","b"] -> "[a b]" (Go's %v of a []string), for reports.
+std::string ListString(const std::vector<std::string>& v);
+
+}  // namespace devmgr::scenario
+
+#endif  // DEVMGR_SCENARIO_EXPECTATIONS_H_

@@ -1,0 +1,337 @@
+// Scenario: one `devmgr run` file as plain data. A scenario describes an
+// emulated node, the plugins to run against it and a list of steps, each
+// optionally followed by expectations. The YAML format is documented in
+// docs/scenarios.md; scenario_parser.h turns a file into these structs
+// (every field below was validated there, so the runner can trust it).
+#ifndef DEVMGR_SCENARIO_SCENARIO_H_
+#define DEVMGR_SCENARIO_SCENARIO_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "pod/pod.h"
+
+namespace devmgr::scenario {
+
+// A position in a scenario file (1-based line and column; 0: unknown).
+struct Location {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  // "file:line:col" (or just "file" when the position is unknown).
+  std::string ToString() const;
+};
+
+// A string expectation: an exact value, or (written `{regex: RE}`) an
+// ECMAScript regular expression that must match the whole string.
+struct StringMatcher {
+  std::string value;
+  bool regex = false;
+  bool Matches(const std::string& s) const;
+  // "\"value\"" or "regex /value/", for failure reports.
+  std::string Describe() const;
+};
+
+enum class PluginStart {
+  kAfterKubelet,   // default: once the emulated kubelet listens
+  kBeforeKubelet,  // before the kubelet starts (kubelet.sock absent)
+  kManual,         // only by a start_plugin step
+};
+
+struct PluginSpec {
+  std::string name;
+  Location loc;
+  // Exactly one kind of plugin:
+  //  - command: a shell command line (plus `args`, each shell-quoted);
+  //  - sample_plugin: the reference plugin with an inline config (YAML text
+  //    positioned as in the scenario file so that its errors point there),
+  //    run as `$DEVMGR_BIN sample-plugin`;
+  //  - external: already running; devmgr only waits for its registration
+  //    (of `resource`), or, with `socket`, registers it on its behalf.
+  std::string command;
+  std::vector<std::string> args;
+  std::string sample_plugin_config;
+  bool external = false;
+
+  std::map<std::string, std::string> env;
+  std::string working_dir;
+  bool private_mount = false;
+  // Extra bind mounts (host path, path inside) in the private namespace.
+  std::vector<std::pair<std::string, std::string>> binds;
+  PluginStart start = PluginStart::kAfterKubelet;
+
+  // The resource it registers (taken from the sample config when absent).
+  std::string resource;
+  // external + socket: the plugin's socket (absolute, or a file name in the
+  // device-plugin dir); devmgr sends the Register request itself.
+  std::string socket;
+  // Wait for the registration of `resource` after (re)starts.
+  bool wait_for_registration = true;
+  // A JSON-lines call log the plugin writes (the reference plugin's format);
+  // automatic for sample plugins. Relative paths are in the work dir.
+  std::string call_log;
+  // The reference plugin's control file (automatic for sample plugins).
+  std::string control;
+  // Whether the plugin re-registers after a kubelet restart (sample plugins:
+  // from their config; others: true).
+  bool reregisters = true;
+};
+
+// ---- expectations ----------------------------------------------------------
+
+struct ResourceExpect {
+  std::string resource;
+  Location loc;
+  std::optional<int64_t> capacity;
+  std::optional<int64_t> allocatable;
+  // Exact sets of device ids.
+  std::optional<std::vector<std::string>> healthy;
+  std::optional<std::vector<std::string>> unhealthy;
+  std::optional<std::vector<std::string>> allocated;
+  std::optional<int64_t> healthy_count;
+  std::optional<int64_t> unhealthy_count;
+  // Known to the device manager at all (endpoint or checkpoint placeholder).
+  std::optional<bool> registered;
+  // Has a live plugin connection (registered and not stopped).
+  std::optional<bool> connected;
+};
+
+struct DeviceExpect {
+  std::string resource;
+  Location loc;
+  std::optional<int64_t> count;
+  std::optional<std::vector<std::string>> ids;        // exact set
+  std::optional<std::vector<std::string>> subset_of;  // every id within
+  std::optional<std::vector<int64_t>> numa;           // the NUMA nodes used
+};
+
+struct KeyValueExpect {
+  std::vector<std::pair<std::string, StringMatcher>> entries;
+  bool exact = false;  // no other keys allowed
+};
+
+struct MountExpect {
+  std::optional<StringMatcher> container_path;
+  std::optional<StringMatcher> host_path;
+  std::optional<bool> read_only;
+};
+
+struct DeviceSpecExpect {
+  std::optional<StringMatcher> container_path;
+  std::optional<StringMatcher> host_path;
+  std::optional<StringMatcher> permissions;
+};
+
+struct ContainerExpect {
+  std::string name;
+  Location loc;
+  std::vector<DeviceExpect> devices;
+  // `devices: none`: no device of any resource.
+  bool no_devices = false;
+  std::optional<KeyValueExpect> envs;
+  std::optional<KeyValueExpect> annotations;
+  // Each listed item must be present (in this order when `*_exact`, and
+  // nothing else then).
+  std::optional<std::vector<MountExpect>> mounts;
+  bool mounts_exact = false;
+  std::optional<std::vector<DeviceSpecExpect>> device_specs;
+  bool device_specs_exact = false;
+  std::optional<std::vector<StringMatcher>> cdi_devices;
+  bool cdi_devices_exact = false;
+  // `options: none`: the device manager hands the runtime no options.
+  bool no_options = false;
+  std::optional<bool> running;
+  std::optional<int64_t> restart_count;
+  std::optional<StringMatcher> start_error;
+};
+
+struct PodExpect {
+  std::string ref;  // name, namespace/name or UID
+  Location loc;
+  std::optional<bool> exists;
+  std::optional<bool> admitted;
+  std::optional<std::string> phase;  // Pending, Running, Succeeded, Failed
+  std::optional<StringMatcher> reason;
+  std::optional<StringMatcher> message;
+  std::vector<ContainerExpect> containers;
+};
+
+struct CheckpointEntryExpect {
+  Location loc;
+  std::string pod;  // name, namespace/name or UID
+  std::string container;
+  std::string resource;
+  std::optional<std::vector<std::string>> devices;  // exact set
+};
+
+struct CheckpointExpect {
+  Location loc;
+  std::optional<bool> exists;
+  std::optional<bool> valid;  // parses and the checksum matches
+  std::optional<int64_t> entry_count;
+  std::vector<CheckpointEntryExpect> entries;
+  bool entries_exact = false;
+  // resource -> exact device set of registeredDevices.
+  std::optional<std::map<std::string, std::vector<std::string>>> registered;
+};
+
+struct CallExpect {
+  Location loc;
+  std::string method;
+  // A JSON subset the call's arguments must contain (objects: listed keys;
+  // arrays: same length, element-wise; strings may be {regex: RE}).
+  std::optional<nlohmann::json> args;
+};
+
+struct CallsExpect {
+  Location loc;
+  std::string plugin;
+  // Only calls received since the current step started (default), or since
+  // the plugin first started.
+  bool since_start = false;
+  // The sequence must appear in order; with `exact`, the considered calls
+  // (those whose method is in `methods`, by default the methods named in the
+  // sequence) must be exactly the sequence.
+  std::vector<CallExpect> sequence;
+  bool exact = false;
+  std::vector<std::string> methods;
+  std::map<std::string, int64_t> counts;  // method -> number of calls
+};
+
+struct Expectations {
+  Location loc;
+  std::vector<ResourceExpect> resources;
+  std::vector<PodExpect> pods;
+  // No device held by containers of two different active pods, for these
+  // resources (empty: every resource).
+  std::optional<std::vector<std::string>> disjoint;
+  std::optional<CheckpointExpect> checkpoint;
+  std::vector<CallsExpect> calls;
+  // Each must match (regex search) one of the recent devmgr log lines.
+  std::vector<std::pair<Location, std::string>> log;
+  // Real-time budget to keep re-checking until everything holds.
+  std::optional<absl::Duration> within;
+  bool empty() const {
+    return resources.empty() && pods.empty() && !disjoint && !checkpoint && calls.empty() &&
+           log.empty();
+  }
+};
+
+// ---- steps -----------------------------------------------------------------
+
+enum class StepKind {
+  kAdmit,
+  kDeletePod,
+  kSetPhase,
+  kRestartContainer,
+  kRestartKubelet,
+  kRebootNode,
+  kStartPlugin,
+  kStopPlugin,
+  kKillPlugin,
+  kPausePlugin,   // SIGSTOP
+  kResumePlugin,  // SIGCONT
+  kRestartPlugin,
+  kAdvanceClock,
+  kNodeStatus,
+  kWaitRegistration,
+  kWaitDevices,
+  kSetHealth,
+  kControl,
+  kDeleteCheckpoint,
+  kTruncateCheckpoint,
+  kCorruptCheckpoint,
+  kWriteCheckpoint,
+  kRun,
+  kCheck,  // expectations only
+};
+
+// The step's key in the YAML ("admit", "delete_pod", ...).
+const char* StepKindName(StepKind kind);
+
+struct Step {
+  StepKind kind = StepKind::kCheck;
+  Location loc;
+  std::string name;  // optional description
+  // Runs only under these kubelet profiles ("1.30", ..., "1.34+"); empty: all.
+  std::vector<std::string> versions;
+  std::optional<absl::Duration> timeout;
+
+  // kAdmit
+  pod::Pod pod;
+  // kDeletePod, kSetPhase, kRestartContainer
+  std::string pod_ref;
+  std::string container;
+  pod::Phase phase = pod::Phase::kSucceeded;
+  // plugin steps, kSetHealth, kControl, kWaitRegistration (optional)
+  std::string plugin;
+  // Plugin (re)starts, kubelet restart, node reboot: wait for registrations.
+  bool wait_for_registration = true;
+  // kAdvanceClock
+  absl::Duration advance = absl::ZeroDuration();
+  // kWaitRegistration, kWaitDevices
+  std::string resource;
+  std::optional<int64_t> count;  // registrations (kWaitRegistration)
+  std::optional<int64_t> capacity;
+  std::optional<int64_t> allocatable;
+  std::optional<int64_t> healthy;
+  // kSetHealth
+  std::string device;
+  std::string health;
+  bool wait = true;  // until the kubelet sees it
+  // kControl: one control-file line
+  std::string control_line;
+  // kTruncateCheckpoint
+  int64_t truncate_to = 0;
+  // kWriteCheckpoint
+  std::string content;
+  // kRun
+  std::string command;
+  int64_t expect_exit = 0;
+
+  Expectations expect;
+};
+
+// ---- the scenario ----------------------------------------------------------
+
+struct NodeSpec {
+  // Profiles to run the scenario under (each a separate run); empty: the
+  // --kubelet-version flag's (default 1.32).
+  std::vector<std::string> kubelet_versions;
+  // The device-plugin dir; empty: a fresh temp dir.
+  std::string dir;
+  bool plugins_registry = false;
+  bool fsync = false;
+  int64_t max_recv_msg_size = 4 * 1024 * 1024;
+  std::vector<int> numa_nodes = {0};
+  absl::Duration dial_timeout = absl::Seconds(5);
+};
+
+// Real-time limits (the virtual clock is separate and only moves on
+// advance_clock).
+struct Timeouts {
+  absl::Duration step = absl::Seconds(20);    // any single step
+  absl::Duration wait = absl::Seconds(10);    // registrations, device counts
+  absl::Duration expect = absl::Seconds(3);   // expectations to settle
+};
+
+struct Scenario {
+  std::string name;  // default: the file name without .yaml
+  std::string description;
+  std::string file;  // as given
+  std::string dir;   // the file's directory (relative paths resolve here)
+  NodeSpec node;
+  Timeouts timeouts;
+  std::vector<PluginSpec> plugins;
+  std::vector<Step> steps;
+};
+
+}  // namespace devmgr::scenario
+
+#endif  // DEVMGR_SCENARIO_SCENARIO_H_
