@@ -41,6 +41,15 @@ v1beta1::ListAndWatchResponse List(const std::vector<TDev>& devs) {
 
 TopologyHint H(NumaMask m, bool preferred) { return TopologyHint{m, preferred}; }
 
+}  // namespace
+
+void PrintTo(const TopologyHint& h, std::ostream* os) {
+  *os << "{" << (h.numa_node_affinity ? std::to_string(*h.numa_node_affinity) : "nil") << " "
+      << (h.preferred ? "true" : "false") << "}";
+}
+
+namespace {
+
 class FixedAffinity final : public TopologyAffinityStore {
  public:
   explicit FixedAffinity(NumaMask m) : m_(m) {}
@@ -203,7 +212,8 @@ TEST_F(TopologyHintsTest, ReusableDevicesRestrictTheMasks) {
   // Three devices: the two reusable ones plus one free on node 0.
   auto bigger = MakePod("p", {Ctr("app", {{kGpu, 3}})}, {Ctr("init", {{kGpu, 2}})});
   h = m_->GetTopologyHints(bigger, bigger.containers[0]);
-  EXPECT_THAT(*h[kGpu], ElementsAre(H(0b11, false)));
+  // Three devices need both nodes of the inventory: preferred.
+  EXPECT_THAT(*h[kGpu], ElementsAre(H(0b11, true)));
 }
 
 TEST_F(TopologyHintsTest, ReusableDeviceWithEmptyTopologyDiscardsEveryMask) {
