@@ -137,7 +137,7 @@ std::string JsonReport(const RunReport& report) {
   nlohmann::json j = {
       {"target", report.target},
       {"kubeletVersion", report.kubelet_version},
-      {"started", absl::FormatTime(absl::RFC3339_sec, report.started, absl::UTCTimeZone())},
+      {"started", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", report.started, absl::UTCTimeZone())},
       {"durationSeconds", absl::ToDoubleSeconds(report.duration)},
       {"passed", report.MustPassed()},
       {"summary",

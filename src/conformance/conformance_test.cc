@@ -1,0 +1,184 @@
+// The catalogue against the in-process reference plugin: the default
+// configuration passes every check, and each examples/broken/<id>.yaml
+// makes exactly check <id> fail (restart.plugin, whose defect is in how the
+// process is run, is covered by tests/e2e/conformance_restart_plugin.sh).
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <set>
+#include <string>
+
+#include "conformance/report.h"
+#include "conformance/runner.h"
+#include "conformance/target.h"
+#include "conformance/test_kubelet.h"
+#include "fmt/format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "plugin/config.h"
+#include "plugin/sample_plugin.h"
+
+namespace devmgr::conformance {
+namespace {
+
+std::string Example(const std::string& name) {
+  return std::string(DEVMGR_SOURCE_DIR) + "/examples/" + name;
+}
+
+// Short deadlines so that every check takes well under a few seconds.
+Timeouts FastTimeouts() {
+  Timeouts t;
+  t.rpc = absl::Seconds(2);
+  t.register_within = absl::Seconds(1);
+  t.serve_wait = absl::Seconds(1);
+  t.first_list_within = absl::Seconds(1);
+  t.observe = absl::Milliseconds(400);
+  t.prestart = absl::Seconds(1);
+  t.reregister_within = absl::Seconds(3);
+  t.stop_grace = absl::Seconds(1);
+  t.latency_budget = absl::Seconds(1);
+  t.latency_samples = 3;
+  return t;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/dmconf-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    WipeDirectory(path_).IgnoreError();
+    ::rmdir(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+RunReport RunAgainst(const std::string& config_path, const std::string& focus = "") {
+  absl::StatusOr<plugin::Config> config = plugin::LoadConfig(config_path);
+  EXPECT_TRUE(config.ok()) << config.status();
+  auto target = NewInProcessTarget(*config);
+  TempDir dir;
+  RunOptions o;
+  o.dir = dir.path();
+  o.timeouts = FastTimeouts();
+  o.focus = focus;
+  absl::StatusOr<RunReport> report = RunConformance(*target, o);
+  EXPECT_TRUE(report.ok()) << report.status();
+  return report.ok() ? *report : RunReport{};
+}
+
+std::set<std::string> Failed(const RunReport& r) {
+  std::set<std::string> out;
+  for (const auto& c : r.results) {
+    if (c.outcome.status == Status::kFail) out.insert(c.id);
+  }
+  return out;
+}
+
+TEST(ConformanceTest, ReferencePluginPassesEverything) {
+  RunReport r = RunAgainst(Example("sample-plugin.yaml"));
+  EXPECT_EQ(r.results.size(), Catalogue().size());
+  EXPECT_THAT(Failed(r), ::testing::IsEmpty()) << SummaryTable(r);
+  EXPECT_TRUE(r.MustPassed());
+  // Only checks that need something the default config does not have skip.
+  std::set<std::string> skipped;
+  for (const auto& c : r.results) {
+    if (c.outcome.status == Status::kSkip) skipped.insert(c.id);
+  }
+  EXPECT_EQ(skipped, (std::set<std::string>{"allocate.rejects-unhealthy", "prestart.timely"}))
+      << SummaryTable(r);
+}
+
+class BrokenConfigTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BrokenConfigTest, ExactlyThisCheckFails) {
+  const std::string id = GetParam();
+  RunReport r = RunAgainst(Example("broken/" + id + ".yaml"));
+  EXPECT_EQ(Failed(r), std::set<std::string>{id}) << SummaryTable(r);
+}
+
+std::vector<std::string> BrokenIds() {
+  std::vector<std::string> ids;
+  for (const auto& c : Catalogue()) {
+    if (c.id != "restart.plugin") ids.push_back(c.id);
+  }
+  return ids;
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalogue, BrokenConfigTest, ::testing::ValuesIn(BrokenIds()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string n = info.param;
+                           for (char& c : n) {
+                             if (c == '.' || c == '-') c = '_';
+                           }
+                           return n;
+                         });
+
+TEST(ConformanceTest, EveryCheckHasABrokenExample) {
+  for (const auto& c : Catalogue()) {
+    EXPECT_EQ(::access(Example("broken/" + c.id + ".yaml").c_str(), R_OK), 0) << c.id;
+  }
+}
+
+TEST(ConformanceTest, CatalogueIdsAreUniqueAndLevelled) {
+  std::set<std::string> ids;
+  for (const auto& c : Catalogue()) {
+    EXPECT_TRUE(ids.insert(c.id).second) << c.id;
+    EXPECT_FALSE(c.title.empty()) << c.id;
+  }
+}
+
+TEST(ConformanceTest, FocusAndSkipSelect) {
+  auto s = SelectChecks("^allocate\\.", "concurrent");
+  ASSERT_TRUE(s.ok());
+  for (const CheckInfo* c : *s) {
+    EXPECT_EQ(c->id.rfind("allocate.", 0), 0u);
+    EXPECT_NE(c->id, "allocate.concurrent");
+  }
+  auto d = SelectChecks("Disruptive", "");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->size(), 2u);
+  auto bad = SelectChecks("(", "");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ConformanceTest, SocketModeSkipsRegistrationChecks) {
+  absl::StatusOr<plugin::Config> config = plugin::LoadConfig(Example("sample-plugin.yaml"));
+  ASSERT_TRUE(config.ok());
+  TempDir dir;
+  // The plugin runs on its own, waiting for a kubelet.sock that never comes.
+  plugin::PluginOptions po;
+  po.dir = dir.path();
+  plugin::SamplePlugin p(*config, po);
+  ASSERT_TRUE(p.Start().ok());
+  auto target = NewSocketTarget(p.socket_path());
+  RunOptions o;
+  o.timeouts = FastTimeouts();
+  o.skip = "law.stream-open|law.no-resend|allocate.list-unchanged";
+  absl::StatusOr<RunReport> r = RunConformance(*target, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(Failed(*r), ::testing::IsEmpty()) << SummaryTable(*r);
+  for (const auto& c : r->results) {
+    if (c.id.rfind("registration.", 0) == 0 || c.id.rfind("restart.", 0) == 0) {
+      EXPECT_EQ(c.outcome.status, Status::kSkip) << c.id;
+    }
+  }
+  p.Stop();
+}
+
+TEST(ConformanceTest, SocketModeWithoutPluginIsAnEnvironmentError) {
+  auto target = NewSocketTarget("/tmp/devmgr-conformance-no-such.sock");
+  RunOptions o;
+  o.timeouts = FastTimeouts();
+  absl::StatusOr<RunReport> r = RunConformance(*target, o);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(r.status().message(),
+            "nothing accepts connections on /tmp/devmgr-conformance-no-such.sock");
+}
+
+}  // namespace
+}  // namespace devmgr::conformance
