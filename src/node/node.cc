@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/logging.h"
+#include "topology/config_text.h"
 
 namespace devmgr::node {
 
@@ -18,7 +19,41 @@ Node::Node(NodeOptions opts) : opts_(std::move(opts)) {
   mo.fsync = opts_.fsync;
   mo.numa_nodes = opts_.numa_nodes;
   mo.on_allocate_rpc = opts_.on_allocate_rpc;
+  // The topology manager first: the manager reads affinities from it, and
+  // it asks the manager for hints (the device manager is the first provider).
+  absl::StatusOr<std::vector<topology::NumaNode>> numa =
+      topology::MakeNumaTopology(opts_.numa_nodes, opts_.numa_distances);
+  if (numa.ok()) {
+    auto tm = topology::TopologyManager::Create(opts_.topology, *numa, opts_.profile);
+    if (tm.ok()) {
+      topology_ = std::move(*tm);
+    } else {
+      topology_status_ = tm.status();
+    }
+  } else {
+    topology_status_ = numa.status();
+  }
+  mo.affinity_store = topology_.get();
   manager_ = manager::NewManager(std::move(mo));
+  if (topology_ != nullptr) {
+    hint_providers_.push_back(
+        std::make_unique<topology::DeviceManagerHintProvider>(manager_.get()));
+    for (const topology::StaticProviderSpec& spec : opts_.topology_hint_providers) {
+      hint_providers_.push_back(std::make_unique<topology::StaticHintProvider>(spec));
+    }
+    for (auto& p : hint_providers_) topology_->AddHintProvider(p.get());
+  }
+}
+
+manager::AdmitResult Node::AdmitPod(const pod::Pod& pod) {
+  if (topology_ != nullptr && !topology_->is_none()) return topology_->Admit(pod);
+  return manager_->AdmitPod(pod);
+}
+
+std::optional<uint64_t> Node::NumaAffinity(const std::string& pod_uid,
+                                           const std::string& container_name) const {
+  if (topology_ == nullptr) return std::nullopt;
+  return topology_->GetAffinity(pod_uid, container_name);
 }
 
 Node::~Node() { Stop(); }
@@ -26,6 +61,8 @@ Node::~Node() { Stop(); }
 absl::Status Node::Start(manager::StartOptions start) {
   absl::MutexLock l(&mu_);
   if (started_) return absl::FailedPreconditionError("node already started");
+  // The kubelet fails to start on a bad topology-manager configuration.
+  if (!topology_status_.ok()) return topology_status_;
   transport::RegistrationServerOptions so;
   so.plugin_dir = opts_.plugin_dir;
   so.profile = opts_.profile;

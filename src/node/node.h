@@ -4,8 +4,10 @@
 #ifndef DEVMGR_NODE_NODE_H_
 #define DEVMGR_NODE_NODE_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,8 @@
 #include "common/profile.h"
 #include "manager/manager.h"
 #include "node/status_file.h"
+#include "topology/hint_provider.h"
+#include "topology/topology_manager.h"
 #include "transport/registration_server.h"
 
 namespace devmgr::node {
@@ -34,6 +38,14 @@ struct NodeOptions {
   // Passed to the manager (ManagerOptions::on_allocate_rpc): the alloc
   // duration metric.
   std::function<void(const std::string& resource, absl::Duration)> on_allocate_rpc;
+  // cadvisor's NUMA distances: one row per numa_nodes entry, each indexed
+  // by node id. Empty: unknown (prefer-closest-numa-nodes then fails).
+  std::vector<std::vector<uint64_t>> numa_distances;
+  // The topology manager: policy, scope, options (default: policy none).
+  topology::TopologyManagerConfig topology;
+  // Static hint providers after the device manager (stand-ins for the CPU
+  // and memory managers), in order.
+  std::vector<topology::StaticProviderSpec> topology_hint_providers;
 };
 
 // Thread-safe. Stop is idempotent and run by the destructor.
@@ -51,6 +63,16 @@ class Node {
   void Stop();
 
   manager::Manager& manager() { return *manager_; }
+  // The pod admit handler that allocates (section 6.1): the topology
+  // manager's Admit under a policy other than none, else the manager's
+  // none-policy AdmitPod.
+  manager::AdmitResult AdmitPod(const pod::Pod& pod);
+  // nullptr when the topology configuration was invalid (Start fails then).
+  topology::TopologyManager* topology_manager() { return topology_.get(); }
+  // The NUMA affinity stored for the container at admission (nullopt: none
+  // stored, a nil affinity, or policy none).
+  std::optional<uint64_t> NumaAffinity(const std::string& pod_uid,
+                                       const std::string& container_name) const;
   transport::RegistrationServer* server() { return server_.get(); }
   const NodeOptions& options() const { return opts_; }
 
@@ -62,6 +84,11 @@ class Node {
 
  private:
   const NodeOptions opts_;
+  // The topology manager outlives the manager, which reads affinities from
+  // it; its creation error is returned by Start.
+  absl::Status topology_status_;
+  std::unique_ptr<topology::TopologyManager> topology_;
+  std::vector<std::unique_ptr<topology::HintProvider>> hint_providers_;
   std::unique_ptr<manager::Manager> manager_;
   std::unique_ptr<transport::RegistrationServer> server_;
   mutable absl::Mutex mu_;

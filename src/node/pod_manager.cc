@@ -73,10 +73,11 @@ void PodManager::AdmitAndStart(Node* node, const std::string& uid, bool start_co
     absl::MutexLock l(&mu_);
     p = FindLocked(uid)->pod;
   }
-  const manager::AdmitResult r = node->manager().AdmitPod(p);
+  const manager::AdmitResult r = node->AdmitPod(p);
   {
     absl::MutexLock l(&mu_);
     PodRecord* rec = FindLocked(uid);
+    for (ContainerRecord& c : rec->containers) c.numa_affinity = node->NumaAffinity(uid, c.name);
     if (!r.admitted) {
       rec->phase = pod::Phase::kFailed;
       rec->reason = r.reason;

@@ -8,6 +8,7 @@
 #define DEVMGR_NODE_POD_MANAGER_H_
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -32,6 +33,10 @@ struct ContainerRecord {
   std::optional<manager::RunContainerOptions> run_options;
   // The error of the last start, e.g. a PreStartContainer failure.
   std::string start_error;
+  // The NUMA affinity the topology manager stored for the container at
+  // admission (bit i = node i); nullopt: none stored, a nil affinity
+  // ("any"), or policy none.
+  std::optional<uint64_t> numa_affinity;
 };
 
 struct PodRecord {

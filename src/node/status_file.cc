@@ -112,6 +112,14 @@ nlohmann::ordered_json PodsJson(const std::vector<PodRecord>& pods,
         }
       }
       jc["devices"] = std::move(devices);
+      // The topology manager's affinity for the container, as NUMA ids.
+      if (c.numa_affinity.has_value()) {
+        nlohmann::ordered_json ids = nlohmann::ordered_json::array();
+        for (int i = 0; i < 64; ++i) {
+          if ((*c.numa_affinity >> i) & 1) ids.push_back(i);
+        }
+        jc["numaAffinity"] = std::move(ids);
+      }
       if (c.run_options.has_value()) {
         jc["runtimeOptions"] = RunOptionsJson(*c.run_options);
       } else {
