@@ -26,6 +26,8 @@
 #include "node/pod_manager.h"
 #include "node/supervisor.h"
 #include "pod/static_pod_dir.h"
+#include "topology/config_text.h"
+#include "topology/topology_manager.h"
 
 namespace devmgr::cli {
 namespace {
@@ -46,6 +48,12 @@ struct ServeOptions {
   double exit_after_seconds = 0;
   std::string pod_manifest_path;
   double pod_manifest_poll_seconds = 1;
+  // NUMA layout and topology manager (docs/topology.md).
+  std::string numa_nodes = "0";
+  std::string numa_distances;
+  std::string topology_policy = "none";
+  std::string topology_scope = "container";
+  std::string topology_policy_options;
 };
 
 // Rewrites the status file when told something changed, and runs the
@@ -181,6 +189,37 @@ int RunServe(const ServeOptions& o) {
   no.profile = *profile;
   no.fsync = o.fsync;
   no.max_recv_msg_size = o.max_recv_msg_size;
+  {
+    auto ids = topology::ParseNumaNodeList(o.numa_nodes);
+    if (!ids.ok()) {
+      std::cerr << "devmgr serve: --numa-nodes: " << ids.status().message() << "\n";
+      return kExitUsage;
+    }
+    auto distances = topology::ParseNumaDistances(o.numa_distances);
+    if (!distances.ok()) {
+      std::cerr << "devmgr serve: --numa-distances: " << distances.status().message() << "\n";
+      return kExitUsage;
+    }
+    auto options = topology::ParsePolicyOptions(o.topology_policy_options);
+    if (!options.ok()) {
+      std::cerr << "devmgr serve: --topology-manager-policy-options: "
+                << options.status().message() << "\n";
+      return kExitUsage;
+    }
+    no.numa_nodes = *ids;
+    no.numa_distances = *distances;
+    no.topology.policy = o.topology_policy;
+    no.topology.scope = o.topology_scope;
+    no.topology.policy_options = *options;
+    // The kubelet refuses to start on a bad topology-manager configuration.
+    auto numa = topology::MakeNumaTopology(no.numa_nodes, no.numa_distances);
+    absl::Status valid = numa.status();
+    if (valid.ok()) valid = topology::TopologyManager::Create(no.topology, *numa, *profile).status();
+    if (!valid.ok()) {
+      std::cerr << "devmgr serve: topology manager: " << valid.message() << "\n";
+      return kExitUsage;
+    }
+  }
   node::Node n(no);
   node::PodManager pods(&n);
   if (absl::Status s = n.Start(pods.MakeStartOptions(/*node_rebooted=*/false)); !s.ok()) {
@@ -332,6 +371,19 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "Seconds between scans of --pod-manifest-path")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  sub->add_option("--numa-nodes", opts->numa_nodes,
+                  "The node's NUMA node ids, e.g. 0,1 (non-contiguous ids allowed, 0..63)")
+      ->capture_default_str();
+  sub->add_option("--numa-distances", opts->numa_distances,
+                  "NUMA distances for prefer-closest-numa-nodes: one row per --numa-nodes entry, "
+                  "rows separated by ';', each indexed by node id, e.g. \"10,20;20,10\"");
+  sub->add_option("--topology-manager-policy", opts->topology_policy,
+                  "none, best-effort, restricted or single-numa-node")
+      ->capture_default_str();
+  sub->add_option("--topology-manager-scope", opts->topology_scope, "container or pod")
+      ->capture_default_str();
+  sub->add_option("--topology-manager-policy-options", opts->topology_policy_options,
+                  "k=v,... e.g. prefer-closest-numa-nodes=true,max-allowable-numa-nodes=16");
   sub->callback([opts, exit_code] { *exit_code = RunServe(*opts); });
 }
 
