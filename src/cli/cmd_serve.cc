@@ -28,6 +28,7 @@
 #include "pod/static_pod_dir.h"
 #include "topology/config_text.h"
 #include "topology/topology_manager.h"
+#include "podresources/observability.h"
 
 namespace devmgr::cli {
 namespace {
@@ -54,6 +55,7 @@ struct ServeOptions {
   std::string topology_policy = "none";
   std::string topology_scope = "container";
   std::string topology_policy_options;
+  podresources::ObservabilityOptions observe;
 };
 
 // Rewrites the status file when told something changed, and runs the
@@ -183,7 +185,17 @@ int RunServe(const ServeOptions& o) {
   sigaddset(&sigs, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
+  // Metrics and the PodResources socket (docs/observability.md).
+  podresources::ObservabilityOptions observe_opts = o.observe;
+  observe_opts.force = o.force;
+  auto observe = podresources::Observability::Create(*profile, observe_opts);
+  if (!observe.ok()) {
+    std::cerr << "devmgr serve: --feature-gates: " << observe.status().message() << "\n";
+    return kExitUsage;
+  }
+
   node::NodeOptions no;
+  no.on_allocate_rpc = (*observe)->AllocateHook();
   no.plugin_dir = dir;
   no.registry_dir = registry_dir;
   no.profile = *profile;
@@ -228,6 +240,10 @@ int RunServe(const ServeOptions& o) {
   }
   DM_INFO("devmgr is serving the kubelet device-plugin API", {"socket", kubelet_sock},
           {"kubeletVersion", profile->name});
+  if (absl::Status s = (*observe)->Start(dir, &n, &pods); !s.ok()) {
+    std::cerr << "devmgr serve: " << s.message() << "\n";
+    return s.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitEnvironment;
+  }
 
   node::Supervisor sup;
   StatusLoop status(&n, &sup, &pods, o);
@@ -306,6 +322,7 @@ int RunServe(const ServeOptions& o) {
   }
   if (static_pods) static_pods->Stop();
   sup.Stop();
+  (void)(*observe)->Stop();  // serving ends; --metrics-file is written
   n.Stop();
   status.Stop();
   status.WriteNow();
@@ -371,6 +388,20 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "Seconds between scans of --pod-manifest-path")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  sub->add_option("--pod-resources-socket", opts->observe.pod_resources_socket,
+                  "Serve the PodResources v1 API (List, GetAllocatableResources, Get) on this "
+                  "unix socket; 'off' disables. Default: ROOT/pod-resources/kubelet.sock when "
+                  "--dir is ROOT/device-plugins, else the sibling DIR-pod-resources/kubelet.sock");
+  sub->add_option("--metrics-address", opts->observe.metrics_address,
+                  "Serve the kubelet's metrics (Prometheus text) at http://ADDRESS/metrics; "
+                  "port 0 picks a free port; 'off' disables")
+      ->capture_default_str()
+      ->each([opts](const std::string&) { opts->observe.metrics_address_explicit = true; });
+  sub->add_option("--metrics-file", opts->observe.metrics_file,
+                  "Write the metrics (Prometheus text) to this file when serve ends");
+  sub->add_option("--feature-gates", opts->observe.feature_gates,
+                  "Kubelet feature gates, e.g. KubeletPodResourcesGet=true (default: the "
+                  "--kubelet-version's defaults; see docs/observability.md)");
   sub->add_option("--numa-nodes", opts->numa_nodes,
                   "The node's NUMA node ids, e.g. 0,1 (non-contiguous ids allowed, 0..63)")
       ->capture_default_str();

@@ -18,6 +18,7 @@ inline constexpr int kExitEnvironment = 3;  // sockets, permissions, missing too
 void AddServeCommand(CLI::App& app, int* exit_code);
 void AddSamplePluginCommand(CLI::App& app, int* exit_code);
 void AddCheckpointCommand(CLI::App& app, int* exit_code);
+void AddPodResourcesCommand(CLI::App& app, int* exit_code);
 void AddConformanceCommand(CLI::App& app, int* exit_code);
 void AddRunCommand(CLI::App& app, int* exit_code);
 

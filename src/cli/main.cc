@@ -14,6 +14,7 @@ constexpr AddFn kCommands[] = {
     devmgr::cli::AddServeCommand,
     devmgr::cli::AddSamplePluginCommand,
     devmgr::cli::AddCheckpointCommand,
+    devmgr::cli::AddPodResourcesCommand,
     devmgr::cli::AddConformanceCommand,
     devmgr::cli::AddRunCommand,
 };

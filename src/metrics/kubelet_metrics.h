@@ -1,0 +1,112 @@
+// The kubelet metrics devmgr reproduces, with the kubelet's names, labels,
+// HELP texts, stability levels and buckets (shared/kubelet-device-manager.md
+// sections 10 and 9.2): device-plugin registrations and Allocate durations,
+// the PodResources endpoint counters, and the topology manager's admission
+// metrics.
+#ifndef DEVMGR_METRICS_KUBELET_METRICS_H_
+#define DEVMGR_METRICS_KUBELET_METRICS_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "absl/time/time.h"
+#include "metrics/registry.h"
+
+namespace devmgr::metrics {
+
+inline constexpr char kRegistrationTotal[] = "kubelet_device_plugin_registration_total";
+inline constexpr char kAllocDuration[] = "kubelet_device_plugin_alloc_duration_seconds";
+inline constexpr char kPodResourcesRequestsTotal[] = "kubelet_pod_resources_endpoint_requests_total";
+inline constexpr char kPodResourcesRequestsList[] = "kubelet_pod_resources_endpoint_requests_list";
+inline constexpr char kPodResourcesRequestsGetAllocatable[] =
+    "kubelet_pod_resources_endpoint_requests_get_allocatable";
+inline constexpr char kPodResourcesRequestsGet[] = "kubelet_pod_resources_endpoint_requests_get";
+inline constexpr char kPodResourcesErrorsList[] = "kubelet_pod_resources_endpoint_errors_list";
+inline constexpr char kPodResourcesErrorsGetAllocatable[] =
+    "kubelet_pod_resources_endpoint_errors_get_allocatable";
+inline constexpr char kPodResourcesErrorsGet[] = "kubelet_pod_resources_endpoint_errors_get";
+inline constexpr char kTopologyAdmissionRequests[] = "kubelet_topology_manager_admission_requests_total";
+inline constexpr char kTopologyAdmissionErrors[] = "kubelet_topology_manager_admission_errors_total";
+inline constexpr char kTopologyAdmissionDuration[] = "kubelet_topology_manager_admission_duration_ms";
+inline constexpr char kAlignedComputeResources[] = "kubelet_container_aligned_compute_resources_count";
+
+enum class PodResourcesMethod { kList, kGetAllocatableResources, kGet };
+
+struct KubeletMetricsOptions {
+  // The kubelet registers the PodResources Get counters only when the
+  // KubeletPodResourcesGet gate is on.
+  bool pod_resources_get = false;
+  // 1.32+: kubelet_container_aligned_compute_resources_count exists.
+  bool aligned_compute_resources = true;
+};
+
+// Thread-safe.
+class KubeletMetrics {
+ public:
+  explicit KubeletMetrics(KubeletMetricsOptions opts = {});
+
+  // ---- device manager ----
+  // One Register RPC (counted before validation, with the name as sent).
+  void CountRegistration(const std::string& resource);
+  // Mirrors registration counts kept elsewhere (e.g. the registration
+  // server's RegistrationCounts()) at every render; replaces the counter
+  // values for the names it returns. Empty function: none.
+  void SetRegistrationCountsSource(std::function<std::map<std::string, int64_t>()> source);
+  // One Allocate RPC (failed ones included).
+  void ObserveAllocDuration(const std::string& resource, absl::Duration d);
+
+  // ---- PodResources server ("v1") ----
+  // requests_total and the per-method requests counter.
+  void CountPodResourcesRequest(PodResourcesMethod m, const std::string& version = "v1");
+  void CountPodResourcesError(PodResourcesMethod m, const std::string& version = "v1");
+
+  // ---- topology manager (call these from its Admit) ----
+  // Every Admit, all policies.
+  void CountTopologyAdmissionRequest();
+  // A rejection, or an allocation error during admission.
+  void CountTopologyAdmissionError();
+  // The admission's duration (rendered in milliseconds).
+  void ObserveTopologyAdmissionDuration(absl::Duration d);
+  // 1.32+, single-numa-node only, on a successful admit: scope "container"
+  // or "pod", boundary "numa_node". No-op when not registered.
+  void CountAlignedComputeResources(const std::string& scope, const std::string& boundary);
+
+  Registry& registry() { return registry_; }
+  // The text exposition format (what /metrics serves).
+  std::string Render() const { return registry_.Render(); }
+
+  // Accessors for tests and scenario expectations.
+  double RegistrationCount(const std::string& resource) const;
+  uint64_t AllocCount(const std::string& resource) const;
+
+ private:
+  const KubeletMetricsOptions opts_;
+  Registry registry_;
+  CounterVec* registration_;
+  HistogramVec* alloc_duration_;
+  CounterVec* pr_requests_total_;
+  CounterVec* pr_requests_list_;
+  CounterVec* pr_requests_get_allocatable_;
+  CounterVec* pr_requests_get_ = nullptr;
+  CounterVec* pr_errors_list_;
+  CounterVec* pr_errors_get_allocatable_;
+  CounterVec* pr_errors_get_ = nullptr;
+  CounterVec* topo_requests_;
+  CounterVec* topo_errors_;
+  HistogramVec* topo_duration_;
+  CounterVec* aligned_ = nullptr;
+  absl::Mutex source_mu_;
+  std::function<std::map<std::string, int64_t>()> registration_source_
+      ABSL_GUARDED_BY(source_mu_);
+};
+
+// A process-wide instance (the kubelet's legacy registry), created on first
+// use with default options. Components that are not handed an instance
+// (e.g. the topology manager) record here.
+KubeletMetrics& DefaultKubeletMetrics();
+
+}  // namespace devmgr::metrics
+
+#endif  // DEVMGR_METRICS_KUBELET_METRICS_H_

@@ -1,0 +1,44 @@
+// What the kubelet's PodResources v1 server does differently per version and
+// feature gate (shared/kubelet-device-manager.md section 1.3).
+#ifndef DEVMGR_PODRESOURCES_OPTIONS_H_
+#define DEVMGR_PODRESOURCES_OPTIONS_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/profile.h"
+
+namespace devmgr::podresources {
+
+inline constexpr char kGetGate[] = "KubeletPodResourcesGet";
+inline constexpr char kListActivePodsGate[] = "KubeletPodResourcesListUseActivePods";
+inline constexpr char kSidecarGate[] = "SidecarContainers";
+
+// The kubelet's socket name under <root-dir>/pod-resources.
+inline constexpr char kSocketName[] = "kubelet.sock";
+
+struct Options {
+  // KubeletPodResourcesGet: alpha (default off) 1.27-1.33, beta (on) 1.34+.
+  // Off: Get fails with "PodResources API Get method disabled", and the
+  // kubelet does not even register the Get metrics.
+  bool get_enabled = false;
+  // KubeletPodResourcesListUseActivePods: off before 1.34 (List returns
+  // every pod the pod manager knows, terminated ones included, until they
+  // are deleted), on (deprecated gate) in 1.34+: active pods only.
+  bool list_active_pods_only = false;
+  // SidecarContainers (beta, on since 1.29): restartable init containers
+  // are listed before the regular ones.
+  bool sidecar_containers = true;
+};
+
+// The defaults of a kubelet version.
+Options OptionsForProfile(const Profile& profile);
+
+// Applies a kubelet --feature-gates value ("A=true,B=false") for the gates
+// above. Errors use component-base's texts ("unrecognized feature gate:
+// %s", "missing bool value for %s", "invalid value of %s=%s, err: %v").
+absl::Status ApplyFeatureGates(const std::string& spec, Options* opts);
+
+}  // namespace devmgr::podresources
+
+#endif  // DEVMGR_PODRESOURCES_OPTIONS_H_

@@ -1,0 +1,40 @@
+#include "podresources/options.h"
+
+#include "gtest/gtest.h"
+
+namespace devmgr::podresources {
+namespace {
+
+TEST(OptionsTest, ProfileDefaults) {
+  for (const char* v : {"1.30", "1.31", "1.32", "1.33"}) {
+    Options o = OptionsForProfile(*ProfileForVersion(v));
+    EXPECT_FALSE(o.get_enabled) << v;
+    EXPECT_FALSE(o.list_active_pods_only) << v;
+    EXPECT_TRUE(o.sidecar_containers) << v;
+  }
+  Options o = OptionsForProfile(*ProfileForVersion("1.34"));
+  EXPECT_TRUE(o.get_enabled);
+  EXPECT_TRUE(o.list_active_pods_only);
+}
+
+TEST(OptionsTest, FeatureGates) {
+  Options o;
+  ASSERT_TRUE(ApplyFeatureGates("KubeletPodResourcesGet=true, "
+                                "KubeletPodResourcesListUseActivePods=T",
+                                &o)
+                  .ok());
+  EXPECT_TRUE(o.get_enabled);
+  EXPECT_TRUE(o.list_active_pods_only);
+  ASSERT_TRUE(ApplyFeatureGates("KubeletPodResourcesGet=0", &o).ok());
+  EXPECT_FALSE(o.get_enabled);
+  ASSERT_TRUE(ApplyFeatureGates("", &o).ok());
+  EXPECT_EQ(ApplyFeatureGates("Nope=true", &o).message(), "unrecognized feature gate: Nope");
+  EXPECT_EQ(ApplyFeatureGates("KubeletPodResourcesGet", &o).message(),
+            "missing bool value for KubeletPodResourcesGet");
+  EXPECT_EQ(ApplyFeatureGates("KubeletPodResourcesGet=yes", &o).message(),
+            "invalid value of KubeletPodResourcesGet=yes, err: strconv.ParseBool: parsing "
+            "\"yes\": invalid syntax");
+}
+
+}  // namespace
+}  // namespace devmgr::podresources
