@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "gmock/gmock.h"
@@ -197,6 +198,24 @@ devices:
   StartNode("1.32", "", 16 * 1024 * 1024);
   auto p2 = StartPlugin(big);
   ASSERT_TRUE(changes_.WaitFor([&] { return Find(*node_, "example.com/nic").capacity == 120000; }));
+}
+
+TEST_F(RegistrationTest, DeviceIdsAreArbitraryBytes) {
+  // Real plugins send IDs with control bytes, NUL, and even invalid UTF-8,
+  // which the kubelet's gogo-generated code accepts as is.
+  StartNode();
+  auto p = StartPlugin(kFourGpus);
+  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 4, 4));
+  const std::string odd[] = {std::string("ctl\x01\x1f"), std::string("nul\0x", 5),
+                             std::string("bad\xff\xfeutf8"), std::string("eq=sign")};
+  std::vector<plugin::DeviceConfig> devices;
+  for (const std::string& id : odd) devices.push_back({.id = id});
+  std::vector<std::string> want(std::begin(odd), std::end(odd));
+  std::sort(want.begin(), want.end());
+  p->SetDevices(devices);
+  EXPECT_TRUE(changes_.WaitFor([&] { return Find(*node_, "example.com/gpu").healthy == want; }))
+      << ::testing::PrintToString(Find(*node_, "example.com/gpu").healthy);
+  EXPECT_EQ(Find(*node_, "example.com/gpu").allocatable, 4);
 }
 
 TEST_F(RegistrationTest, PluginWatcherRegistration) {
