@@ -515,7 +515,7 @@ bool JsonMatches(const nlohmann::json& expected, const nlohmann::json& actual) {
     if (expected.size() == 1 && expected.contains("regex") && expected["regex"].is_string()) {
       if (!actual.is_string()) return false;
       try {
-        return std::regex_match(actual.get<std::string>(),
+        return std::regex_search(actual.get<std::string>(),
                                 std::regex(expected["regex"].get<std::string>()));
       } catch (const std::regex_error&) {
         return false;

@@ -6,6 +6,11 @@
 #include "scenario/scenario_parser.h"
 
 namespace devmgr::scenario {
+
+void PrintTo(const Failure& f, std::ostream* os) {
+  *os << f.loc.ToString() << ": " << f.what << " expected " << f.expected << " actual " << f.actual;
+}
+
 namespace {
 
 using ::testing::HasSubstr;

@@ -62,7 +62,7 @@ PluginHost::PluginHost(const PluginSpec& spec, const HostEnv& env) : spec_(spec)
     config_path_ = base + ".yaml";
     control_ = base + ".control";
     call_log_ = base + ".calls.jsonl";
-    command_ = fmt::format("exec {} sample-plugin --config {} --dir {} --control {} --call-log {}",
+    command_ = fmt::format("{} sample-plugin --config {} --dir {} --control {} --call-log {}",
                            ShellQuote(env_.devmgr_bin), ShellQuote(config_path_),
                            ShellQuote(env_.plugin_dir), ShellQuote(control_),
                            ShellQuote(call_log_));
@@ -143,7 +143,10 @@ void PluginHost::Signal(int sig) {
   if (sig == SIGCONT) paused_ = false;
 }
 
-bool PluginHost::running() const { return process_ && process_->running(); }
+bool PluginHost::running() const {
+  // running() alone does not notice an exit nobody waited for.
+  return process_ && !process_->WaitExit(absl::ZeroDuration());
+}
 
 absl::Status PluginHost::Control(const std::string& line) {
   if (control_.empty()) {
@@ -191,7 +194,7 @@ std::vector<std::string> PluginHost::OutputTail(size_t n) const {
 std::string PluginHost::Describe() const {
   if (spec_.external) return "external";
   if (!process_) return "not started";
-  if (process_->running()) {
+  if (running()) {
     return fmt::format("pid {}, {}", process_->pid(), paused_ ? "stopped (SIGSTOP)" : "running");
   }
   const std::optional<int> code = process_->exit_code();

@@ -32,6 +32,15 @@ constexpr absl::Duration kPoll = absl::Milliseconds(20);
 
 std::string Secs(absl::Duration d) { return fmt::format("{:.2f}s", absl::ToDoubleSeconds(d)); }
 
+// devmgr's recent log lines without their line ends.
+std::vector<std::string> RecentLogLines(size_t n) {
+  std::vector<std::string> lines = log::RecentLines(n);
+  for (std::string& l : lines) {
+    while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+  }
+  return lines;
+}
+
 absl::Status EnvError(const std::string& msg) { return absl::UnavailableError(msg); }
 
 // A step failure that is the environment's fault (exit code 3).
@@ -170,7 +179,7 @@ class Run {
   }
 
   void CollectEvidence() {
-    result_.log_tail = log::RecentLines(opts_.log_tail_lines);
+    result_.log_tail = RecentLogLines(opts_.log_tail_lines);
     for (const auto& h : hosts_) {
       if (h->spec().external) continue;
       std::vector<std::string> tail = h->OutputTail(opts_.output_tail_lines);
@@ -247,8 +256,11 @@ class Run {
       if (h->spec().start != PluginStart::kBeforeKubelet || h->spec().external) continue;
       if (absl::Status s = StartHost(*h, /*wait=*/false); !s.ok()) return s;
     }
-    if (absl::Status s = StartNode(manager::StartOptions{}); !s.ok()) return s;
+    node_ = MakeNode();
     pods_ = std::make_unique<node::PodManager>(node_.get());
+    if (absl::Status s = node_->Start(pods_->MakeStartOptions(/*node_rebooted=*/false)); !s.ok()) {
+      return EnvError(fmt::format("the emulated kubelet did not start: {}", std::string(s.message())));
+    }
     for (auto& h : hosts_) {
       const PluginSpec& p = h->spec();
       if (p.external) {
@@ -872,7 +884,7 @@ class Run {
       o.calls_since_start[c.plugin] = h->Calls();
       o.calls_since_step[c.plugin] = h->CallsSinceMark();
     }
-    if (!e.log.empty()) o.log_lines = log::RecentLines(200);
+    if (!e.log.empty()) o.log_lines = RecentLogLines(200);
     return o;
   }
 

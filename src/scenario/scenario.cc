@@ -14,7 +14,7 @@ std::string Location::ToString() const {
 bool StringMatcher::Matches(const std::string& s) const {
   if (!regex) return s == value;
   try {
-    return std::regex_match(s, std::regex(value, std::regex::ECMAScript));
+    return std::regex_search(s, std::regex(value, std::regex::ECMAScript));
   } catch (const std::regex_error&) {
     return false;  // validated by the parser
   }

@@ -29,7 +29,8 @@ struct Location {
 };
 
 // A string expectation: an exact value, or (written `{regex: RE}`) an
-// ECMAScript regular expression that must match the whole string.
+// ECMAScript regular expression searched for in the string (anchor it with
+// ^...$ to match the whole string).
 struct StringMatcher {
   std::string value;
   bool regex = false;

@@ -651,13 +651,15 @@ class Parser {
     }
     DEVMGR_RETURN_IF_ERROR(CheckKeys(s, kStepCommonKeys, "a step", kStepActions));
     YAML::Node action_key;
+    std::string action;
     for (auto it = s.begin(); it != s.end(); ++it) {
       const std::string k = it->first.Scalar();
       if (!Contains(kStepActions, k)) continue;
-      if (action_key) {
+      if (!action.empty()) {
         return Error(it->first, fmt::format("a step has exactly one action; found '{}' and '{}'",
-                                            action_key.Scalar(), k));
+                                            action, k));
       }
+      action = k;
       action_key = it->first;
     }
     if (s["name"]) DEVMGR_RETURN_IF_ERROR(String(s["name"], "step name", &step->name));
@@ -668,7 +670,7 @@ class Parser {
       step->timeout = d;
     }
     if (s["expect"]) DEVMGR_RETURN_IF_ERROR(ParseExpect(s["expect"], sc, &step->expect));
-    if (!action_key) {
+    if (action.empty()) {
       if (!s["expect"]) {
         return Error(s, fmt::format("a step needs an action ({}) or expect:",
                                     "admit, delete_pod, restart_kubelet, ..."));
@@ -676,7 +678,6 @@ class Parser {
       step->kind = StepKind::kCheck;
       return absl::OkStatus();
     }
-    const std::string action = action_key.Scalar();
     for (size_t i = 0; i < kStepActions.size(); ++i) {
       if (kStepActions[i] == action) step->kind = kStepKinds[i];
     }
@@ -1010,13 +1011,18 @@ class Parser {
   }
 
   // Reads `name` or `name_exact` (not both).
+  // Reads `name` or `name_exact` (not both); *found tells whether either is there.
   absl::Status Exactable(const YAML::Node& v, const std::string& name, YAML::Node* out,
-                         bool* exact) const {
+                         bool* exact, bool* found) const {
     const std::string ex = name + "_exact";
     if (v[name] && v[ex]) return Error(v[ex], fmt::format("give {} or {}, not both", name, ex));
     *exact = static_cast<bool>(v[ex]);
-    if (v[ex]) *out = v[ex];
-    else if (v[name]) *out = v[name];
+    *found = v[ex] || v[name];
+    if (v[ex]) {
+      *out = v[ex];
+    } else if (v[name]) {
+      *out = v[name];
+    }
     return absl::OkStatus();
   }
 
@@ -1040,19 +1046,17 @@ class Parser {
         }
       }
     }
-    YAML::Node n;
-    bool exact = false;
-    DEVMGR_RETURN_IF_ERROR(Exactable(v, "envs", &n, &exact));
-    if (n) DEVMGR_RETURN_IF_ERROR(KeyValues(n, "envs", exact, &c->envs));
-    n = YAML::Node();
-    DEVMGR_RETURN_IF_ERROR(Exactable(v, "annotations", &n, &exact));
-    if (n) DEVMGR_RETURN_IF_ERROR(KeyValues(n, "annotations", exact, &c->annotations));
-    n = YAML::Node();
-    DEVMGR_RETURN_IF_ERROR(Exactable(v, "mounts", &n, &c->mounts_exact));
-    if (n) {
-      DEVMGR_RETURN_IF_ERROR(ExpectSeq(n, "mounts"));
+    YAML::Node n1, n2, n3, n4, n5;  // distinct: assigning a bound YAML::Node rewrites it
+    bool exact = false, found = false;
+    DEVMGR_RETURN_IF_ERROR(Exactable(v, "envs", &n1, &exact, &found));
+    if (found) DEVMGR_RETURN_IF_ERROR(KeyValues(n1, "envs", exact, &c->envs));
+    DEVMGR_RETURN_IF_ERROR(Exactable(v, "annotations", &n2, &exact, &found));
+    if (found) DEVMGR_RETURN_IF_ERROR(KeyValues(n2, "annotations", exact, &c->annotations));
+    DEVMGR_RETURN_IF_ERROR(Exactable(v, "mounts", &n3, &c->mounts_exact, &found));
+    if (found) {
+      DEVMGR_RETURN_IF_ERROR(ExpectSeq(n3, "mounts"));
       std::vector<MountExpect> ms;
-      for (const YAML::Node& m : n) {
+      for (const YAML::Node& m : n3) {
         DEVMGR_RETURN_IF_ERROR(ExpectMap(m, "a mount"));
         DEVMGR_RETURN_IF_ERROR(
             CheckKeys(m, {"container_path", "host_path", "read_only"}, "a mount"));
@@ -1066,12 +1070,11 @@ class Parser {
       }
       c->mounts = std::move(ms);
     }
-    n = YAML::Node();
-    DEVMGR_RETURN_IF_ERROR(Exactable(v, "device_specs", &n, &c->device_specs_exact));
-    if (n) {
-      DEVMGR_RETURN_IF_ERROR(ExpectSeq(n, "device_specs"));
+    DEVMGR_RETURN_IF_ERROR(Exactable(v, "device_specs", &n4, &c->device_specs_exact, &found));
+    if (found) {
+      DEVMGR_RETURN_IF_ERROR(ExpectSeq(n4, "device_specs"));
       std::vector<DeviceSpecExpect> ds;
-      for (const YAML::Node& m : n) {
+      for (const YAML::Node& m : n4) {
         DEVMGR_RETURN_IF_ERROR(ExpectMap(m, "a device spec"));
         DEVMGR_RETURN_IF_ERROR(
             CheckKeys(m, {"container_path", "host_path", "permissions"}, "a device spec"));
@@ -1087,12 +1090,11 @@ class Parser {
       }
       c->device_specs = std::move(ds);
     }
-    n = YAML::Node();
-    DEVMGR_RETURN_IF_ERROR(Exactable(v, "cdi_devices", &n, &c->cdi_devices_exact));
-    if (n) {
-      DEVMGR_RETURN_IF_ERROR(ExpectSeq(n, "cdi_devices"));
+    DEVMGR_RETURN_IF_ERROR(Exactable(v, "cdi_devices", &n5, &c->cdi_devices_exact, &found));
+    if (found) {
+      DEVMGR_RETURN_IF_ERROR(ExpectSeq(n5, "cdi_devices"));
       std::vector<StringMatcher> cd;
-      for (const YAML::Node& m : n) {
+      for (const YAML::Node& m : n5) {
         StringMatcher sm;
         DEVMGR_RETURN_IF_ERROR(Matcher(m, "cdi_devices entries", &sm));
         cd.push_back(std::move(sm));

@@ -77,7 +77,7 @@ TEST(ScenarioParser, FullScenario) {
   EXPECT_EQ(admit.kind, StepKind::kAdmit);
   EXPECT_EQ(admit.pod.name, "p");
   EXPECT_EQ(admit.pod.containers[0].limits.at("example.com/gpu"), 1);
-  EXPECT_EQ(admit.loc.ToString(), "dir/demo.yaml:9:5");
+  EXPECT_EQ(admit.loc.ToString(), "dir/demo.yaml:12:5");
   ASSERT_EQ(admit.expect.pods.size(), 1u);
   const ContainerExpect& c = admit.expect.pods[0].containers[0];
   EXPECT_EQ(c.devices[0].count, 1);
@@ -120,7 +120,7 @@ TEST(ScenarioParser, InlineSamplePluginErrorsPointIntoTheScenario) {
 steps:
   - node_status:
 )";
-  EXPECT_EQ(Err(text), "s.yaml:5:7: unknown key 'devcies' (did you mean 'devices'?)");
+  EXPECT_EQ(Err(text), "s.yaml:5:7: unknown key 'devcies' in the config (did you mean 'devices'?)");
 }
 
 TEST(ScenarioParser, InlinePodErrorsPointIntoTheScenario) {
@@ -146,7 +146,7 @@ TEST(ScenarioParser, WrongTypesAreErrors) {
   EXPECT_EQ(Err("node: {fsync: yes please}\nsteps: []\n"),
             "s.yaml:1:15: node.fsync must be true or false");
   EXPECT_EQ(Err("steps:\n  - check:\n    expect: {resources: {r: {capacity: two}}}\n"),
-            "s.yaml:3:37: capacity must be an integer");
+            "s.yaml:3:40: capacity must be an integer");
   EXPECT_EQ(Err("steps: {}\n"), "s.yaml:1:8: steps must be a list");
   EXPECT_EQ(Err("steps:\n  - restart_kubelet: now\n"),
             "s.yaml:2:22: restart_kubelet takes no value or a mapping");
@@ -162,7 +162,7 @@ TEST(ScenarioParser, StepsNeedExactlyOneAction) {
 
 TEST(ScenarioParser, UnknownPluginsAndMethods) {
   EXPECT_EQ(Err(std::string(kPlugin) + "steps:\n  - kill_plugin: gpuu\n"),
-            "s.yaml:9:20: unknown plugin 'gpuu' (did you mean 'gpu'?)");
+            "s.yaml:9:18: unknown plugin 'gpuu' (did you mean 'gpu'?)");
   EXPECT_EQ(Err(std::string(kPlugin) + "steps:\n  - check:\n    expect: {calls: {gpu: [Alocate]}}\n"),
             "s.yaml:10:28: unknown method 'Alocate' (did you mean 'Allocate'?)");
 }
