@@ -109,6 +109,8 @@ class ManagerImpl final : public Manager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // ---- topology_hints.cc ----
+  // setPodPendingAdmission (1.30/1.31 profiles only).
+  void MarkPendingAdmission(const std::string& pod_uid) ABSL_LOCKS_EXCLUDED(mu_);
   // generateDeviceTopologyHints.
   std::vector<TopologyHint> GenerateDeviceTopologyHintsLocked(const std::string& resource_name,
                                                               const DeviceSet& available,

@@ -47,6 +47,13 @@ void IterateNumaMasks(const std::vector<int>& nodes, const std::function<void(Nu
 
 int MaskCount(NumaMask mask) { return std::popcount(mask); }
 
+void ManagerImpl::MarkPendingAdmission(const std::string& pod_uid) {
+  // 1.30/1.31: like Allocate, the hint calls record the pod being admitted
+  // so that the garbage collection below does not drop it.
+  absl::MutexLock l(&mu_);
+  if (opts_.profile.pending_admission_pod_active) pending_admission_pod_ = pod_uid;
+}
+
 std::vector<TopologyHint> ManagerImpl::GenerateDeviceTopologyHintsLocked(
     const std::string& resource_name, const DeviceSet& available, const DeviceSet& reusable,
     int request) const {
@@ -101,6 +108,7 @@ std::vector<TopologyHint> ManagerImpl::GenerateDeviceTopologyHintsLocked(
 
 TopologyHints ManagerImpl::GetTopologyHints(const pod::Pod& pod,
                                             const pod::Container& container) {
+  MarkPendingAdmission(pod.uid);
   // Garbage-collect stranded devices first.
   UpdateAllocatedDevices();
   std::map<std::string, int> requests;
@@ -162,6 +170,7 @@ TopologyHints ManagerImpl::GetTopologyHints(const pod::Pod& pod,
 }
 
 TopologyHints ManagerImpl::GetPodTopologyHints(const pod::Pod& pod) {
+  MarkPendingAdmission(pod.uid);
   UpdateAllocatedDevices();
   std::map<std::string, int> requests;
   for (const auto& [resource, quantity] : pod::PodLimits(pod)) {

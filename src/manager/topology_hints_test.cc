@@ -319,6 +319,34 @@ TEST_F(TopologyHintsTest, PodHintsRegenerateFromThePodsDevices) {
   EXPECT_THAT(*h[kGpu], IsEmpty());
 }
 
+TEST_F(TopologyHintsTest, HintsRecordThePendingAdmissionPodIn131) {
+  for (const char* version : {"1.31", "1.32"}) {
+    SCOPED_TRACE(version);
+    ManagerOptions o;
+    o.plugin_dir = dir_.path();
+    o.clock = &clock_;
+    o.fsync = false;
+    o.numa_nodes = {0, 1};
+    o.profile = testing::ProfileFor(version);
+    m_ = std::make_unique<ManagerImpl>(o);
+    ASSERT_TRUE(m_->Start(StartOpts()).ok());
+    AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}, {"b0", {{1}}}, {"b1", {{1}}}});
+    SetActive({});
+    // Pod x is allocated while being admitted (1.31: it is the pending pod
+    // and survives its own garbage collection).
+    auto x = MakePod("x", {Ctr("c", {{kGpu, 1}})});
+    ASSERT_TRUE(m_->Allocate(x, x.containers[0]).ok());
+    EXPECT_EQ(m_->AllocatedDevicesForTest()[kGpu].size(), 1u);
+    // Hints for another inactive pod: in 1.31 it becomes the pending pod,
+    // so x (not active) is collected in both profiles and all 4 are free.
+    auto h = Hints(4);
+    EXPECT_THAT(*h, ElementsAre(H(0b11, true)));
+    m_->Stop();
+    clients_.clear();
+    std::filesystem::remove(dir_.File("kubelet_internal_checkpoint"));
+  }
+}
+
 TEST_F(TopologyHintsTest, EightNodesEnumerateEveryMask) {
   SetUpManager({0, 1, 2, 3, 4, 5, 6, 7});
   std::vector<TDev> devs;
