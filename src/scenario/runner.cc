@@ -278,7 +278,9 @@ class Run {
         if (absl::Status s = StartHost(*h, /*wait=*/true); !s.ok()) return s;
       } else if (p.start == PluginStart::kBeforeKubelet && p.wait_for_registration &&
                  !p.resource.empty()) {
-        if (absl::Status s = WaitConnected(p.resource, 0, sc_.timeouts.wait, h.get()); !s.ok()) {
+        if (absl::Status s =
+                WaitConnected(p.resource, 0, sc_.timeouts.wait, h.get(), p.initial_devices);
+            !s.ok()) {
           return s;
         }
       }
@@ -431,14 +433,25 @@ class Run {
   }
 
   // Waits for resource `r` to be registered more than `count_before` times
-  // (kubelet-sock mode) and connected.
+  // (kubelet-sock mode), connected, and its first device list received:
+  // `devices` of them when known (>= 0), else any (or 1s after connecting,
+  // for a plugin that lists none).
   absl::Status WaitConnected(const std::string& r, int64_t count_before, absl::Duration timeout,
-                             PluginHost* host) {
+                             PluginHost* host, int64_t devices = -1) {
     const bool probe = !env_.registry_dir.empty();
+    std::optional<absl::Time> connected_at;
     return WaitFor(
         [&] {
           if (!probe && node_->server()->RegistrationCount(r) <= count_before) return false;
-          return Connected(r);
+          auto all = node_->manager().Snapshot();
+          const auto* s = FindResource(all, r);
+          if (s == nullptr || !s->has_endpoint || s->stopped || s->endpoint_socket.empty()) {
+            return false;
+          }
+          if (devices >= 0) return static_cast<int64_t>(s->devices.size()) == devices;
+          if (!s->devices.empty()) return true;
+          if (!connected_at) connected_at = absl::Now();
+          return absl::Now() - *connected_at >= absl::Seconds(1);
         },
         timeout, fmt::format("registration of {}", r), host, [&] { return ResourceState(r); });
   }
@@ -455,7 +468,7 @@ class Run {
       return s;
     }
     if (!wait || !p.wait_for_registration || p.resource.empty()) return absl::OkStatus();
-    return WaitConnected(p.resource, before, sc_.timeouts.wait, &h);
+    return WaitConnected(p.resource, before, sc_.timeouts.wait, &h, p.initial_devices);
   }
 
   // Registers an already-running plugin's socket on its behalf.
@@ -585,6 +598,7 @@ class Run {
       const PluginSpec& p = h->spec();
       if (p.resource.empty() || !p.wait_for_registration) continue;
       if (!p.external && (!h->running() || !p.reregisters)) continue;
+      // -1: the running plugin's list may differ from its initial one.
       if (absl::Status s = WaitConnected(p.resource, 0, timeout, p.external ? nullptr : h.get());
           !s.ok()) {
         return s;

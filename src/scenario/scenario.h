@@ -82,6 +82,10 @@ struct PluginSpec {
   // Whether the plugin re-registers after a kubelet restart (sample plugins:
   // from their config; others: true).
   bool reregisters = true;
+  // The number of devices the plugin lists at start (sample plugins: from
+  // their config; -1: unknown). Registration waits also wait for the first
+  // device list: with -1, for a non-empty one (or a short grace period).
+  int64_t initial_devices = -1;
 };
 
 // ---- expectations ----------------------------------------------------------

@@ -557,6 +557,7 @@ class Parser {
       }
       spec->resource = cfg->resource;
       spec->reregisters = cfg->registration.reregister && !cfg->register_overrides.skip;
+      spec->initial_devices = static_cast<int64_t>(cfg->devices.size());
       if (cfg->register_overrides.skip) spec->wait_for_registration = false;
     }
     if (p["env"]) DEVMGR_RETURN_IF_ERROR(StringMap(p["env"], "env", &spec->env));
