@@ -52,6 +52,20 @@ const char* Basename(const char* file) {
   return base;
 }
 
+// zap's ShortCallerEncoder (klog's JSON format): the last directory and the
+// file, "manager/allocation.cc:104".
+std::string ShortCaller(const char* file, int line) {
+  const std::string_view f(file);
+  size_t cut = f.rfind('/');
+  if (cut != std::string_view::npos && cut > 0) {
+    const size_t prev = f.rfind('/', cut - 1);
+    cut = prev == std::string_view::npos ? 0 : prev + 1;
+  } else {
+    cut = 0;
+  }
+  return fmt::format("{}:{}", f.substr(cut), line);
+}
+
 std::string TextLine(Severity sev, const char* file, int line, std::string_view msg,
                      std::string_view err, std::initializer_list<KV> kvs) {
   const char letter = sev == Severity::kInfo ? 'I' : sev == Severity::kWarning ? 'W' : 'E';
@@ -72,7 +86,7 @@ std::string JsonLine(Severity sev, int verbosity, const char* file, int line,
                      std::initializer_list<KV> kvs) {
   nlohmann::ordered_json j;
   j["ts"] = absl::ToDoubleMilliseconds(absl::Now() - absl::UnixEpoch());
-  j["caller"] = fmt::format("{}:{}", Basename(file), line);
+  j["caller"] = ShortCaller(file, line);
   j["msg"] = std::string(msg);
   if (sev == Severity::kInfo) j["v"] = verbosity;
   if (!err.empty()) j["err"] = std::string(err);

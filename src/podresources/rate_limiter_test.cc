@@ -12,8 +12,11 @@ TEST(RateLimiterTest, BurstThenRefillAtQps) {
   EXPECT_FALSE(l.AllowAt(t0));
   // 100 QPS: one token every 10 ms.
   EXPECT_FALSE(l.AllowAt(t0 + absl::Milliseconds(9)));
-  EXPECT_TRUE(l.AllowAt(t0 + absl::Milliseconds(10)));
-  EXPECT_FALSE(l.AllowAt(t0 + absl::Milliseconds(10)));
+  EXPECT_TRUE(l.AllowAt(t0 + absl::Milliseconds(15)));
+  EXPECT_FALSE(l.AllowAt(t0 + absl::Milliseconds(15)));
+  EXPECT_TRUE(l.AllowAt(t0 + absl::Milliseconds(35)));
+  EXPECT_TRUE(l.AllowAt(t0 + absl::Milliseconds(35)));
+  EXPECT_FALSE(l.AllowAt(t0 + absl::Milliseconds(35)));
   // Never more than the burst, however long the pause.
   const absl::Time later = t0 + absl::Hours(1);
   for (int i = 0; i < 10; ++i) EXPECT_TRUE(l.AllowAt(later)) << i;
