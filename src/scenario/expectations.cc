@@ -457,7 +457,7 @@ class Checker {
       if (!found) {
         Fail(want.loc, fmt::format("{}.sequence[{}]", w, i),
              want.method + (want.args ? " " + want.args->dump() : ""),
-             fmt::format("calls{}{}", next ? fmt::format(" after #{}", next) : "", show(next)));
+             fmt::format("calls{}:{}", next ? fmt::format(" after #{}", next) : "", show(next)));
         return;
       }
       next = j + 1;
@@ -520,6 +520,21 @@ bool JsonMatches(const nlohmann::json& expected, const nlohmann::json& actual) {
       } catch (const std::regex_error&) {
         return false;
       }
+    }
+    if (expected.size() == 1 && expected.contains("any_order") &&
+        expected["any_order"].is_array()) {
+      // The same elements in any order (each expected one matched once).
+      const nlohmann::json& want = expected["any_order"];
+      if (!actual.is_array() || actual.size() != want.size()) return false;
+      std::vector<bool> used(actual.size(), false);
+      for (const auto& w : want) {
+        bool found = false;
+        for (size_t i = 0; i < actual.size() && !found; ++i) {
+          if (!used[i] && JsonMatches(w, actual[i])) used[i] = found = true;
+        }
+        if (!found) return false;
+      }
+      return true;
     }
     if (!actual.is_object()) return false;
     for (auto it = expected.begin(); it != expected.end(); ++it) {

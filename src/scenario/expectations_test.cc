@@ -251,6 +251,8 @@ TEST(Expectations, JsonMatching) {
   EXPECT_TRUE(JsonMatches(json::parse(R"({"must_include_deviceIDs":[]})"), json::object()));
   EXPECT_FALSE(JsonMatches(json::parse(R"({"x":1})"), json::object()));
   EXPECT_TRUE(JsonMatches(json("2"), json(2)));
+  EXPECT_TRUE(JsonMatches(json::parse(R"({"any_order":["b","a"]})"), json::parse(R"(["a","b"])")));
+  EXPECT_FALSE(JsonMatches(json::parse(R"({"any_order":["a","a"]})"), json::parse(R"(["a","b"])")));
 }
 
 TEST(Expectations, LogLines) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -552,6 +553,8 @@ class Run {
 
   void RunStep(const Step& st, StepResult* r) {
     for (auto& h : hosts_) h->MarkCalls();
+    const std::vector<std::string> last = RecentLogLines(1);
+    log_mark_ = last.empty() ? "" : last.back();
     absl::Status s = Action(st, r);
     if (s.ok() && !st.expect.empty()) {
       s = Expect(st, r);
@@ -898,7 +901,13 @@ class Run {
       o.calls_since_start[c.plugin] = h->Calls();
       o.calls_since_step[c.plugin] = h->CallsSinceMark();
     }
-    if (!e.log.empty()) o.log_lines = RecentLogLines(200);
+    if (!e.log.empty()) {
+      // Only the lines logged since the step started.
+      std::vector<std::string> lines = RecentLogLines(200);
+      auto it = std::find(lines.rbegin(), lines.rend(), log_mark_);
+      if (!log_mark_.empty() && it != lines.rend()) lines.erase(lines.begin(), it.base());
+      o.log_lines = std::move(lines);
+    }
     return o;
   }
 
@@ -933,6 +942,7 @@ class Run {
   std::shared_ptr<Job> job_;
   std::unique_ptr<std::thread> worker_;
   bool torn_down_ = false;
+  std::string log_mark_;  // the last log line before the current step
 };
 
 }  // namespace
