@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <iostream>
 #include <set>
 #include <string>
 
+#include "common/logging.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
 #include "conformance/target.h"
@@ -29,9 +31,9 @@ std::string Example(const std::string& name) {
 Timeouts FastTimeouts() {
   Timeouts t;
   t.rpc = absl::Seconds(2);
-  t.register_within = absl::Seconds(1);
-  t.serve_wait = absl::Seconds(1);
-  t.first_list_within = absl::Seconds(1);
+  t.register_within = absl::Milliseconds(500);
+  t.serve_wait = absl::Milliseconds(500);
+  t.first_list_within = absl::Milliseconds(500);
   t.observe = absl::Milliseconds(400);
   t.prestart = absl::Seconds(1);
   t.reregister_within = absl::Seconds(3);
@@ -58,6 +60,10 @@ class TempDir {
 };
 
 RunReport RunAgainst(const std::string& config_path, const std::string& focus = "") {
+  if (const char* v = std::getenv("DEVMGR_TEST_V")) log::Init(std::atoi(v), log::Format::kText);
+  if (const char* f = std::getenv("DEVMGR_TEST_FOCUS"); f != nullptr && focus.empty()) {
+    return RunAgainst(config_path, f);
+  }
   absl::StatusOr<plugin::Config> config = plugin::LoadConfig(config_path);
   EXPECT_TRUE(config.ok()) << config.status();
   auto target = NewInProcessTarget(*config);
@@ -99,6 +105,7 @@ TEST_P(BrokenConfigTest, ExactlyThisCheckFails) {
   const std::string id = GetParam();
   RunReport r = RunAgainst(Example("broken/" + id + ".yaml"));
   EXPECT_EQ(Failed(r), std::set<std::string>{id}) << SummaryTable(r);
+  if (std::getenv("DEVMGR_TEST_V") != nullptr) std::cerr << SummaryTable(r);
 }
 
 std::vector<std::string> BrokenIds() {

@@ -5,6 +5,7 @@
 
 #include <regex>
 
+#include "common/logging.h"
 #include "fmt/format.h"
 
 namespace devmgr::conformance {
@@ -90,6 +91,7 @@ absl::StatusOr<RunReport> RunConformance(Target& target, const RunOptions& opts,
   report.kubelet_version = opts.profile.name;
   report.started = absl::Now();
   absl::Status env;
+  bool seen_registration = true;  // until a session shows otherwise
   for (const CheckInfo* c : *selected) {
     CheckResult r{c->id, c->title, c->level, c->tags, {}, absl::ZeroDuration()};
     const absl::Time start = absl::Now();
@@ -97,11 +99,14 @@ absl::StatusOr<RunReport> RunConformance(Target& target, const RunOptions& opts,
       r.outcome = Outcome::Skip(why);
     } else {
       Session s(&target, SessionOptions{dir, opts.timeouts, opts.profile});
-      env = s.Begin();
+      env = s.Begin(seen_registration || (c->needs & kNeedRegistration) != 0);
       if (!env.ok()) break;
+      if (target.Registers()) seen_registration = s.FirstRegistration().has_value();
       r.outcome = c->run(s);
       s.End();
     }
+    DM_VINFO(1, "Conformance check done", {"check", c->id},
+             {"result", StatusName(r.outcome.status)});
     r.duration = absl::Now() - start;
     report.results.push_back(r);
     if (progress) progress(r);

@@ -57,9 +57,11 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // Starts the kubelet and the plugin, then waits (bounded) for the
-  // plugin's registration and its socket. Returns an error only for
-  // environment problems (the directory or the command cannot be used).
-  absl::Status Begin();
+  // plugin's registration and its socket; with expect_registration false
+  // (an earlier session saw none), a serving socket ends the wait too.
+  // Returns an error only for environment problems (the directory or the
+  // command cannot be used).
+  absl::Status Begin(bool expect_registration = true);
   // Stops the plugin (when the tester started it) and the kubelet.
   void End();
 
@@ -117,6 +119,7 @@ class Session {
   bool device_list_done_ = false;
   std::optional<v1beta1::DevicePluginOptions> socket_options_;
   bool plugin_running_ = false;
+  bool expect_registration_ = true;
 };
 
 }  // namespace devmgr::conformance

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/go_format.h"
+#include "common/logging.h"
 #include "common/resource_name.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "fmt/format.h"
@@ -148,7 +149,10 @@ void TestKubelet::Stop() {
   for (auto& t : threads) t.join();
   absl::MutexLock lock(&mu_);
   for (auto& c : connections_) {
-    if (c->stream) c->stream->Cancel();
+    // Streams and channels go while the plugin still serves: closing a
+    // channel whose peer is gone can block for seconds.
+    c->stream.reset();
+    c->client.reset();
   }
 }
 
@@ -171,6 +175,13 @@ void TestKubelet::HandleRegister(const v1beta1::RegisterRequest& req) {
   }
   r.joined_path = transport::GoPathJoin({opts_.dir, req.endpoint()});
   r.endpoint_is_socket = transport::IsPlainSocketName(req.endpoint()) && IsSocket(r.joined_path);
+  size_t index;
+  {
+    // Recorded at once: the registration's time is its arrival.
+    absl::MutexLock lock(&mu_);
+    index = registrations_.size();
+    registrations_.push_back(r);
+  }
   // The dial-back, as the kubelet does it inside Register.
   const absl::Time deadline = absl::Now() + opts_.serve_wait;
   std::string path;
@@ -196,23 +207,22 @@ void TestKubelet::HandleRegister(const v1beta1::RegisterRequest& req) {
     if (absl::Now() >= deadline) break;
     absl::SleepFor(absl::Milliseconds(20));  // polling a socket file: no event to await
   }
-  r.served_during_register = !path.empty();
-  r.socket_path = path;
   {
     absl::MutexLock lock(&mu_);
-    registrations_.push_back(r);
+    registrations_[index].served_during_register = !path.empty();
+    registrations_[index].socket_path = path;
     if (stopping_) return;
     if (path.empty()) {
       // Not serving yet: keep trying after Register has returned.
-      late_threads_.emplace_back([this, dir = opts_.dir] { Connect("", false); });
+      late_threads_.emplace_back([this, index] { Connect("", index); });
       return;
     }
   }
-  Connect(path, true);
+  Connect(path, index);
 }
 
-void TestKubelet::Connect(std::string socket_path, bool already_served) {
-  if (!already_served) {
+void TestKubelet::Connect(std::string socket_path, size_t index) {
+  if (socket_path.empty()) {
     const absl::Time deadline = absl::Now() + opts_.late_connect;
     while (socket_path.empty()) {
       for (const std::string& s : FindPluginSockets(opts_.dir)) {
@@ -231,7 +241,7 @@ void TestKubelet::Connect(std::string socket_path, bool already_served) {
     }
     absl::MutexLock lock(&mu_);
     // Record where the late handshake went.
-    if (!registrations_.empty()) registrations_.back().socket_path = socket_path;
+    registrations_[index].socket_path = socket_path;
   }
   auto conn = std::make_unique<KubeletConnection>();
   conn->socket_path = socket_path;

@@ -89,7 +89,8 @@ class TestKubelet {
   // Waits until n handshakes finished (options called, stream opened).
   bool WaitForConnections(size_t n, absl::Duration timeout) const;
   size_t ConnectionCount() const;
-  // The newest connection; nullptr if none.
+  // The newest connection; nullptr if none. Its stream and client are
+  // released by Stop().
   KubeletConnection* LatestConnection() const;
 
   // The Register RPC's logic (the gRPC service calls this).
@@ -97,7 +98,9 @@ class TestKubelet {
 
  private:
   class Service;
-  void Connect(std::string socket_path, bool already_served);
+  // The handshake for registration `index`; an empty socket_path: find
+  // the plugin's socket first (it did not serve during Register).
+  void Connect(std::string socket_path, size_t index);
 
   const TestKubeletOptions opts_;
   const std::string socket_path_;
