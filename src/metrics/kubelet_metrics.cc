@@ -83,13 +83,21 @@ KubeletMetrics::KubeletMetrics(KubeletMetricsOptions opts) : opts_(opts) {
              {"boundary", "scope"}));
   }
   registry_.AddCollectHook([this] {
-    std::function<std::map<std::string, int64_t>()> src;
+    std::function<std::map<std::string, int64_t>()> reg;
+    std::function<std::map<std::string, int64_t>()> aligned;
     {
       absl::MutexLock l(&source_mu_);
-      src = registration_source_;
+      reg = registration_source_;
+      aligned = aligned_source_;
     }
-    if (!src) return;
-    for (const auto& [name, n] : src()) registration_->Set({name}, static_cast<double>(n));
+    if (reg) {
+      for (const auto& [name, n] : reg()) registration_->Set({name}, static_cast<double>(n));
+    }
+    if (aligned && aligned_ != nullptr) {
+      for (const auto& [scope, n] : aligned()) {
+        if (n > 0) aligned_->Set({"numa_node", scope}, static_cast<double>(n));
+      }
+    }
   });
 }
 
@@ -140,7 +148,19 @@ void KubeletMetrics::CountTopologyAdmissionRequest() { topo_requests_->Inc({}); 
 void KubeletMetrics::CountTopologyAdmissionError() { topo_errors_->Inc({}); }
 
 void KubeletMetrics::ObserveTopologyAdmissionDuration(absl::Duration d) {
-  topo_duration_->Observe({}, absl::ToDoubleMilliseconds(d));
+  topo_duration_->Observe({}, static_cast<double>(absl::ToInt64Milliseconds(d)));
+}
+
+void KubeletMetrics::ObservePodAdmission(bool admitted, absl::Duration d) {
+  CountTopologyAdmissionRequest();
+  if (!admitted) CountTopologyAdmissionError();
+  ObserveTopologyAdmissionDuration(d);
+}
+
+void KubeletMetrics::SetAlignedComputeResourcesSource(
+    std::function<std::map<std::string, int64_t>()> source) {
+  absl::MutexLock l(&source_mu_);
+  aligned_source_ = std::move(source);
 }
 
 void KubeletMetrics::CountAlignedComputeResources(const std::string& scope,

@@ -67,11 +67,18 @@ class KubeletMetrics {
   void CountTopologyAdmissionRequest();
   // A rejection, or an allocation error during admission.
   void CountTopologyAdmissionError();
-  // The admission's duration (rendered in milliseconds).
+  // The admission's duration, observed as Go's Duration.Milliseconds(): whole
+  // milliseconds, truncated (so most land in the le="0.05" bucket).
   void ObserveTopologyAdmissionDuration(absl::Duration d);
+  // All three for one admission (NodeOptions::on_pod_admission): a request,
+  // an error when not admitted, and the duration.
+  void ObservePodAdmission(bool admitted, absl::Duration d);
   // 1.32+, single-numa-node only, on a successful admit: scope "container"
   // or "pod", boundary "numa_node". No-op when not registered.
   void CountAlignedComputeResources(const std::string& scope, const std::string& boundary);
+  // Mirrors aligned-resource counts kept elsewhere (the topology manager's
+  // own counters), scope -> count with boundary "numa_node", at every render.
+  void SetAlignedComputeResourcesSource(std::function<std::map<std::string, int64_t>()> source);
 
   Registry& registry() { return registry_; }
   // The text exposition format (what /metrics serves).
@@ -100,6 +107,7 @@ class KubeletMetrics {
   absl::Mutex source_mu_;
   std::function<std::map<std::string, int64_t>()> registration_source_
       ABSL_GUARDED_BY(source_mu_);
+  std::function<std::map<std::string, int64_t>()> aligned_source_ ABSL_GUARDED_BY(source_mu_);
 };
 
 // A process-wide instance (the kubelet's legacy registry), created on first

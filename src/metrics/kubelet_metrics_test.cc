@@ -89,14 +89,17 @@ TEST(KubeletMetricsTest, TopologyAdmission) {
   m.CountTopologyAdmissionRequest();
   m.CountTopologyAdmissionRequest();
   m.CountTopologyAdmissionError();
-  m.ObserveTopologyAdmissionDuration(absl::Microseconds(70));  // 0.07 ms
+  m.ObserveTopologyAdmissionDuration(absl::Microseconds(70));    // 0 ms (truncated)
+  m.ObserveTopologyAdmissionDuration(absl::Microseconds(1900));  // 1 ms
   m.CountAlignedComputeResources("container", "numa_node");
   const std::string text = m.Render();
   EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_requests_total 2\n"));
   EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_errors_total 1\n"));
-  EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_duration_ms_bucket{le=\"0.05\"} 0\n"
+  EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_duration_ms_bucket{le=\"0.05\"} 1\n"
                               "kubelet_topology_manager_admission_duration_ms_bucket{le=\"0.1\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_duration_ms_count 1\n"));
+  EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_duration_ms_bucket{le=\"1.6\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_duration_ms_sum 1\n"));
+  EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_duration_ms_count 2\n"));
   EXPECT_THAT(text, HasSubstr(
       "kubelet_container_aligned_compute_resources_count{boundary=\"numa_node\",scope=\"container\"} 1\n"));
 
@@ -105,6 +108,21 @@ TEST(KubeletMetricsTest, TopologyAdmission) {
   KubeletMetrics old(o);
   old.CountAlignedComputeResources("pod", "numa_node");
   EXPECT_THAT(old.Render(), Not(HasSubstr("aligned_compute_resources")));
+}
+
+TEST(KubeletMetricsTest, PodAdmissionAndMirroredAlignedCounts) {
+  KubeletMetrics m;
+  m.ObservePodAdmission(true, absl::Milliseconds(3));
+  m.ObservePodAdmission(false, absl::ZeroDuration());
+  std::map<std::string, int64_t> aligned = {{"pod", 2}, {"container", 0}};
+  m.SetAlignedComputeResourcesSource([&] { return aligned; });
+  const std::string text = m.Render();
+  EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_requests_total 2\n"));
+  EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_errors_total 1\n"));
+  EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_duration_ms_sum 3\n"));
+  EXPECT_THAT(text, HasSubstr(
+      "kubelet_container_aligned_compute_resources_count{boundary=\"numa_node\",scope=\"pod\"} 2\n"));
+  EXPECT_THAT(text, Not(HasSubstr("scope=\"container\"")));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "absl/time/clock.h"
 #include "common/logging.h"
 #include "topology/config_text.h"
 
@@ -46,8 +47,12 @@ Node::Node(NodeOptions opts) : opts_(std::move(opts)) {
 }
 
 manager::AdmitResult Node::AdmitPod(const pod::Pod& pod) {
-  if (topology_ != nullptr && !topology_->is_none()) return topology_->Admit(pod);
-  return manager_->AdmitPod(pod);
+  const absl::Time start = absl::Now();
+  manager::AdmitResult r = topology_ != nullptr && !topology_->is_none()
+                               ? topology_->Admit(pod)
+                               : manager_->AdmitPod(pod);
+  if (opts_.on_pod_admission) opts_.on_pod_admission(r, absl::Now() - start);
+  return r;
 }
 
 std::optional<uint64_t> Node::NumaAffinity(const std::string& pod_uid,

@@ -38,6 +38,10 @@ struct NodeOptions {
   // Passed to the manager (ManagerOptions::on_allocate_rpc): the alloc
   // duration metric.
   std::function<void(const std::string& resource, absl::Duration)> on_allocate_rpc;
+  // Called after every pod admission (AdmitPod, every policy) with its
+  // verdict and wall-clock duration: the topology manager's admission
+  // metrics. Empty: none.
+  std::function<void(const manager::AdmitResult&, absl::Duration)> on_pod_admission;
   // cadvisor's NUMA distances: one row per numa_nodes entry, each indexed
   // by node id. Empty: unknown (prefer-closest-numa-nodes then fails).
   std::vector<std::vector<uint64_t>> numa_distances;

@@ -38,6 +38,7 @@ Observability::Observability(ObservabilityOptions opts, Options api)
 Observability::~Observability() {
   // The node may be gone by now: do not read its counts.
   metrics_->SetRegistrationCountsSource(nullptr);
+  metrics_->SetAlignedComputeResourcesSource(nullptr);
   (void)Stop();
 }
 
@@ -46,11 +47,27 @@ std::function<void(const std::string&, absl::Duration)> Observability::AllocateH
   return [m](const std::string& resource, absl::Duration d) { m->ObserveAllocDuration(resource, d); };
 }
 
+std::function<void(const manager::AdmitResult&, absl::Duration)> Observability::AdmissionHook() {
+  metrics::KubeletMetrics* m = metrics_.get();
+  return [m](const manager::AdmitResult& r, absl::Duration d) {
+    m->ObservePodAdmission(r.admitted, d);
+  };
+}
+
 absl::Status Observability::Start(const std::string& plugin_dir, node::Node* node,
                                   node::PodManager* pods) {
   metrics_->SetRegistrationCountsSource([node] {
     transport::RegistrationServer* s = node->server();
     return s == nullptr ? std::map<std::string, int64_t>{} : s->RegistrationCounts();
+  });
+  metrics_->SetAlignedComputeResourcesSource([node] {
+    std::map<std::string, int64_t> out;
+    if (topology::TopologyManager* t = node->topology_manager(); t != nullptr) {
+      const topology::TopologyMetrics tm = t->metrics();
+      out["container"] = tm.aligned_container;
+      out["pod"] = tm.aligned_pod;
+    }
+    return out;
   });
 
   if (opts_.pod_resources_socket != kOff) {
@@ -115,8 +132,9 @@ absl::Status Observability::Stop() {
     std::filesystem::remove(created_dir_, ec);  // only when empty
   }
   const std::string text = metrics_->Render();
-  // Freeze the mirrored registration counts: the node may go away next.
+  // Freeze the mirrored counts: the node may go away next.
   metrics_->SetRegistrationCountsSource(nullptr);
+  metrics_->SetAlignedComputeResourcesSource(nullptr);
   if (!opts_.metrics_file.empty()) {
     absl::Status s = node::WriteFileAtomically(opts_.metrics_file, text);
     if (!s.ok()) {

@@ -59,6 +59,8 @@ class Observability {
 
   // For NodeOptions::on_allocate_rpc (set before the Node is built).
   std::function<void(const std::string&, absl::Duration)> AllocateHook();
+  // For NodeOptions::on_pod_admission.
+  std::function<void(const manager::AdmitResult&, absl::Duration)> AdmissionHook();
 
   // Starts the PodResources server over `node` and `pods` (which must
   // outlive Stop) and the metrics HTTP server.
