@@ -258,6 +258,59 @@ class Checker {
       Fail(c.loc, w + ".start_error", c.start_error->Describe(),
            fmt::format("\"{}\"", cr->start_error));
     }
+    if (c.has_numa_affinity) {
+      auto it = o_.numa_affinity.find({rec.pod.uid, c.name});
+      const std::optional<std::vector<int>> got =
+          it == o_.numa_affinity.end() ? std::nullopt : it->second;
+      if (got != c.numa_affinity) {
+        Fail(c.loc, w + ".numa_affinity", Ints(c.numa_affinity), Ints(got));
+      }
+    }
+    if (c.topology_hints) Hints(c.loc, w, *c.topology_hints, rec.pod.uid, c.name);
+  }
+
+  static std::string Ints(const std::optional<std::vector<int>>& v) {
+    if (!v) return "<nil>";
+    std::vector<std::string> s;
+    for (int x : *v) s.push_back(std::to_string(x));
+    return ListString(s);
+  }
+
+  void Hints(const Location& loc, const std::string& w,
+             const std::map<std::string, ResourceHints>& want, const std::string& uid,
+             const std::string& container) {
+    auto it = o_.merges.find(uid);
+    const MergeObs* merge = nullptr;
+    if (it != o_.merges.end()) {
+      for (const auto& m : it->second) {
+        if (m.container == container) merge = &m;
+      }
+    }
+    if (merge == nullptr) {
+      Fail(loc, w + ".topology_hints",
+           container.empty() ? "a pod-scope merge" : "a merge for this container",
+           "none recorded (policy none, or the other scope?)");
+      return;
+    }
+    for (const auto& [provider, resources] : want) {
+      auto pit = merge->providers.find(provider);
+      if (pit == merge->providers.end()) {
+        std::vector<std::string> names;
+        for (const auto& [n, unused] : merge->providers) names.push_back(n);
+        Fail(loc, fmt::format("{}.topology_hints['{}']", w, provider), "hints from this provider",
+             "no such provider; providers: " + ListString(names));
+        continue;
+      }
+      for (const auto& [resource, hints] : resources) {
+        auto rit = pit->second.find(resource);
+        const HintList got = rit == pit->second.end() ? HintList{} : rit->second;
+        if (rit == pit->second.end() || got != hints) {
+          Fail(loc, fmt::format("{}.topology_hints['{}']['{}']", w, provider, resource),
+               HintListString(hints),
+               rit == pit->second.end() ? "no hints for this resource" : HintListString(got));
+        }
+      }
+    }
   }
 
   void Pod(const PodExpect& p) {
@@ -289,6 +342,7 @@ class Checker {
       Fail(p.loc, w + ".message", p.message->Describe(), fmt::format("\"{}\"", rec->message));
     }
     for (const ContainerExpect& c : p.containers) Container(p.loc, w, *rec, c);
+    if (p.topology_hints) Hints(p.loc, w, *p.topology_hints, rec->pod.uid, "");
   }
 
   void Disjoint(const Location& loc, const std::vector<std::string>& resources) {
@@ -488,6 +542,22 @@ class Checker {
 };
 
 }  // namespace
+
+std::string HintListString(const HintList& hints) {
+  if (!hints) return "<nil>";
+  std::string s = "[";
+  for (size_t i = 0; i < hints->size(); ++i) {
+    const HintSpec& h = (*hints)[i];
+    std::string mask = "<nil>";
+    if (h.numa) {
+      std::vector<std::string> ids;
+      for (int x : *h.numa) ids.push_back(std::to_string(x));
+      mask = ListString(ids);
+    }
+    s += fmt::format("{}{{{} {}}}", i ? " " : "", mask, h.preferred ? "true" : "false");
+  }
+  return s + "]";
+}
 
 std::string ListString(const std::vector<std::string>& v) {
   std::string s = "[";

@@ -18,6 +18,12 @@
 
 namespace devmgr::scenario {
 
+// One merge of the topology manager's last admission of a pod.
+struct MergeObs {
+  std::string container;  // empty: the pod scope's merge
+  std::map<std::string, ResourceHints> providers;
+};
+
 // A snapshot of everything expectations can look at.
 struct Observed {
   node::NodeResources node;                          // after a node-status pass
@@ -31,7 +37,14 @@ struct Observed {
   std::map<std::string, std::vector<nlohmann::json>> calls_since_step;
   std::map<std::string, std::vector<nlohmann::json>> calls_since_start;
   std::vector<std::string> log_lines;                // recent devmgr log
+  // Topology: pod UID -> the merges of its last admission; (pod UID,
+  // container) -> the stored NUMA affinity (absent or nullopt: none).
+  std::map<std::string, std::vector<MergeObs>> merges;
+  std::map<std::pair<std::string, std::string>, std::optional<std::vector<int>>> numa_affinity;
 };
+
+// "[{[0 1] true} {<nil> false}]", or "<nil>" for a nil list.
+std::string HintListString(const HintList& hints);
 
 // Finds a pod by UID, namespace/name or (unique) name.
 const node::PodRecord* FindPod(const std::vector<node::PodRecord>& pods, const std::string& ref);

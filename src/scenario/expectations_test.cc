@@ -255,6 +255,45 @@ TEST(Expectations, JsonMatching) {
   EXPECT_FALSE(JsonMatches(json::parse(R"({"any_order":["a","a"]})"), json::parse(R"(["a","b"])")));
 }
 
+TEST(Expectations, TopologyHintsAndAffinity) {
+  Observed o = World();
+  MergeObs m;
+  m.container = "c";
+  m.providers["devicemanager"]["example.com/gpu"] =
+      std::vector<HintSpec>{{std::vector<int>{0}, true}, {std::vector<int>{0, 1}, false}};
+  m.providers["cpumanager"]["cpu"] = std::nullopt;
+  o.merges["uid-1"].push_back(m);
+  o.numa_affinity[{"uid-1", "c"}] = std::vector<int>{0};
+  EXPECT_THAT(CheckExpectations(Parse(R"(      pods:
+        p:
+          containers:
+            c:
+              numa_affinity: [0]
+              topology_hints:
+                devicemanager:
+                  example.com/gpu: [{numa: [0], preferred: true}, {numa: [1, 0], preferred: false}]
+                cpumanager: {cpu: null}
+)"),
+                                o),
+              IsEmpty());
+  auto f = CheckExpectations(Parse(R"(      pods:
+        p:
+          topology_hints: {devicemanager: {example.com/gpu: []}}
+          containers:
+            c:
+              numa_affinity: null
+              topology_hints: {devicemanager: {example.com/gpu: [{numa: null}]}}
+)"),
+                             o);
+  ASSERT_THAT(f, SizeIs(3));
+  EXPECT_EQ(f[0].what, "pods['p'].containers['c'].numa_affinity");
+  EXPECT_EQ(f[0].expected, "<nil>");
+  EXPECT_EQ(f[0].actual, "[0]");
+  EXPECT_EQ(f[1].expected, "[{<nil> false}]");
+  EXPECT_EQ(f[1].actual, "[{[0] true} {[0 1] false}]");
+  EXPECT_THAT(f[2].actual, HasSubstr("none recorded"));
+}
+
 TEST(Expectations, LogLines) {
   Observed o = World();
   o.log_lines = {"I0101 x.go:1] \"Got registration request from device plugin with resource\""};

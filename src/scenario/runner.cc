@@ -25,6 +25,9 @@
 #include "node/pod_manager.h"
 #include "scenario/expectations.h"
 #include "scenario/plugin_host.h"
+#include "topology/bitmask.h"
+#include "topology/hint_provider.h"
+#include "topology/topology_manager.h"
 
 namespace devmgr::scenario {
 namespace {
@@ -32,6 +35,44 @@ namespace {
 constexpr absl::Duration kPoll = absl::Milliseconds(20);
 
 std::string Secs(absl::Duration d) { return fmt::format("{:.2f}s", absl::ToDoubleSeconds(d)); }
+
+topology::ProviderHints ToProviderHints(const ResourceHints& in) {
+  topology::ProviderHints out;
+  for (const auto& [r, list] : in) {
+    if (!list) {
+      out[r] = std::nullopt;
+      continue;
+    }
+    std::vector<topology::TopologyHint> hs;
+    for (const HintSpec& h : *list) {
+      topology::TopologyHint t;
+      if (h.numa) t.numa_node_affinity = *topology::BitMask::FromBits(*h.numa);  // 0..63: parser
+      t.preferred = h.preferred;
+      hs.push_back(t);
+    }
+    out[r] = std::move(hs);
+  }
+  return out;
+}
+
+ResourceHints FromProviderHints(const topology::ProviderHints& in) {
+  ResourceHints out;
+  for (const auto& [r, list] : in) {
+    if (!list) {
+      out[r] = std::nullopt;
+      continue;
+    }
+    std::vector<HintSpec> hs;
+    for (const topology::TopologyHint& t : *list) {
+      HintSpec h;
+      if (t.numa_node_affinity) h.numa = t.numa_node_affinity->GetBits();
+      h.preferred = t.preferred;
+      hs.push_back(std::move(h));
+    }
+    out[r] = std::move(hs);
+  }
+  return out;
+}
 
 // devmgr's recent log lines without their line ends.
 std::vector<std::string> RecentLogLines(size_t n) {
@@ -299,6 +340,18 @@ class Run {
     o.max_recv_msg_size = static_cast<int>(sc_.node.max_recv_msg_size);
     o.dial_timeout = sc_.node.dial_timeout;
     o.numa_nodes = sc_.node.numa_nodes;
+    o.numa_distances = sc_.node.numa_distances;
+    o.topology.policy = sc_.node.topology_policy;
+    o.topology.scope = sc_.node.topology_scope;
+    o.topology.policy_options = sc_.node.topology_policy_options;
+    for (const HintProviderSpec& h : sc_.node.hint_providers) {
+      topology::StaticProviderSpec sp;
+      sp.name = h.name;
+      sp.hints = ToProviderHints(h.hints);
+      for (const auto& [c, hints] : h.containers) sp.per_container[c] = ToProviderHints(hints);
+      if (h.pod) sp.pod = ToProviderHints(*h.pod);
+      o.topology_hint_providers.push_back(std::move(sp));
+    }
     auto n = std::make_unique<node::Node>(o);
     n->manager().SetChangeCallback([this] { changes_.Notify(); });
     return n;
@@ -888,6 +941,33 @@ class Run {
     o.pods = pods_->Pods();
     o.active_pod_uids = pods_->ActivePodUids();
     o.allocations = node_->manager().Allocations();
+    bool topo = false;
+    for (const auto& p : e.pods) {
+      topo |= p.topology_hints.has_value();
+      for (const auto& c : p.containers) topo |= c.has_numa_affinity || c.topology_hints;
+    }
+    if (topo) {
+      for (const auto& rec : o.pods) {
+        const std::string& uid = rec.pod.uid;
+        if (node_->topology_manager() != nullptr) {
+          if (auto trace = node_->topology_manager()->LastAdmission(uid)) {
+            for (const auto& m : trace->merges) {
+              MergeObs mo;
+              mo.container = m.container;
+              for (const auto& [name, hints] : m.provider_hints) {
+                mo.providers[name] = FromProviderHints(hints);
+              }
+              o.merges[uid].push_back(std::move(mo));
+            }
+          }
+        }
+        for (const auto& c : rec.containers) {
+          if (std::optional<uint64_t> a = node_->NumaAffinity(uid, c.name)) {
+            o.numa_affinity[{uid, c.name}] = topology::BitMask(*a).GetBits();
+          }
+        }
+      }
+    }
     if (e.checkpoint) {
       std::ifstream in(CheckpointPath(), std::ios::binary);
       if (in) {

@@ -88,6 +88,27 @@ struct PluginSpec {
   int64_t initial_devices = -1;
 };
 
+// ---- topology --------------------------------------------------------------
+
+// One topology hint: a NUMA mask (nullopt: Go's nil mask) and preferred.
+struct HintSpec {
+  std::optional<std::vector<int>> numa;
+  bool preferred = false;
+  bool operator==(const HintSpec&) const = default;
+};
+// A resource's hint list (nullopt: Go's nil list, "no preference").
+using HintList = std::optional<std::vector<HintSpec>>;
+// resource -> hints, as one hint provider answers.
+using ResourceHints = std::map<std::string, HintList>;
+
+// A static hint provider standing in for the CPU or memory manager.
+struct HintProviderSpec {
+  std::string name;
+  ResourceHints hints;                            // every container
+  std::map<std::string, ResourceHints> containers;  // per-container override
+  std::optional<ResourceHints> pod;               // pod scope; nullopt: hints
+};
+
 // ---- expectations ----------------------------------------------------------
 
 struct ResourceExpect {
@@ -154,6 +175,12 @@ struct ContainerExpect {
   std::optional<bool> running;
   std::optional<int64_t> restart_count;
   std::optional<StringMatcher> start_error;
+  // The NUMA affinity the topology manager stored (set: checked; a nullopt
+  // value: none stored / nil).
+  bool has_numa_affinity = false;
+  std::optional<std::vector<int>> numa_affinity;
+  // Container scope: provider -> resource -> hints of this container's merge.
+  std::optional<std::map<std::string, ResourceHints>> topology_hints;
 };
 
 struct PodExpect {
@@ -165,6 +192,8 @@ struct PodExpect {
   std::optional<StringMatcher> reason;
   std::optional<StringMatcher> message;
   std::vector<ContainerExpect> containers;
+  // Pod scope: provider -> resource -> hints of the pod's merge.
+  std::optional<std::map<std::string, ResourceHints>> topology_hints;
 };
 
 struct CheckpointEntryExpect {
@@ -315,7 +344,14 @@ struct NodeSpec {
   bool fsync = false;
   int64_t max_recv_msg_size = 4 * 1024 * 1024;
   std::vector<int> numa_nodes = {0};
+  // One row per numa_nodes entry, indexed by node id (optional).
+  std::vector<std::vector<uint64_t>> numa_distances;
   absl::Duration dial_timeout = absl::Seconds(5);
+  // The topology manager (docs/topology.md).
+  std::string topology_policy = "none";
+  std::string topology_scope = "container";
+  std::map<std::string, std::string> topology_policy_options;
+  std::vector<HintProviderSpec> hint_providers;
 };
 
 // Real-time limits (the virtual clock is separate and only moves on

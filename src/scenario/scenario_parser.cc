@@ -25,7 +25,8 @@ using Keys = std::vector<std::string>;
 
 const Keys kTopKeys = {"name", "description", "node", "timeouts", "plugins", "steps"};
 const Keys kNodeKeys = {"kubelet_version", "kubelet_versions", "dir",        "plugins_registry",
-                        "fsync",           "max_recv_msg_size", "numa_nodes", "dial_timeout"};
+                        "fsync",           "max_recv_msg_size", "numa_nodes", "dial_timeout",
+                        "numa_distances",  "topology_manager",  "hint_providers"};
 const Keys kTimeoutKeys = {"step", "wait", "expect"};
 const Keys kPluginKeys = {"name",     "command",     "args",        "sample_plugin",
                           "external", "env",         "working_dir", "private_mount",
@@ -52,11 +53,13 @@ const Keys kExpectKeys = {"within", "resources", "pods", "disjoint", "checkpoint
 const Keys kResourceKeys = {"capacity",      "allocatable",     "healthy",    "unhealthy",
                             "allocated",     "healthy_count",   "unhealthy_count",
                             "registered",    "connected"};
-const Keys kPodKeys = {"exists", "admitted", "phase", "reason", "message", "containers"};
+const Keys kPodKeys = {"exists",  "admitted",   "phase",
+                       "reason",  "message",    "containers", "topology_hints"};
 const Keys kContainerKeys = {"devices",      "envs",          "envs_exact",  "annotations",
                              "annotations_exact", "mounts",   "mounts_exact", "device_specs",
                              "device_specs_exact", "cdi_devices", "cdi_devices_exact",
-                             "options",      "running",       "restart_count", "start_error"};
+                             "options",      "running",       "restart_count", "start_error",
+                             "numa_affinity", "topology_hints"};
 const Keys kDeviceKeys = {"count", "ids", "subset_of", "numa"};
 const Keys kCheckpointKeys = {"exists", "valid", "entry_count", "entries", "entries_exact",
                               "registered"};
@@ -486,6 +489,130 @@ class Parser {
     if (n["dial_timeout"]) {
       DEVMGR_RETURN_IF_ERROR(Duration(n["dial_timeout"], "node.dial_timeout", &node->dial_timeout));
     }
+    if (n["numa_distances"]) {
+      const YAML::Node d = n["numa_distances"];
+      DEVMGR_RETURN_IF_ERROR(ExpectSeq(d, "node.numa_distances"));
+      for (const YAML::Node& row : d) {
+        std::vector<int64_t> v;
+        DEVMGR_RETURN_IF_ERROR(IntList(row, "node.numa_distances rows", &v));
+        std::vector<uint64_t> r;
+        for (int64_t x : v) {
+          if (x < 0) return Error(row, "distances must not be negative");
+          r.push_back(static_cast<uint64_t>(x));
+        }
+        node->numa_distances.push_back(std::move(r));
+      }
+    }
+    if (n["topology_manager"]) {
+      const YAML::Node t = n["topology_manager"];
+      DEVMGR_RETURN_IF_ERROR(ExpectMap(t, "node.topology_manager"));
+      DEVMGR_RETURN_IF_ERROR(
+          CheckKeys(t, {"policy", "scope", "policy_options"}, "node.topology_manager"));
+      if (t["policy"]) {
+        DEVMGR_RETURN_IF_ERROR(String(t["policy"], "policy", &node->topology_policy));
+        static const Keys kPolicies = {"none", "best-effort", "restricted", "single-numa-node"};
+        if (!Contains(kPolicies, node->topology_policy)) {
+          std::string msg = fmt::format("unknown topology manager policy '{}'", node->topology_policy);
+          const std::string guess = SpellCheck(node->topology_policy, kPolicies);
+          if (!guess.empty()) msg += fmt::format(" (did you mean '{}'?)", guess);
+          return Error(t["policy"], msg);
+        }
+      }
+      if (t["scope"]) {
+        DEVMGR_RETURN_IF_ERROR(String(t["scope"], "scope", &node->topology_scope));
+        if (node->topology_scope != "container" && node->topology_scope != "pod") {
+          return Error(t["scope"], fmt::format("scope must be container or pod, not '{}'",
+                                               node->topology_scope));
+        }
+      }
+      if (t["policy_options"]) {
+        DEVMGR_RETURN_IF_ERROR(
+            StringMap(t["policy_options"], "policy_options", &node->topology_policy_options));
+      }
+    }
+    if (n["hint_providers"]) {
+      const YAML::Node hp = n["hint_providers"];
+      DEVMGR_RETURN_IF_ERROR(ExpectSeq(hp, "node.hint_providers"));
+      for (const YAML::Node& p : hp) {
+        DEVMGR_RETURN_IF_ERROR(ExpectMap(p, "a hint provider"));
+        DEVMGR_RETURN_IF_ERROR(CheckKeys(p, {"name", "hints", "containers", "pod"}, "a hint provider"));
+        HintProviderSpec spec;
+        if (!p["name"]) return Error(p, "a hint provider needs a name");
+        DEVMGR_RETURN_IF_ERROR(NonEmptyString(p["name"], "name", &spec.name));
+        if (p["hints"]) DEVMGR_RETURN_IF_ERROR(ResHints(p["hints"], "hints", &spec.hints));
+        if (p["containers"]) {
+          DEVMGR_RETURN_IF_ERROR(ExpectMap(p["containers"], "containers"));
+          for (auto it = p["containers"].begin(); it != p["containers"].end(); ++it) {
+            std::string c;
+            DEVMGR_RETURN_IF_ERROR(NonEmptyString(it->first, "container name", &c));
+            DEVMGR_RETURN_IF_ERROR(ResHints(it->second, "container hints", &spec.containers[c]));
+          }
+        }
+        if (p["pod"]) {
+          ResourceHints pod;
+          DEVMGR_RETURN_IF_ERROR(ResHints(p["pod"], "pod hints", &pod));
+          spec.pod = std::move(pod);
+        }
+        node->hint_providers.push_back(std::move(spec));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // {numa: [ids] | null, preferred: bool}
+  absl::Status Hint(const YAML::Node& n, HintSpec* h) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(n, "a hint ({numa: [...], preferred: bool})"));
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(n, {"numa", "preferred"}, "a hint"));
+    if (!n["numa"]) return Error(n, "a hint needs numa (a list of NUMA ids, or null)");
+    if (!n["numa"].IsNull()) {
+      std::vector<int64_t> ids;
+      DEVMGR_RETURN_IF_ERROR(IntList(n["numa"], "numa", &ids));
+      std::vector<int> v;
+      for (int64_t x : ids) {
+        if (x < 0 || x > 63) return Error(n["numa"], "NUMA ids in hints must be 0..63");
+        v.push_back(static_cast<int>(x));
+      }
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+      h->numa = std::move(v);
+    }
+    if (n["preferred"]) DEVMGR_RETURN_IF_ERROR(Bool(n["preferred"], "preferred", &h->preferred));
+    return absl::OkStatus();
+  }
+
+  // resource -> [hints] | null
+  absl::Status ResHints(const YAML::Node& n, const std::string& where, ResourceHints* out) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(n, where + " (resource -> list of hints)"));
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      std::string r;
+      DEVMGR_RETURN_IF_ERROR(NonEmptyString(it->first, "resource name", &r));
+      if (it->second.IsNull()) {
+        (*out)[r] = std::nullopt;
+        continue;
+      }
+      DEVMGR_RETURN_IF_ERROR(ExpectSeq(it->second, "hints"));
+      std::vector<HintSpec> hs;
+      for (const YAML::Node& h : it->second) {
+        HintSpec x;
+        DEVMGR_RETURN_IF_ERROR(Hint(h, &x));
+        hs.push_back(std::move(x));
+      }
+      (*out)[r] = std::move(hs);
+    }
+    return absl::OkStatus();
+  }
+
+  // provider -> resource -> hints
+  absl::Status ProviderHintsExpect(const YAML::Node& n,
+                                   std::optional<std::map<std::string, ResourceHints>>* out) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(n, "topology_hints (provider -> resource -> hints)"));
+    std::map<std::string, ResourceHints> m;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      std::string p;
+      DEVMGR_RETURN_IF_ERROR(NonEmptyString(it->first, "provider name", &p));
+      DEVMGR_RETURN_IF_ERROR(ResHints(it->second, "topology_hints", &m[p]));
+    }
+    *out = std::move(m);
     return absl::OkStatus();
   }
 
@@ -984,6 +1111,9 @@ class Parser {
     }
     if (v["reason"]) DEVMGR_RETURN_IF_ERROR(OptMatcher(v["reason"], "reason", &p->reason));
     if (v["message"]) DEVMGR_RETURN_IF_ERROR(OptMatcher(v["message"], "message", &p->message));
+    if (v["topology_hints"]) {
+      DEVMGR_RETURN_IF_ERROR(ProviderHintsExpect(v["topology_hints"], &p->topology_hints));
+    }
     if (v["containers"]) {
       DEVMGR_RETURN_IF_ERROR(ExpectMap(v["containers"], where + ".containers"));
       for (auto it = v["containers"].begin(); it != v["containers"].end(); ++it) {
@@ -1114,6 +1244,17 @@ class Parser {
     }
     if (v["start_error"]) {
       DEVMGR_RETURN_IF_ERROR(OptMatcher(v["start_error"], "start_error", &c->start_error));
+    }
+    if (v["numa_affinity"]) {
+      c->has_numa_affinity = true;
+      if (!v["numa_affinity"].IsNull()) {
+        std::vector<int64_t> ids;
+        DEVMGR_RETURN_IF_ERROR(IntList(v["numa_affinity"], "numa_affinity", &ids));
+        c->numa_affinity = std::vector<int>(ids.begin(), ids.end());
+      }
+    }
+    if (v["topology_hints"]) {
+      DEVMGR_RETURN_IF_ERROR(ProviderHintsExpect(v["topology_hints"], &c->topology_hints));
     }
     return absl::OkStatus();
   }
