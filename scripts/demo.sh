@@ -98,3 +98,7 @@ say "SIGTERM: devmgr stops the plugin and itself"
 kill -TERM "$serve_pid"
 wait "$serve_pid" && echo "devmgr serve exited 0"
 serve_pid=""
+
+say "devmgr run scenarios/demo.yaml: restarts, crashes and the grace period, in a second"
+echo "\$ devmgr run scenarios/demo.yaml"
+DEVMGR_BIN="$BIN" "$BIN" run "$ROOT/scenarios/demo.yaml"
