@@ -39,7 +39,7 @@ std::string SummaryTable(const RunReport& report) {
   for (const auto& r : report.results) w = std::max(w, r.id.size());
   std::string out = fmt::format("devmgr conformance: {} (kubelet {})\n\n", report.target,
                                 report.kubelet_version);
-  out += fmt::format("{:<{}}  {:<6}  {:<4}  {:>7}  {}\n", "ID", w, "LEVEL", "RESULT", "TIME", "DETAILS");
+  out += fmt::format("{:<{}}  {:<6}  {:<6}  {:>7}  {}\n", "ID", w, "LEVEL", "RESULT", "TIME", "DETAILS");
   for (const auto& r : report.results) {
     std::string msg = r.outcome.message.empty() ? r.title : r.outcome.message;
     out += fmt::format("{:<{}}  {:<6}  {:<6}  {:>6}s  {}\n", r.id, w, LevelName(r.level),

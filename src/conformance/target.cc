@@ -40,7 +40,8 @@ class ProcessTarget final : public Target {
     return false;
   }
   bool Exited(int* code) const override {
-    if (!process_ || process_->running()) return false;
+    // WaitExit with no timeout reaps the process if it has exited.
+    if (!process_ || !process_->WaitExit(absl::ZeroDuration())) return false;
     if (code != nullptr) *code = process_->exit_code().value_or(-1);
     return true;
   }

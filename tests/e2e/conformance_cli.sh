@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# End-to-end tests of `devmgr conformance` with real processes: the reference
+# plugin passes, exit codes (0/1/2/3), --list/--focus/--skip, and the JUnit,
+# JSON and sonobuoy reports. Needs $DEVMGR_BIN and $DEVMGR_SOURCE_DIR.
+set -u
+BIN=${DEVMGR_BIN:?DEVMGR_BIN must point at the devmgr binary}
+SRC=${DEVMGR_SOURCE_DIR:?DEVMGR_SOURCE_DIR must be set}
+WORK=$(mktemp -d /tmp/dmconf-e2e.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+failures=0
+# Short deadlines: seconds per check at most.
+FAST=(--rpc-timeout 2 --register-timeout 1 --first-list-timeout 1 --observe 0.4
+      --prestart-timeout 1 --reregister-timeout 3 --stop-grace 1 --latency-samples 3 -q)
+plugin() { echo "$BIN sample-plugin --config $SRC/examples/$1 --dir \$DEVMGR_PLUGIN_DIR"; }
+
+run() {
+  local want=$1
+  shift
+  OUT=$("$@" 2>&1)
+  local rc=$?
+  if [[ $rc -ne $want ]]; then
+    echo "FAIL: exit $rc (want $want): $*"
+    echo "$OUT" | tail -40
+    failures=$((failures + 1))
+  fi
+}
+expect() {
+  if ! grep -qF -- "$1" <<<"$OUT"; then
+    echo "FAIL: output lacks: $1"
+    echo "$OUT" | tail -40
+    failures=$((failures + 1))
+  fi
+}
+expect_file() {
+  if ! grep -qF -- "$2" "$1"; then
+    echo "FAIL: $1 lacks: $2"
+    failures=$((failures + 1))
+  fi
+}
+
+# --- usage and environment --------------------------------------------------
+run 2 "$BIN" conformance
+expect "give exactly one of --plugin, --socket or --resource"
+run 2 "$BIN" conformance --socket /x.sock --resource example.com/gpu
+run 2 "$BIN" conformance --socket /x.sock --private-mount
+expect "--private-mount needs --plugin"
+run 2 "$BIN" conformance --socket /x.sock --focus '('
+expect "--focus: invalid regular expression"
+run 2 "$BIN" conformance --plugin true --kubelet-version 1.12
+run 2 "$BIN" conformance --resource example.com/gpu
+expect "--resource needs --dir"
+run 3 "$BIN" conformance --socket "$WORK/none.sock"
+expect "nothing accepts connections on $WORK/none.sock"
+run 3 "$BIN" conformance --plugin "devmgr-no-such-command-xyz" --register-timeout 1 -q
+expect "the plugin command could not run (exit code 127)"
+
+# --- the catalogue ----------------------------------------------------------
+run 0 "$BIN" conformance --list
+expect "registration.version"
+expect "restart.kubelet              MUST   The plugin re-registers after a kubelet restart [Disruptive]"
+expect "latency.rpcs                 INFO"
+
+# --- the reference plugin passes, with every report -------------------------
+run 0 "$BIN" conformance --plugin "$(plugin sample-plugin.yaml)" --dir "$WORK/dp" "${FAST[@]}" \
+  --junit "$WORK/r.xml" --json "$WORK/r.json" --results-dir "$WORK/sonobuoy"
+expect "35 checks: 33 passed, 0 failed (0 MUST, 0 SHOULD, 0 INFO), 2 skipped"
+expect "RESULT: PASS (every MUST check passed)"
+expect_file "$WORK/r.xml" '<testsuite name="devmgr-conformance" tests="35" failures="0" errors="0" skipped="2"'
+expect_file "$WORK/r.xml" 'name="[MUST] restart.kubelet: The plugin re-registers after a kubelet restart [Disruptive]"'
+expect_file "$WORK/r.json" '"passed": true'
+expect_file "$WORK/r.json" '"mustFailed": 0'
+expect_file "$WORK/sonobuoy/done" "$WORK/sonobuoy/devmgr-conformance-junit.xml"
+expect_file "$WORK/sonobuoy/devmgr-conformance-junit.xml" 'tests="35"'
+
+# --- focus and skip ---------------------------------------------------------
+run 0 "$BIN" conformance --plugin "$(plugin sample-plugin.yaml)" "${FAST[@]}" --focus '^allocate\.' --skip 'concurrent|Slow'
+expect "8 checks: 7 passed, 0 failed"
+
+# --- a MUST failure exits 1, a SHOULD failure does not ----------------------
+run 1 "$BIN" conformance --plugin "$(plugin broken/allocate.cdi-names.yaml)" "${FAST[@]}" --focus 'allocate.cdi' --json "$WORK/f.json"
+expect "allocate.cdi-names  MUST    FAIL"
+expect '| "gpu-0" is not of the form <vendor>/<class>=<name>'
+expect_file "$WORK/f.json" '"mustFailed": 1'
+run 0 "$BIN" conformance --plugin "$(plugin broken/law.no-resend.yaml)" "${FAST[@]}" --focus 'law.no-resend'
+expect "law.no-resend  SHOULD  FAIL"
+expect "RESULT: PASS (every MUST check passed)"
+
+# --- --socket: an already running plugin ----------------------------------------
+mkdir -p "$WORK/sock"
+"$BIN" sample-plugin --config "$SRC/examples/sample-plugin.yaml" --dir "$WORK/sock" 2>/dev/null &
+ppid=$!
+for _ in $(seq 50); do [[ -S "$WORK/sock/example.com-gpu.sock" ]] && break; sleep 0.1; done
+run 0 "$BIN" conformance --socket "$WORK/sock/example.com-gpu.sock" "${FAST[@]}"
+expect "registration.version        MUST    SKIP"
+expect "needs a plugin that registers with the tester (not --socket)"
+kill "$ppid"
+wait "$ppid" 2>/dev/null
+
+# --- --resource: a plugin that registers on its own -------------------------------
+mkdir -p "$WORK/res"
+"$BIN" sample-plugin --config "$SRC/examples/sample-plugin.yaml" --dir "$WORK/res" 2>/dev/null &
+ppid=$!
+run 0 "$BIN" conformance --resource example.com/gpu --dir "$WORK/res" "${FAST[@]}" --skip Slow
+expect "restart.plugin              MUST    SKIP"
+expect "restart.kubelet             MUST    PASS"
+kill "$ppid"
+wait "$ppid" 2>/dev/null
+
+if [[ $failures -ne 0 ]]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "PASS"
