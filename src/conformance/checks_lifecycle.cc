@@ -73,6 +73,9 @@ std::optional<Outcome> AwaitReRegistration(Session& s, size_t n, const std::stri
 
 Outcome KubeletRestart(Session& s) {
   if (!s.FirstRegistration()) return Outcome::Skip("the plugin never registered (see registration.timely)");
+  // Restart a settled node: the kubelet's stream is open and (normally)
+  // has delivered its list.
+  if (StreamRecorder* r = s.KubeletStream()) r->WaitForMessages(1, s.t().first_list_within);
   const absl::Time at = absl::Now();
   if (absl::Status st = s.RestartKubelet(); !st.ok()) {
     return Outcome::Fail("could not restart the emulated kubelet: " + std::string(st.message()));

@@ -132,6 +132,9 @@ ProbeClient::ProbeClient(std::string socket_path, int max_recv_msg_size)
   grpc::ChannelArguments args;
   args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, "localhost");
   args.SetMaxReceiveMessageSize(max_recv_msg_size);
+  // A connection of its own, like a separate Go ClientConn: never one left
+  // over from a plugin server that is going away.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   // Reconnect quickly after a plugin restart.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
