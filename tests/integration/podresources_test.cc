@@ -35,31 +35,6 @@ devices:
   - {id: gpu-5, health: Unhealthy, numa: [1]}
 )";
 
-// "name:count" containers; "init:" and "sidecar:" prefixes for init ones.
-pod::Pod MakePod(const std::string& name, const std::vector<std::string>& containers,
-                 const std::string& ns = "default") {
-  std::string init;
-  std::string app;
-  for (const std::string& spec : containers) {
-    std::string s = spec;
-    std::string kind = "app";
-    if (s.rfind("init:", 0) == 0) kind = "init", s = s.substr(5);
-    if (s.rfind("sidecar:", 0) == 0) kind = "sidecar", s = s.substr(8);
-    const std::string cname = s.substr(0, s.find(':'));
-    const std::string count = s.substr(s.find(':') + 1);
-    std::string c = "  - name: " + cname + "\n    image: busybox\n";
-    if (kind == "sidecar") c += "    restartPolicy: Always\n";
-    if (count != "0") c += "    resources:\n      limits:\n        example.com/gpu: " + count + "\n";
-    (kind == "app" ? app : init) += c;
-  }
-  std::string y = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: " +
-                   ns + "\nspec:\n";
-  if (!init.empty()) y += "  initContainers:\n" + init;
-  y += "  containers:\n" + app;
-  auto p = pod::ParsePodManifest(y, name + ".yaml");
-  EXPECT_TRUE(p.ok()) << p.status();
-  return p.ok() ? *p : pod::Pod{};
-}
 
 // device id -> NUMA nodes of its entries ({-1} for an entry without topology).
 using Flat = std::map<std::string, std::vector<int64_t>>;
@@ -142,13 +117,7 @@ class PodResourcesTest : public ::testing::Test {
   }
   // Devices the manager recorded for one container.
   std::vector<std::string> Devices(const std::string& uid, const std::string& container) {
-    for (const auto& pa : node_->manager().Allocations()) {
-      if (pa.pod_uid != uid) continue;
-      for (const auto& c : pa.containers) {
-        if (c.container_name == container && c.devices.count(kGpu)) return c.devices.at(kGpu);
-      }
-    }
-    return {};
+    return ContainerDevices(*node_, uid, container, kGpu);
   }
   int PluginCalls(const std::string& method) {
     int n = 0;

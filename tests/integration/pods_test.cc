@@ -34,30 +34,6 @@ allocate:
 )") + extra;
 }
 
-// A pod manifest: containers given as "name:count" (init containers
-// prefixed "init:", sidecars "sidecar:").
-pod::Pod MakePod(const std::string& name, const std::vector<std::string>& containers) {
-  std::string init;
-  std::string app;
-  for (const std::string& spec : containers) {
-    std::string s = spec;
-    std::string kind = "app";
-    if (s.rfind("init:", 0) == 0) kind = "init", s = s.substr(5);
-    if (s.rfind("sidecar:", 0) == 0) kind = "sidecar", s = s.substr(8);
-    const std::string cname = s.substr(0, s.find(':'));
-    const std::string count = s.substr(s.find(':') + 1);
-    std::string c = "  - name: " + cname + "\n    image: busybox\n";
-    if (kind == "sidecar") c += "    restartPolicy: Always\n";
-    c += "    resources:\n      limits:\n        example.com/gpu: " + count + "\n";
-    (kind == "app" ? app : init) += c;
-  }
-  std::string y = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\nspec:\n";
-  if (!init.empty()) y += "  initContainers:\n" + init;
-  y += "  containers:\n" + app;
-  auto p = pod::ParsePodManifest(y, name + ".yaml");
-  EXPECT_TRUE(p.ok()) << p.status();
-  return p.ok() ? *p : pod::Pod{};
-}
 
 class PodsTest : public ::testing::Test {
  protected:
@@ -76,15 +52,7 @@ class PodsTest : public ::testing::Test {
   }
   // Devices of one container.
   std::vector<std::string> Devices(const std::string& uid, const std::string& container) {
-    for (const auto& pa : node_->manager().Allocations()) {
-      if (pa.pod_uid != uid) continue;
-      for (const auto& c : pa.containers) {
-        if (c.container_name != container) continue;
-        auto it = c.devices.find(kGpu);
-        if (it != c.devices.end()) return it->second;
-      }
-    }
-    return {};
+    return ContainerDevices(*node_, uid, container, kGpu);
   }
   int Calls(const std::string& method) {
     int n = 0;

@@ -17,6 +17,7 @@
 #include "node/node.h"
 #include "plugin/config.h"
 #include "plugin/sample_plugin.h"
+#include "pod/manifest_parser.h"
 
 namespace devmgr::testing {
 
@@ -118,6 +119,51 @@ inline manager::ResourceStatus Find(node::Node& n, const std::string& resource) 
 
 inline bool Has(node::Node& n, const std::string& resource) {
   return Find(n, resource).resource_name == resource;
+}
+
+// A Pod manifest parsed as the kubelet would read it. Containers are given
+// as "name:count" (a limit of `count` units of `resource`; 0 means no
+// limit at all), init containers prefixed "init:", sidecars (restartable
+// init containers) "sidecar:".
+inline pod::Pod MakePod(const std::string& name, const std::vector<std::string>& containers,
+                        const std::string& ns = "default",
+                        const std::string& resource = "example.com/gpu") {
+  std::string init;
+  std::string app;
+  for (const std::string& spec : containers) {
+    std::string s = spec;
+    std::string kind = "app";
+    if (s.rfind("init:", 0) == 0) kind = "init", s = s.substr(5);
+    if (s.rfind("sidecar:", 0) == 0) kind = "sidecar", s = s.substr(8);
+    const std::string cname = s.substr(0, s.find(':'));
+    const std::string count = s.substr(s.find(':') + 1);
+    std::string c = "  - name: " + cname + "\n    image: busybox\n";
+    if (kind == "sidecar") c += "    restartPolicy: Always\n";
+    if (count != "0") c += "    resources:\n      limits:\n        " + resource + ": " + count + "\n";
+    (kind == "app" ? app : init) += c;
+  }
+  std::string y = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: " +
+                  ns + "\nspec:\n";
+  if (!init.empty()) y += "  initContainers:\n" + init;
+  y += "  containers:\n" + app;
+  auto p = pod::ParsePodManifest(y, name + ".yaml");
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *p : pod::Pod{};
+}
+
+// The devices of `resource` one container holds, as the manager records them.
+inline std::vector<std::string> ContainerDevices(node::Node& n, const std::string& uid,
+                                                 const std::string& container,
+                                                 const std::string& resource) {
+  for (const auto& pa : n.manager().Allocations()) {
+    if (pa.pod_uid != uid) continue;
+    for (const auto& c : pa.containers) {
+      if (c.container_name != container) continue;
+      auto it = c.devices.find(resource);
+      if (it != c.devices.end()) return it->second;
+    }
+  }
+  return {};
 }
 
 }  // namespace devmgr::testing

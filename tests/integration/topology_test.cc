@@ -31,27 +31,6 @@ devices:
 )") + extra;
 }
 
-// Containers as "name:count"; init containers prefixed "init:".
-pod::Pod MakePod(const std::string& name, const std::vector<std::string>& containers) {
-  std::string init;
-  std::string app;
-  for (const std::string& spec : containers) {
-    std::string s = spec;
-    bool is_init = false;
-    if (s.rfind("init:", 0) == 0) is_init = true, s = s.substr(5);
-    const std::string cname = s.substr(0, s.find(':'));
-    const std::string count = s.substr(s.find(':') + 1);
-    std::string c = "  - name: " + cname + "\n    image: busybox\n";
-    c += "    resources:\n      limits:\n        example.com/gpu: " + count + "\n";
-    (is_init ? init : app) += c;
-  }
-  std::string y = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\nspec:\n";
-  if (!init.empty()) y += "  initContainers:\n" + init;
-  y += "  containers:\n" + app;
-  auto p = pod::ParsePodManifest(y, name + ".yaml");
-  EXPECT_TRUE(p.ok()) << p.status();
-  return p.ok() ? *p : pod::Pod{};
-}
 
 topology::TopologyHint H(uint64_t m, bool preferred) {
   return topology::TopologyHint{topology::BitMask(m), preferred};
@@ -86,15 +65,7 @@ class TopologyTest : public ::testing::Test {
     return r.ok() ? *r : node::PodRecord{};
   }
   std::vector<std::string> Devices(const std::string& uid, const std::string& container) {
-    for (const auto& pa : node_->manager().Allocations()) {
-      if (pa.pod_uid != uid) continue;
-      for (const auto& c : pa.containers) {
-        if (c.container_name != container) continue;
-        auto it = c.devices.find(kGpu);
-        if (it != c.devices.end()) return it->second;
-      }
-    }
-    return {};
+    return ContainerDevices(*node_, uid, container, kGpu);
   }
   // The NUMA nodes of a container's devices.
   std::set<int> NodesOf(const std::string& uid, const std::string& container) {
