@@ -159,8 +159,10 @@ CallResult<v1beta1::DevicePluginOptions> ProbeClient::GetDevicePluginOptions(
 
 CallResult<v1beta1::AllocateResponse> ProbeClient::Allocate(const v1beta1::AllocateRequest& req,
                                                             absl::Duration timeout) {
-  return Timed<v1beta1::AllocateResponse>(
+  auto r = Timed<v1beta1::AllocateResponse>(
       timeout, [&](grpc::ClientContext* c, auto* r) { return stub_->Allocate(c, req, r); });
+  if (allocate_observer_) allocate_observer_(r);
+  return r;
 }
 
 CallResult<v1beta1::PreferredAllocationResponse> ProbeClient::GetPreferredAllocation(

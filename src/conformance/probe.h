@@ -7,10 +7,12 @@
 #define DEVMGR_CONFORMANCE_PROBE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -81,10 +83,20 @@ class StreamRecorder {
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// Thread-safe.
+// Called after every Allocate RPC the client made (failed ones included)
+// with its result, on the calling thread.
+using AllocateObserver = std::function<void(const CallResult<v1beta1::AllocateResponse>&)>;
+
+// Thread-safe, except set_allocate_observer.
 class ProbeClient {
  public:
   explicit ProbeClient(std::string socket_path, int max_recv_msg_size = kProbeMaxRecvMsgSize);
+
+  // Observes every later Allocate (empty = none). Call before the client is
+  // shared with other threads.
+  void set_allocate_observer(AllocateObserver observer) {
+    allocate_observer_ = std::move(observer);
+  }
 
   const std::string& socket_path() const { return socket_path_; }
   // Waits until the channel connects. DeadlineExceeded with "could not
@@ -105,6 +117,7 @@ class ProbeClient {
   const std::string socket_path_;
   std::shared_ptr<grpc::Channel> channel_;
   std::shared_ptr<v1beta1::DevicePlugin::Stub> stub_;
+  AllocateObserver allocate_observer_;
 };
 
 // A one-container Allocate request.

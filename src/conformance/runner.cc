@@ -98,7 +98,7 @@ absl::StatusOr<RunReport> RunConformance(Target& target, const RunOptions& opts,
     if (std::string why = UnmetNeed(*c, target); !why.empty()) {
       r.outcome = Outcome::Skip(why);
     } else {
-      Session s(&target, SessionOptions{dir, opts.timeouts, opts.profile});
+      Session s(&target, SessionOptions{dir, opts.timeouts, opts.profile, opts.metrics});
       env = s.Begin(seen_registration || (c->needs & kNeedRegistration) != 0);
       if (!env.ok()) break;
       if (target.Registers()) seen_registration = s.FirstRegistration().has_value();

@@ -28,6 +28,11 @@ struct RunOptions {
   // run the checks matching focus ("" = all) and not matching skip.
   std::string focus;
   std::string skip;
+  // When set, the tester's kubelet records here what a kubelet would over
+  // the whole run (every check, session and kubelet restart): each Register
+  // RPC it receives, and each Allocate RPC the tester makes with its
+  // duration (see SessionOptions::metrics). Not owned. nullptr = none.
+  metrics::KubeletMetrics* metrics = nullptr;
 };
 
 struct RunReport {

@@ -7,6 +7,7 @@
 #include "common/logging.h"
 #include "conformance/validation.h"
 #include "fmt/format.h"
+#include "metrics/kubelet_metrics.h"
 
 namespace devmgr::conformance {
 
@@ -21,6 +22,7 @@ TestKubeletOptions Session::KubeletOptions() const {
   k.serve_wait = t().serve_wait;
   k.rpc_timeout = t().rpc;
   k.late_connect = t().serve_wait + t().register_within;
+  k.metrics = opts_.metrics;
   return k;
 }
 
@@ -123,9 +125,25 @@ ProbeClient* Session::Client() {
     const std::string path = SocketPath();
     if (path.empty()) return nullptr;
     client_ = std::make_unique<ProbeClient>(path);
+    if (metrics::KubeletMetrics* m = opts_.metrics; m != nullptr) {
+      // Named at each call (after its timing): a restart re-registers while
+      // the same client may still be in use. The client dies before the
+      // session, and concurrent Allocates only read it.
+      client_->set_allocate_observer([this, m](const CallResult<v1beta1::AllocateResponse>& r) {
+        m->ObserveAllocDuration(AllocateResourceName(), r.latency);
+      });
+    }
     client_->Dial(t().rpc).IgnoreError();
   }
   return client_.get();
+}
+
+std::string Session::AllocateResourceName() const {
+  if (kubelet_) {
+    auto regs = kubelet_->Registrations();
+    if (!regs.empty()) return regs.back().request.resource_name();
+  }
+  return target_->resource();
 }
 
 StreamRecorder* Session::KubeletStream() {

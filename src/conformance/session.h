@@ -17,6 +17,10 @@
 #include "conformance/target.h"
 #include "conformance/test_kubelet.h"
 
+namespace devmgr::metrics {
+class KubeletMetrics;
+}  // namespace devmgr::metrics
+
 namespace devmgr::conformance {
 
 // Every wait the tester does is bounded by one of these.
@@ -46,6 +50,10 @@ struct SessionOptions {
   std::string dir;  // absolute device-plugin directory
   Timeouts timeouts;
   Profile profile = DefaultProfile();
+  // When set, the session's kubelet counts the Register RPCs it receives and
+  // every Allocate made through Client() is observed with its wall-clock
+  // duration, under AllocateResourceName(). Not owned. nullptr = none.
+  metrics::KubeletMetrics* metrics = nullptr;
 };
 
 // Not thread-safe: driven by one check at a time.
@@ -77,8 +85,14 @@ class Session {
   // The plugin's socket: the registered endpoint, else the socket found in
   // the directory, or --socket. "" when none could be found.
   std::string SocketPath();
-  // A client to SocketPath() (nullptr when there is none).
+  // A client to SocketPath() (nullptr when there is none). With
+  // SessionOptions::metrics, its Allocate calls are observed there.
   ProbeClient* Client();
+  // The resource_name label of the Allocate durations: the resource of the
+  // newest registration in this session, else the target's --resource, else
+  // "" (--socket: nothing registers). Safe to call from the threads of a
+  // check while the session itself is not changed.
+  std::string AllocateResourceName() const;
   // The kubelet's stream (--socket: a stream the tester opened in Begin).
   StreamRecorder* KubeletStream();
   // Options as the kubelet got them during registration; nullopt when that

@@ -57,7 +57,8 @@ class ProcessTarget final : public Target {
 
 class InProcessTarget final : public Target {
  public:
-  explicit InProcessTarget(plugin::Config config) : config_(std::move(config)) {}
+  InProcessTarget(plugin::Config config, std::string call_log_path)
+      : config_(std::move(config)), call_log_path_(std::move(call_log_path)) {}
   ~InProcessTarget() override { Stop(absl::ZeroDuration()); }
   Kind kind() const override { return Kind::kInProcess; }
   std::string Describe() const override {
@@ -68,6 +69,7 @@ class InProcessTarget final : public Target {
     plugin::PluginOptions o;
     o.dir = dir;
     o.registry_dir = dir;
+    o.call_log_path = call_log_path_;
     plugin_ = std::make_unique<plugin::SamplePlugin>(config_, o);
     return plugin_->Start();
   }
@@ -81,6 +83,7 @@ class InProcessTarget final : public Target {
 
  private:
   const plugin::Config config_;
+  const std::string call_log_path_;
   std::unique_ptr<plugin::SamplePlugin> plugin_;
 };
 
@@ -111,8 +114,8 @@ class ResourceTarget final : public Target {
 std::unique_ptr<Target> NewProcessTarget(std::string command, bool private_mount) {
   return std::make_unique<ProcessTarget>(std::move(command), private_mount);
 }
-std::unique_ptr<Target> NewInProcessTarget(plugin::Config config) {
-  return std::make_unique<InProcessTarget>(std::move(config));
+std::unique_ptr<Target> NewInProcessTarget(plugin::Config config, std::string call_log_path) {
+  return std::make_unique<InProcessTarget>(std::move(config), std::move(call_log_path));
 }
 std::unique_ptr<Target> NewSocketTarget(std::string socket_path) {
   return std::make_unique<SocketTarget>(std::move(socket_path));

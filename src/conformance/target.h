@@ -48,8 +48,9 @@ class Target {
 // With private_mount the directory is also bind-mounted over
 // /var/lib/kubelet/device-plugins in a private mount namespace.
 std::unique_ptr<Target> NewProcessTarget(std::string command, bool private_mount);
-// The reference plugin in-process (tests).
-std::unique_ptr<Target> NewInProcessTarget(plugin::Config config);
+// The reference plugin in-process (tests). With a call_log_path, every
+// instance started appends its call log there (--call-log).
+std::unique_ptr<Target> NewInProcessTarget(plugin::Config config, std::string call_log_path = "");
 std::unique_ptr<Target> NewSocketTarget(std::string socket_path);
 std::unique_ptr<Target> NewResourceTarget(std::string resource);
 

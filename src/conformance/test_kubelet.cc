@@ -17,6 +17,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "metrics/kubelet_metrics.h"
 #include "transport/go_path.h"
 
 namespace devmgr::conformance {
@@ -162,6 +163,7 @@ absl::Time TestKubelet::started_at() const {
 }
 
 void TestKubelet::HandleRegister(const v1beta1::RegisterRequest& req) {
+  if (opts_.metrics != nullptr) opts_.metrics->CountRegistration(req.resource_name());
   if (!opts_.resource.empty() && req.resource_name() != opts_.resource) return;
   RegistrationRecord r;
   r.at = absl::Now();

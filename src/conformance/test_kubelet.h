@@ -27,6 +27,10 @@ namespace grpc {
 class Server;
 }  // namespace grpc
 
+namespace devmgr::metrics {
+class KubeletMetrics;
+}  // namespace devmgr::metrics
+
 namespace devmgr::conformance {
 
 struct TestKubeletOptions {
@@ -40,6 +44,11 @@ struct TestKubeletOptions {
   // When the plugin did not serve during Register: how long to keep
   // dialling afterwards.
   absl::Duration late_connect = absl::Seconds(10);
+  // When set, every Register RPC received is counted here
+  // (kubelet_device_plugin_registration_total), with the resource name as
+  // sent, before any check and whatever `resource` is, as the kubelet counts
+  // before validating. Not owned; must outlive the TestKubelet.
+  metrics::KubeletMetrics* metrics = nullptr;
 };
 
 struct RegistrationRecord {

@@ -1,0 +1,170 @@
+// RunOptions::metrics: the tester's kubelet counts what a kubelet would
+// over a whole run. The expected numbers come from the reference plugin's
+// own call log (every instance of the run appends to one file), never from
+// guesses about what the checks do.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "conformance/report.h"
+#include "conformance/runner.h"
+#include "conformance/target.h"
+#include "conformance/test_kubelet.h"
+#include "gtest/gtest.h"
+#include "metrics/kubelet_metrics.h"
+#include "nlohmann/json.hpp"
+#include "plugin/config.h"
+
+namespace devmgr::conformance {
+namespace {
+
+Timeouts FastTimeouts() {
+  Timeouts t;
+  t.rpc = absl::Seconds(2);
+  t.register_within = absl::Milliseconds(500);
+  t.serve_wait = absl::Milliseconds(500);
+  t.first_list_within = absl::Milliseconds(500);
+  t.observe = absl::Milliseconds(400);
+  t.prestart = absl::Seconds(1);
+  t.reregister_within = absl::Seconds(3);
+  t.stop_grace = absl::Seconds(1);
+  t.latency_budget = absl::Seconds(1);
+  t.latency_samples = 3;
+  return t;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/dmconfm-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    WipeDirectory(path_).IgnoreError();
+    ::rmdir(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+struct LogCounts {
+  int allocate_received = 0;
+  int register_sent_ok = 0;
+  int register_sent_failed = 0;
+};
+
+LogCounts CountCallLog(const std::string& path) {
+  LogCounts c;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    const std::string method = j.at("method");
+    const std::string kind = j.at("kind");
+    if (method == "Allocate" && kind == "received") ++c.allocate_received;
+    if (method == "Register" && kind == "sent") {
+      ++(j.contains("error") ? c.register_sent_failed : c.register_sent_ok);
+    }
+  }
+  return c;
+}
+
+TEST(ConformanceMetricsTest, CountsEveryRegisterAndAllocateOfTheRun) {
+  absl::StatusOr<plugin::Config> config =
+      plugin::LoadConfig(std::string(DEVMGR_SOURCE_DIR) + "/examples/sample-plugin.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const std::string resource = config->resource;
+  TempDir dir;
+  TempDir logs;
+  const std::string call_log = logs.path() + "/calls.jsonl";
+  auto target = NewInProcessTarget(*config, call_log);
+  metrics::KubeletMetrics m;
+  RunOptions o;
+  o.dir = dir.path();
+  o.timeouts = FastTimeouts();
+  o.metrics = &m;
+  // Allocates that succeed and fail, from several threads, and both
+  // restarts (a second registration in one session).
+  o.focus = "^(allocate\\.(rejects-unknown|deterministic|concurrent)|restart\\.|latency\\.)";
+  absl::StatusOr<RunReport> r = RunConformance(*target, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->results.size(), 6u) << SummaryTable(*r);
+  ASSERT_EQ(r->Count(Status::kFail), 0) << SummaryTable(*r);
+  target.reset();  // every plugin instance stopped: the log is complete
+
+  const LogCounts log = CountCallLog(call_log);
+  EXPECT_EQ(log.register_sent_failed, 0);
+  // One registration per session, one more per restart check.
+  EXPECT_GE(log.register_sent_ok, 8);
+  EXPECT_GT(log.allocate_received, 6);
+  EXPECT_EQ(m.RegistrationCount(resource), log.register_sent_ok);
+  EXPECT_EQ(m.AllocCount(resource), static_cast<uint64_t>(log.allocate_received));
+  const std::string text = m.Render();
+  EXPECT_NE(text.find("kubelet_device_plugin_registration_total{resource_name=\"" + resource +
+                      "\"} " + std::to_string(log.register_sent_ok) + "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("kubelet_device_plugin_alloc_duration_seconds_count{resource_name=\"" +
+                      resource + "\"} " + std::to_string(log.allocate_received) + "\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST(ConformanceMetricsTest, NoMetricsChangesNothing) {
+  absl::StatusOr<plugin::Config> config =
+      plugin::LoadConfig(std::string(DEVMGR_SOURCE_DIR) + "/examples/sample-plugin.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  TempDir dir;
+  auto target = NewInProcessTarget(*config);
+  RunOptions o;
+  o.dir = dir.path();
+  o.timeouts = FastTimeouts();
+  o.focus = "^allocate\\.rejects-unknown";
+  absl::StatusOr<RunReport> r = RunConformance(*target, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->Count(Status::kPass), 1) << SummaryTable(*r);
+}
+
+TEST(ConformanceMetricsTest, RegisterIsCountedAsSentBeforeAnyFilter) {
+  TempDir dir;
+  metrics::KubeletMetrics m;
+  TestKubeletOptions o;
+  o.dir = dir.path();
+  o.resource = "example.com/gpu";  // --resource: other resources are ignored...
+  o.metrics = &m;
+  TestKubelet k(o);
+  v1beta1::RegisterRequest req;
+  req.set_version("v1beta1");
+  req.set_endpoint("other.sock");
+  req.set_resource_name("example.com/other");
+  k.HandleRegister(req);
+  k.HandleRegister(req);
+  // ...but counted, as the kubelet counts every Register RPC.
+  EXPECT_EQ(m.RegistrationCount("example.com/other"), 2);
+  EXPECT_TRUE(k.Registrations().empty());
+  EXPECT_EQ(m.RegistrationCount("example.com/gpu"), 0);
+  k.Stop();
+}
+
+TEST(ConformanceMetricsTest, ProbeClientObservesFailedAllocates) {
+  // Nothing serves here: the call fails, and is observed all the same.
+  TempDir dir;
+  ProbeClient c(dir.path() + "/none.sock");
+  int seen = 0;
+  grpc::StatusCode code = grpc::StatusCode::OK;
+  c.set_allocate_observer([&](const CallResult<v1beta1::AllocateResponse>& r) {
+    ++seen;
+    code = r.status.error_code();
+  });
+  auto r = c.Allocate(AllocateRequestFor({{"a"}}), absl::Milliseconds(200));
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(seen, 1);
+  EXPECT_EQ(code, r.status.error_code());
+}
+
+}  // namespace
+}  // namespace devmgr::conformance
