@@ -17,7 +17,10 @@
 #include "conformance/runner.h"
 #include "conformance/target.h"
 #include "fmt/format.h"
+#include "metrics/kubelet_metrics.h"
 #include "node/plugin_process.h"
+#include "node/status_file.h"
+#include "podresources/options.h"
 
 namespace devmgr::cli {
 namespace {
@@ -33,6 +36,7 @@ struct ConformanceOptions {
   std::string focus;
   std::string skip;
   std::string results_dir;
+  std::string metrics_file;
   std::string kubelet_version = "1.32";
   bool list = false;
   bool quiet = false;
@@ -63,6 +67,22 @@ int ListCatalogue() {
                              conformance::DisplayTitle(c));
   }
   return kExitOk;
+}
+
+// The kubelet's metrics as the tester's kubelet saw the run, for --metrics-file.
+std::unique_ptr<metrics::KubeletMetrics> NewKubeletMetrics(const Profile& profile) {
+  metrics::KubeletMetricsOptions mo;
+  mo.pod_resources_get = podresources::OptionsForProfile(profile).get_enabled;
+  mo.aligned_compute_resources = profile.minor >= 32;
+  return std::make_unique<metrics::KubeletMetrics>(mo);
+}
+
+// Writes --metrics-file atomically; the error names the path.
+absl::Status WriteMetricsFile(const std::string& path, const metrics::KubeletMetrics& m) {
+  absl::Status s = node::WriteFileAtomically(path, m.Render());
+  if (s.ok()) return s;
+  // WriteFileAtomically's messages name the path: "write PATH: ...".
+  return absl::FailedPreconditionError("--metrics-file: " + std::string(s.message()));
 }
 
 int RunConformanceCommand(const ConformanceOptions& o) {
@@ -101,6 +121,11 @@ int RunConformanceCommand(const ConformanceOptions& o) {
     return kExitUsage;
   }
   ro.profile = *profile;
+  std::unique_ptr<metrics::KubeletMetrics> kubelet_metrics;
+  if (!o.metrics_file.empty()) {
+    kubelet_metrics = NewKubeletMetrics(*profile);
+    ro.metrics = kubelet_metrics.get();
+  }
   ro.focus = o.focus;
   ro.skip = o.skip;
   conformance::Timeouts& t = ro.timeouts;
@@ -125,7 +150,9 @@ int RunConformanceCommand(const ConformanceOptions& o) {
   }
   // A plugin that dies must not take the tester with it.
   signal(SIGPIPE, SIG_IGN);
+  int checks_done = 0;
   auto progress = [&](const conformance::CheckResult& r) {
+    ++checks_done;
     if (o.quiet) return;
     std::cerr << fmt::format("[{}] {} {}\n", conformance::StatusName(r.outcome.status), r.id,
                              r.outcome.status == conformance::Status::kPass ? "" : r.outcome.message);
@@ -133,14 +160,21 @@ int RunConformanceCommand(const ConformanceOptions& o) {
   absl::StatusOr<conformance::RunReport> report = conformance::RunConformance(*target, ro, progress);
   if (!report.ok()) {
     std::cerr << "devmgr conformance: " << report.status().message() << "\n";
-    return report.status().code() == absl::StatusCode::kInvalidArgument ? kExitUsage
-                                                                        : kExitEnvironment;
+    if (report.status().code() == absl::StatusCode::kInvalidArgument) return kExitUsage;
+    // An environment error after some checks ran: keep what the kubelet saw.
+    if (kubelet_metrics && checks_done > 0) {
+      if (absl::Status s = WriteMetricsFile(o.metrics_file, *kubelet_metrics); !s.ok()) {
+        std::cerr << "devmgr conformance: " << s.message() << "\n";
+      }
+    }
+    return kExitEnvironment;
   }
   std::cout << conformance::SummaryTable(*report);
   absl::Status w;
   if (!o.junit.empty()) w.Update(conformance::WriteFile(o.junit, conformance::JUnitXml(*report)));
   if (!o.json.empty()) w.Update(conformance::WriteFile(o.json, conformance::JsonReport(*report)));
   if (!o.results_dir.empty()) w.Update(conformance::WriteResultsDir(*report, o.results_dir));
+  if (kubelet_metrics) w.Update(WriteMetricsFile(o.metrics_file, *kubelet_metrics));
   if (!w.ok()) {
     std::cerr << "devmgr conformance: " << w.message() << "\n";
     return kExitEnvironment;
@@ -175,6 +209,13 @@ void AddConformanceCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--json", o->json, "Write a JSON report here");
   cmd->add_option("--results-dir", o->results_dir,
                   "Write sonobuoy plugin results here (JUnit + JSON, then a 'done' file)");
+  cmd->add_option("--metrics-file", o->metrics_file,
+                  "At the end, write the kubelet's device-plugin metrics (Prometheus text) as "
+                  "the tester's kubelet saw the whole run: every Register RPC it received "
+                  "(kubelet_device_plugin_registration_total) and every Allocate RPC sent to "
+                  "the plugin, failed ones included, with its duration "
+                  "(kubelet_device_plugin_alloc_duration_seconds). Written also when checks "
+                  "fail, and after an environment error if a check ran; a write error exits 3");
   cmd->add_option("--focus", o->focus, "Run only checks whose 'ID title [tags]' matches this regex");
   cmd->add_option("--skip", o->skip, "Skip checks whose 'ID title [tags]' matches this regex");
   cmd->add_option("--kubelet-version", o->kubelet_version,
