@@ -232,6 +232,7 @@ absl::Status PluginProcess::Start() {
   pid_ = pid;
   exited_ = false;
   exit_code_.reset();
+  reader_done_ = false;
   reader_ = std::thread([this, fd = out_pipe[0]] { ReaderLoop(fd); });
   if (!child_error.empty()) {
     ReapLocked();
@@ -263,10 +264,11 @@ void PluginProcess::ReaderLoop(int fd) {
   }
   if (!partial.empty()) {
     if (!opts_.log_prefix.empty()) std::cerr << opts_.log_prefix << partial << "\n";
-    absl::MutexLock l(&mu_);
-    tail_.push_back(partial);
   }
   close(fd);
+  absl::MutexLock l(&mu_);
+  if (!partial.empty()) tail_.push_back(std::move(partial));
+  reader_done_ = true;
 }
 
 void PluginProcess::ReapLocked() {
@@ -343,6 +345,13 @@ std::optional<int> PluginProcess::exit_code() const {
 
 std::vector<std::string> PluginProcess::OutputTail(size_t n) const {
   absl::MutexLock l(&mu_);
+  if (exited_) {
+    // The process is gone but its last lines may still be in the pipe: give
+    // the reader a moment to drain it (bounded: a grandchild that inherited
+    // the pipe may keep it open).
+    auto drained = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return reader_done_; };
+    mu_.AwaitWithTimeout(absl::Condition(&drained), absl::Seconds(1));
+  }
   const size_t start = tail_.size() > n ? tail_.size() - n : 0;
   return {tail_.begin() + start, tail_.end()};
 }

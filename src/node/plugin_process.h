@@ -87,6 +87,8 @@ class PluginProcess {
   bool exited_ ABSL_GUARDED_BY(mu_) = true;
   std::optional<int> exit_code_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> tail_ ABSL_GUARDED_BY(mu_);
+  // The output reader saw EOF (every writer closed the pipe).
+  bool reader_done_ ABSL_GUARDED_BY(mu_) = true;
   std::thread reader_;
 };
 
