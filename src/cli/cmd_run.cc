@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -20,7 +21,11 @@
 #include "cli/commands.h"
 #include "common/logging.h"
 #include "common/profile.h"
+#include "metrics/http_server.h"
+#include "node/status_file.h"
+#include "podresources/options.h"
 #include "scenario/report.h"
+#include "scenario/run_metrics.h"
 #include "scenario/runner.h"
 #include "scenario/scenario_parser.h"
 
@@ -37,6 +42,9 @@ struct RunOptions {
   bool keep_dir = false;
   bool show_log = false;
   int verbosity = 0;
+  std::string pod_resources_socket;
+  std::string metrics_file;
+  std::string metrics_address = "off";
 };
 
 bool IsDir(const std::string& p) {
@@ -154,6 +162,46 @@ int RunScenarios(const RunOptions& o) {
   ro.keep_dir = o.keep_dir;
   ro.out = &std::cout;
   ro.cancel = &cancel;
+  ro.pod_resources_socket = o.pod_resources_socket;
+  if (!ro.pod_resources_socket.empty() && ro.pod_resources_socket != "off") {
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(ro.pod_resources_socket, ec);
+    if (!ec) ro.pod_resources_socket = abs.lexically_normal().string();
+  }
+
+  // The metrics of the run: one kubelet's worth, over every scenario.
+  std::unique_ptr<scenario::RunMetrics> run_metrics;
+  std::unique_ptr<metrics::HttpServer> http;
+  if (!o.metrics_file.empty() || o.metrics_address != "off") {
+    // The Get counters exist when the gate is on in any run (profile or
+    // node.feature_gates).
+    bool get_gate = false;
+    for (const scenario::Scenario& sc : scenarios) {
+      for (const std::string& v : scenario::ScenarioVersions(sc, def->name)) {
+        absl::StatusOr<Profile> p = ProfileForVersion(v);
+        if (!p.ok()) continue;
+        podresources::Options api = podresources::OptionsForProfile(*p);
+        if (podresources::ApplyFeatureGates(sc.node.feature_gates, &api).ok()) {
+          get_gate |= api.get_enabled;
+        }
+      }
+    }
+    run_metrics = std::make_unique<scenario::RunMetrics>(*def, get_gate);
+    ro.metrics = run_metrics.get();
+  }
+  if (o.metrics_address != "off") {
+    scenario::RunMetrics* m = run_metrics.get();
+    http = std::make_unique<metrics::HttpServer>([m] { return m->Render(); });
+    absl::StatusOr<std::string> addr = http->Start(o.metrics_address);
+    if (!addr.ok()) {
+      std::cerr << "devmgr run: --metrics-address: " << addr.status().message() << "\n";
+      finished = true;
+      watcher.join();
+      return kExitEnvironment;
+    }
+    ro.metrics_url = "http://" + *addr + "/metrics";
+    std::cout << "serving metrics at " << ro.metrics_url << "\n";
+  }
 
   std::vector<scenario::ScenarioResult> results;
   const absl::Time t0 = absl::Now();
@@ -206,6 +254,13 @@ int RunScenarios(const RunOptions& o) {
     std::cerr << "devmgr run: cannot write " << o.json << "\n";
     code = kExitEnvironment;
   }
+  if (http) http->Stop();
+  if (!o.metrics_file.empty()) {
+    if (absl::Status s = node::WriteFileAtomically(o.metrics_file, run_metrics->Render()); !s.ok()) {
+      std::cerr << "devmgr run: --metrics-file: " << s.message() << "\n";
+      code = kExitEnvironment;
+    }
+  }
   return code;
 }
 
@@ -231,6 +286,19 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   sub->add_flag("--keep-dir", opts->keep_dir,
                 "Keep each scenario's temp dir (device-plugin dir, plugin configs, call logs)");
   sub->add_flag("--show-log", opts->show_log, "Print devmgr's own log lines live on stderr");
+  sub->add_option("--pod-resources-socket", opts->pod_resources_socket,
+                  "Serve the PodResources v1 API on this unix socket while each scenario runs "
+                  "('off': not at all). Default: WORKDIR/pod-resources/kubelet.sock in each "
+                  "scenario's temp dir; `run:` steps and plugins get it as "
+                  "$DEVMGR_POD_RESOURCES_SOCKET");
+  sub->add_option("--metrics-file", opts->metrics_file,
+                  "Write the kubelet metrics (Prometheus text) of the whole run to this file at "
+                  "the end: counts over every scenario, as one kubelet that lived through them");
+  sub->add_option("--metrics-address", opts->metrics_address,
+                  "Also serve those metrics at http://ADDRESS/metrics while the run lasts "
+                  "(e.g. 127.0.0.1:0 for any free port; `run:` steps get the URL as "
+                  "$DEVMGR_METRICS_URL)")
+      ->capture_default_str();
   sub->add_option("-v,--v", opts->verbosity, "Log verbosity (klog -v)")->capture_default_str();
   sub->callback([opts, exit_code] { *exit_code = RunScenarios(*opts); });
 }

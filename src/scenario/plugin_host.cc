@@ -41,6 +41,8 @@ std::map<std::string, std::string> HostEnv::Vars() const {
       {"DEVMGR_SCENARIO_DIR", scenario_dir},
       {"DEVMGR_CHECKPOINT", plugin_dir + "/" + checkpoint::kCheckpointName},
       {"DEVMGR_KUBELET_VERSION", kubelet_version},
+      {"DEVMGR_POD_RESOURCES_SOCKET", pod_resources_socket},
+      {"DEVMGR_METRICS_URL", metrics_url},
   };
 }
 

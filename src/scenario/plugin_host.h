@@ -24,8 +24,11 @@ struct HostEnv {
   std::string registry_dir;  // "" when off
   std::string scenario_dir;
   std::string kubelet_version;
+  std::string pod_resources_socket;  // "" when off
+  std::string metrics_url;           // "" when not served
   // DEVMGR_BIN, DEVMGR_PLUGIN_DIR, DEVMGR_REGISTRY_DIR, DEVMGR_WORK_DIR,
-  // DEVMGR_SCENARIO_DIR, DEVMGR_CHECKPOINT, DEVMGR_KUBELET_VERSION.
+  // DEVMGR_SCENARIO_DIR, DEVMGR_CHECKPOINT, DEVMGR_KUBELET_VERSION,
+  // DEVMGR_POD_RESOURCES_SOCKET, DEVMGR_METRICS_URL.
   std::map<std::string, std::string> Vars() const;
 };
 

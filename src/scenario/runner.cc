@@ -23,6 +23,9 @@
 #include "node/node.h"
 #include "node/plugin_process.h"
 #include "node/pod_manager.h"
+#include "podresources/lister.h"
+#include "podresources/observability.h"
+#include "podresources/server.h"
 #include "scenario/expectations.h"
 #include "scenario/plugin_host.h"
 #include "topology/bitmask.h"
@@ -269,6 +272,7 @@ class Run {
     env_.work_dir = work_dir_;
     env_.scenario_dir = sc_.dir;
     env_.kubelet_version = profile_.name;
+    env_.metrics_url = opts_.metrics_url;
     if (sc_.node.dir.empty()) {
       env_.plugin_dir = work_dir_ + "/dp";
     } else if (sc_.node.dir[0] == '/') {
@@ -278,6 +282,21 @@ class Run {
       env_.plugin_dir = std::string(getcwd(cwd, sizeof cwd) ? cwd : ".") + "/" + sc_.node.dir;
     }
     if (sc_.node.plugins_registry) env_.registry_dir = work_dir_ + "/reg";
+    pr_opts_ = podresources::OptionsForProfile(profile_);
+    if (absl::Status s = podresources::ApplyFeatureGates(sc_.node.feature_gates, &pr_opts_); !s.ok()) {
+      return s;  // the parser checked it
+    }
+    if (opts_.pod_resources_socket.empty()) {
+      env_.pod_resources_socket = work_dir_ + "/pod-resources/" + podresources::kSocketName;
+    } else if (opts_.pod_resources_socket != podresources::kOff) {
+      env_.pod_resources_socket = opts_.pod_resources_socket;
+      if (node::SocketAnswers(env_.pod_resources_socket)) {
+        return EnvError(fmt::format(
+            "{} answers: a kubelet (or another devmgr) serves the PodResources API there; use "
+            "another --pod-resources-socket",
+            env_.pod_resources_socket));
+      }
+    }
     for (const std::string& d : {env_.plugin_dir, env_.registry_dir, work_dir_ + "/plugins"}) {
       if (d.empty()) continue;
       if (mkdir(d.c_str(), 0750) != 0 && errno != EEXIST) {
@@ -303,6 +322,8 @@ class Run {
     if (absl::Status s = node_->Start(pods_->MakeStartOptions(/*node_rebooted=*/false)); !s.ok()) {
       return EnvError(fmt::format("the emulated kubelet did not start: {}", std::string(s.message())));
     }
+    if (opts_.metrics != nullptr) opts_.metrics->Attach(node_.get());
+    if (absl::Status s = StartPodResources(); !s.ok()) return s;
     for (auto& h : hosts_) {
       const PluginSpec& p = h->spec();
       if (p.external) {
@@ -352,6 +373,7 @@ class Run {
       if (h.pod) sp.pod = ToProviderHints(*h.pod);
       o.topology_hint_providers.push_back(std::move(sp));
     }
+    if (opts_.metrics != nullptr) opts_.metrics->Hook(&o);
     auto n = std::make_unique<node::Node>(o);
     n->manager().SetChangeCallback([this] { changes_.Notify(); });
     return n;
@@ -362,7 +384,37 @@ class Run {
     if (absl::Status s = node_->Start(std::move(start)); !s.ok()) {
       return EnvError(fmt::format("the emulated kubelet did not start: {}", std::string(s.message())));
     }
+    if (opts_.metrics != nullptr) opts_.metrics->Attach(node_.get());
+    return StartPodResources();
+  }
+
+  // Stops the PodResources server and the node, as a stopping kubelet does
+  // (the node object stays alive for the caller).
+  void StopNode() {
+    StopPodResources();
+    node_->Stop();
+    if (opts_.metrics != nullptr) opts_.metrics->Detach(node_.get());
+  }
+
+  // The PodResources socket over the current node (none when off).
+  absl::Status StartPodResources() {
+    if (env_.pod_resources_socket.empty()) return absl::OkStatus();
+    podresources::ServerOptions so;
+    so.socket_path = env_.pod_resources_socket;
+    so.api = pr_opts_;
+    so.metrics = opts_.metrics != nullptr ? &opts_.metrics->metrics() : nullptr;
+    pr_server_ = std::make_unique<podresources::Server>(node_.get(), pods_.get(), so);
+    if (absl::Status s = pr_server_->Start(); !s.ok()) {
+      pr_server_.reset();
+      return EnvError(fmt::format("the PodResources server did not start on {}: {}",
+                                  env_.pod_resources_socket, std::string(s.message())));
+    }
     return absl::OkStatus();
+  }
+
+  void StopPodResources() {
+    if (pr_server_) pr_server_->Stop();
+    pr_server_.reset();
   }
 
   void Teardown() {
@@ -374,7 +426,7 @@ class Run {
       if (hung) h->Kill();
       h->Stop(absl::Seconds(2));
     }
-    if (node_) node_->Stop();
+    if (node_) StopNode();
     if (worker_) {
       if (WaitJob(*job_, absl::Seconds(10))) {
         worker_->join();
@@ -694,7 +746,7 @@ class Run {
       }
       case StepKind::kRestartKubelet: {
         manager::StartOptions start = pods_->MakeStartOptions(/*node_rebooted=*/false);
-        node_->Stop();
+        StopNode();
         std::unique_ptr<node::Node> old = std::move(node_);
         if (absl::Status s = StartNode(std::move(start)); !s.ok()) return s;
         node::Node* fresh = node_.get();
@@ -718,7 +770,7 @@ class Run {
           }
         }
         manager::StartOptions start = pods_->MakeStartOptions(/*node_rebooted=*/true);
-        node_->Stop();
+        StopNode();
         std::unique_ptr<node::Node> old = std::move(node_);
         if (absl::Status s = StartNode(std::move(start)); !s.ok()) return s;
         for (PluginHost* h : restart) {
@@ -968,6 +1020,24 @@ class Run {
         }
       }
     }
+    if (e.pod_resources) {
+      // What an agent on the socket would get, from the same Lister (List
+      // runs the device manager's garbage collection, as the kubelet's does).
+      podresources::Lister lister(node_.get(), pods_.get(), pr_opts_);
+      const v1::ListPodResourcesResponse list = lister.List();
+      o.pod_resources = FromProto(list, lister.GetAllocatableResources());
+      for (const PrPodExpect& p : e.pod_resources->get) {
+        const auto [ns, name] = SplitGetRef(p.ref);
+        absl::StatusOr<v1::GetPodResourcesResponse> r = lister.Get(ns, name);
+        PrGetObs g;
+        if (r.ok()) {
+          g.pod = FromProto(r->pod_resources());
+        } else {
+          g.error = std::string(r.status().message());
+        }
+        o.pod_resources->get[p.ref] = std::move(g);
+      }
+    }
     if (e.checkpoint) {
       std::ifstream in(CheckpointPath(), std::ios::binary);
       if (in) {
@@ -1019,6 +1089,8 @@ class Run {
   std::vector<std::unique_ptr<PluginHost>> hosts_;
   std::unique_ptr<node::Node> node_;
   std::unique_ptr<node::PodManager> pods_;
+  podresources::Options pr_opts_;
+  std::unique_ptr<podresources::Server> pr_server_;
   std::shared_ptr<Job> job_;
   std::unique_ptr<std::thread> worker_;
   bool torn_down_ = false;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "scenario/result.h"
+#include "scenario/run_metrics.h"
 #include "scenario/scenario.h"
 
 namespace devmgr::scenario {
@@ -29,6 +30,15 @@ struct RunnerOptions {
   // Set (e.g. by a SIGINT handler) to interrupt: the current step fails
   // with "interrupted" and the scenario is torn down.
   const std::atomic<bool>* cancel = nullptr;
+  // The PodResources v1 socket served while a scenario runs (and re-served
+  // after each kubelet restart): "" = <work dir>/pod-resources/kubelet.sock;
+  // "off" = none; else this path (scenarios run one at a time).
+  std::string pod_resources_socket;
+  // Accumulates the kubelet metrics over every scenario run with these
+  // options; nullptr: none. Must outlive the runs.
+  RunMetrics* metrics = nullptr;
+  // Where those metrics are served ("" = not served): $DEVMGR_METRICS_URL.
+  std::string metrics_url;
   size_t log_tail_lines = 25;
   size_t output_tail_lines = 20;
 };
