@@ -168,43 +168,17 @@ class Checker {
       }
     }
     for (const DeviceExpect& d : c.devices) {
-      const std::string dw = fmt::format("{}.devices['{}']", w, d.resource);
       std::vector<std::string> ids;
+      std::set<int64_t> numa;
       if (alloc != nullptr) {
         auto it = alloc->devices.find(d.resource);
-        if (it != alloc->devices.end()) ids = Sorted(it->second);
-      }
-      if (d.count && static_cast<int64_t>(ids.size()) != *d.count) {
-        Fail(d.loc, dw, fmt::format("{} device(s)", *d.count),
-             fmt::format("{} {}", ids.size(), ListString(ids)));
-      }
-      if (d.ids && Sorted(*d.ids) != ids) Fail(d.loc, dw, ListString(Sorted(*d.ids)), ListString(ids));
-      if (d.subset_of) {
-        for (const auto& id : ids) {
-          if (std::find(d.subset_of->begin(), d.subset_of->end(), id) == d.subset_of->end()) {
-            Fail(d.loc, dw, "ids within " + ListString(*d.subset_of), ListString(ids));
-            break;
-          }
+        if (it != alloc->devices.end()) ids = it->second;
+        auto t = alloc->topology.find(d.resource);
+        if (t != alloc->topology.end()) {
+          for (const auto& [id, nodes] : t->second) numa.insert(nodes.begin(), nodes.end());
         }
       }
-      if (d.numa) {
-        std::set<int64_t> got;
-        if (alloc != nullptr) {
-          auto it = alloc->topology.find(d.resource);
-          if (it != alloc->topology.end()) {
-            for (const auto& [id, nodes] : it->second) got.insert(nodes.begin(), nodes.end());
-          }
-        }
-        std::set<int64_t> want(d.numa->begin(), d.numa->end());
-        if (got != want) {
-          auto show = [](const std::set<int64_t>& s) {
-            std::vector<std::string> v;
-            for (int64_t x : s) v.push_back(Int(x));
-            return ListString(v);
-          };
-          Fail(d.loc, dw + ".numa", show(want), show(got));
-        }
-      }
+      CheckDevices(d, fmt::format("{}.devices['{}']", w, d.resource), std::move(ids), numa, out_);
     }
     const std::optional<manager::RunContainerOptions>& opts = cr->run_options;
     if (c.no_options && opts) Fail(c.loc, w + ".options", "none", "options were handed to the runtime");
@@ -635,6 +609,37 @@ bool JsonMatches(const nlohmann::json& expected, const nlohmann::json& actual) {
   return expected == actual;
 }
 
+void CheckDevices(const DeviceExpect& d, const std::string& where, std::vector<std::string> ids,
+                  const std::set<int64_t>& numa, std::vector<Failure>* out) {
+  ids = Sorted(std::move(ids));
+  auto fail = [&](std::string what, std::string expected, std::string actual) {
+    out->push_back(Failure{d.loc, std::move(what), std::move(expected), std::move(actual)});
+  };
+  if (d.count && static_cast<int64_t>(ids.size()) != *d.count) {
+    fail(where, fmt::format("{} device(s)", *d.count), fmt::format("{} {}", ids.size(), ListString(ids)));
+  }
+  if (d.ids && Sorted(*d.ids) != ids) fail(where, ListString(Sorted(*d.ids)), ListString(ids));
+  if (d.subset_of) {
+    for (const auto& id : ids) {
+      if (std::find(d.subset_of->begin(), d.subset_of->end(), id) == d.subset_of->end()) {
+        fail(where, "ids within " + ListString(*d.subset_of), ListString(ids));
+        break;
+      }
+    }
+  }
+  if (d.numa) {
+    const std::set<int64_t> want(d.numa->begin(), d.numa->end());
+    if (numa != want) {
+      auto show = [](const std::set<int64_t>& s) {
+        std::vector<std::string> v;
+        for (int64_t x : s) v.push_back(Int(x));
+        return ListString(v);
+      };
+      fail(where + ".numa", show(want), show(numa));
+    }
+  }
+}
+
 std::vector<Failure> CheckExpectations(const Expectations& e, const Observed& o) {
   std::vector<Failure> out;
   Checker c(o, &out);
@@ -643,6 +648,14 @@ std::vector<Failure> CheckExpectations(const Expectations& e, const Observed& o)
   if (e.disjoint) c.Disjoint(e.loc, *e.disjoint);
   if (e.checkpoint) c.Checkpoint(*e.checkpoint);
   for (const auto& calls : e.calls) c.Calls(calls);
+  if (e.pod_resources) {
+    if (o.pod_resources) {
+      CheckPodResources(*e.pod_resources, *o.pod_resources, &out);
+    } else {
+      out.push_back(Failure{e.pod_resources->loc, "pod_resources", "PodResources answers",
+                            "not observed"});
+    }
+  }
   for (const auto& [loc, re] : e.log) c.Log(loc, re);
   return out;
 }

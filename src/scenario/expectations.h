@@ -6,6 +6,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "nlohmann/json.hpp"
 #include "node/pod_manager.h"
 #include "node/status_file.h"
+#include "scenario/pod_resources_check.h"
 #include "scenario/result.h"
 #include "scenario/scenario.h"
 
@@ -41,6 +43,8 @@ struct Observed {
   // container) -> the stored NUMA affinity (absent or nullopt: none).
   std::map<std::string, std::vector<MergeObs>> merges;
   std::map<std::pair<std::string, std::string>, std::optional<std::vector<int>>> numa_affinity;
+  // What the PodResources API answered (only when expected).
+  std::optional<PodResourcesObs> pod_resources;
 };
 
 // "[{[0 1] true} {<nil> false}]", or "<nil>" for a nil list.
@@ -51,6 +55,11 @@ const node::PodRecord* FindPod(const std::vector<node::PodRecord>& pods, const s
 
 // Every failed expectation (empty: all hold).
 std::vector<Failure> CheckExpectations(const Expectations& e, const Observed& o);
+
+// One DeviceExpect against the devices a container holds (`ids`, any
+// order) and the NUMA nodes of their topology. `where` names it in failures.
+void CheckDevices(const DeviceExpect& d, const std::string& where, std::vector<std::string> ids,
+                  const std::set<int64_t>& numa, std::vector<Failure>* out);
 
 // JSON subset matching for call arguments: objects match when every
 // expected key matches; arrays when they have the same length and match

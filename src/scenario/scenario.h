@@ -238,6 +238,40 @@ struct CallsExpect {
   std::map<std::string, int64_t> counts;  // method -> number of calls
 };
 
+// ---- PodResources expectations (what an agent on the socket sees) ----------
+
+// One container as List/Get report it: resource -> devices (the forms of
+// DeviceExpect; `numa` is the set of NUMA nodes in the devices' topology).
+struct PrContainerExpect {
+  std::string name;
+  Location loc;
+  bool no_devices = false;  // `none`: listed, with no devices
+  std::vector<DeviceExpect> devices;
+};
+
+struct PrPodExpect {
+  // List: name or namespace/name. Get: namespace/name, or a name in
+  // namespace "default".
+  std::string ref;
+  Location loc;
+  bool absent = false;  // List: not listed
+  // Get: the call fails with this message (code Unknown, as from a kubelet).
+  std::optional<StringMatcher> error;
+  std::vector<PrContainerExpect> containers;
+};
+
+struct PodResourcesExpect {
+  Location loc;
+  // GetAllocatableResources: per resource (a resource absent from the
+  // answer has no devices).
+  std::vector<DeviceExpect> allocatable;
+  // List: the number of pods listed, and per-pod expectations.
+  std::optional<int64_t> pod_count;
+  std::vector<PrPodExpect> pods;
+  // Get, one call per entry.
+  std::vector<PrPodExpect> get;
+};
+
 struct Expectations {
   Location loc;
   std::vector<ResourceExpect> resources;
@@ -247,13 +281,14 @@ struct Expectations {
   std::optional<std::vector<std::string>> disjoint;
   std::optional<CheckpointExpect> checkpoint;
   std::vector<CallsExpect> calls;
+  std::optional<PodResourcesExpect> pod_resources;
   // Each must match (regex search) one of the recent devmgr log lines.
   std::vector<std::pair<Location, std::string>> log;
   // Real-time budget to keep re-checking until everything holds.
   std::optional<absl::Duration> within;
   bool empty() const {
     return resources.empty() && pods.empty() && !disjoint && !checkpoint && calls.empty() &&
-           log.empty();
+           !pod_resources && log.empty();
   }
 };
 
@@ -352,6 +387,10 @@ struct NodeSpec {
   std::string topology_scope = "container";
   std::map<std::string, std::string> topology_policy_options;
   std::vector<HintProviderSpec> hint_providers;
+  // A kubelet --feature-gates value for the PodResources gates
+  // (KubeletPodResourcesGet, KubeletPodResourcesListUseActivePods,
+  // SidecarContainers); validated by the parser.
+  std::string feature_gates;
 };
 
 // Real-time limits (the virtual clock is separate and only moves on

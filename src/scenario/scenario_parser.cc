@@ -16,6 +16,7 @@
 #include "fmt/format.h"
 #include "plugin/config.h"
 #include "pod/manifest_parser.h"
+#include "podresources/options.h"
 #include "yaml-cpp/yaml.h"
 
 namespace devmgr::scenario {
@@ -26,7 +27,8 @@ using Keys = std::vector<std::string>;
 const Keys kTopKeys = {"name", "description", "node", "timeouts", "plugins", "steps"};
 const Keys kNodeKeys = {"kubelet_version", "kubelet_versions", "dir",        "plugins_registry",
                         "fsync",           "max_recv_msg_size", "numa_nodes", "dial_timeout",
-                        "numa_distances",  "topology_manager",  "hint_providers"};
+                        "numa_distances",  "topology_manager",  "hint_providers",
+                        "feature_gates"};
 const Keys kTimeoutKeys = {"step", "wait", "expect"};
 const Keys kPluginKeys = {"name",     "command",     "args",        "sample_plugin",
                           "external", "env",         "working_dir", "private_mount",
@@ -49,7 +51,9 @@ const StepKind kStepKinds[] = {
     StepKind::kWaitDevices,    StepKind::kSetHealth,        StepKind::kControl,
     StepKind::kDeleteCheckpoint, StepKind::kTruncateCheckpoint, StepKind::kCorruptCheckpoint,
     StepKind::kWriteCheckpoint, StepKind::kRun,             StepKind::kCheck};
-const Keys kExpectKeys = {"within", "resources", "pods", "disjoint", "checkpoint", "calls", "log"};
+const Keys kExpectKeys = {"within", "resources",     "pods", "disjoint",
+                          "checkpoint", "calls", "pod_resources", "log"};
+const Keys kPodResourcesKeys = {"allocatable", "pod_count", "pods", "get"};
 const Keys kResourceKeys = {"capacity",      "allocatable",     "healthy",    "unhealthy",
                             "allocated",     "healthy_count",   "unhealthy_count",
                             "registered",    "connected"};
@@ -528,6 +532,13 @@ class Parser {
       if (t["policy_options"]) {
         DEVMGR_RETURN_IF_ERROR(
             StringMap(t["policy_options"], "policy_options", &node->topology_policy_options));
+      }
+    }
+    if (n["feature_gates"]) {
+      DEVMGR_RETURN_IF_ERROR(String(n["feature_gates"], "node.feature_gates", &node->feature_gates));
+      podresources::Options api;
+      if (absl::Status s = podresources::ApplyFeatureGates(node->feature_gates, &api); !s.ok()) {
+        return Error(n["feature_gates"], "node.feature_gates: " + std::string(s.message()));
       }
     }
     if (n["hint_providers"]) {
@@ -1044,6 +1055,11 @@ class Parser {
         e->calls.push_back(std::move(c));
       }
     }
+    if (n["pod_resources"]) {
+      PodResourcesExpect pr;
+      DEVMGR_RETURN_IF_ERROR(ParsePodResourcesExpect(n["pod_resources"], &pr));
+      e->pod_resources = std::move(pr);
+    }
     if (n["log"]) {
       const YAML::Node l = n["log"];
       std::vector<YAML::Node> items;
@@ -1275,6 +1291,86 @@ class Parser {
       std::vector<int64_t> ids;
       DEVMGR_RETURN_IF_ERROR(IntList(v["numa"], "numa", &ids));
       d->numa = ids;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParsePodResourcesExpect(const YAML::Node& n, PodResourcesExpect* e) const {
+    e->loc = Loc(n);
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(n, "expect.pod_resources"));
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(n, kPodResourcesKeys, "expect.pod_resources"));
+    if (n["allocatable"]) {
+      const YAML::Node a = n["allocatable"];
+      DEVMGR_RETURN_IF_ERROR(
+          ExpectMap(a, "pod_resources.allocatable (resource -> count, ids or a mapping)"));
+      for (auto it = a.begin(); it != a.end(); ++it) {
+        DeviceExpect d;
+        DEVMGR_RETURN_IF_ERROR(ParseDeviceExpect(it->first, it->second, &d));
+        e->allocatable.push_back(std::move(d));
+      }
+    }
+    if (n["pod_count"]) DEVMGR_RETURN_IF_ERROR(OptInt(n["pod_count"], "pod_count", 0, &e->pod_count));
+    for (const bool get : {false, true}) {
+      const char* key = get ? "get" : "pods";
+      if (!n[key]) continue;
+      const YAML::Node ps = n[key];
+      DEVMGR_RETURN_IF_ERROR(ExpectMap(ps, fmt::format("pod_resources.{} (pod -> expectations)", key)));
+      for (auto it = ps.begin(); it != ps.end(); ++it) {
+        PrPodExpect p;
+        DEVMGR_RETURN_IF_ERROR(ParsePrPod(it->first, it->second, get, &p));
+        (get ? e->get : e->pods).push_back(std::move(p));
+      }
+    }
+    if (e->allocatable.empty() && !e->pod_count && e->pods.empty() && e->get.empty()) {
+      return Error(n, "expect.pod_resources: has nothing to check");
+    }
+    return absl::OkStatus();
+  }
+
+  // List (`get` false): `absent`, or {containers}; Get: {containers} or {error}.
+  absl::Status ParsePrPod(const YAML::Node& k, const YAML::Node& v, bool get, PrPodExpect* p) const {
+    DEVMGR_RETURN_IF_ERROR(NonEmptyString(k, "pod name", &p->ref));
+    p->loc = Loc(k);
+    const std::string where = fmt::format("pod_resources.{}['{}']", get ? "get" : "pods", p->ref);
+    const size_t slash = p->ref.find('/');
+    if (slash != std::string::npos &&
+        (slash == 0 || slash + 1 == p->ref.size() || p->ref.find('/', slash + 1) != std::string::npos)) {
+      return Error(k, fmt::format("{}: a pod is NAME or NAMESPACE/NAME", where));
+    }
+    if (!get && v.IsScalar() && v.Scalar() == "absent") {
+      p->absent = true;
+      return absl::OkStatus();
+    }
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(
+        v, get ? where + " ({containers: ...} or {error: ...})"
+               : where + " ({containers: ...}, or absent: not listed)"));
+    DEVMGR_RETURN_IF_ERROR(
+        CheckKeys(v, get ? Keys{"containers", "error"} : Keys{"containers"}, where));
+    if (v["error"]) {
+      if (v["containers"]) return Error(v["error"], "give containers or error, not both");
+      DEVMGR_RETURN_IF_ERROR(OptMatcher(v["error"], "error", &p->error));
+    }
+    if (v["containers"]) {
+      const YAML::Node cs = v["containers"];
+      DEVMGR_RETURN_IF_ERROR(ExpectMap(cs, where + ".containers"));
+      for (auto it = cs.begin(); it != cs.end(); ++it) {
+        PrContainerExpect c;
+        DEVMGR_RETURN_IF_ERROR(NonEmptyString(it->first, "container name", &c.name));
+        c.loc = Loc(it->first);
+        const YAML::Node d = it->second;
+        if (d.IsScalar() && d.Scalar() == "none") {
+          c.no_devices = true;
+        } else if (!d.IsNull()) {
+          DEVMGR_RETURN_IF_ERROR(ExpectMap(
+              d, fmt::format("container '{}' (resource -> count, ids or a mapping; or none)", c.name)));
+          for (auto dt = d.begin(); dt != d.end(); ++dt) {
+            DeviceExpect de;
+            DEVMGR_RETURN_IF_ERROR(ParseDeviceExpect(dt->first, dt->second, &de));
+            c.devices.push_back(std::move(de));
+          }
+        }
+        p->containers.push_back(std::move(c));
+      }
     }
     return absl::OkStatus();
   }
