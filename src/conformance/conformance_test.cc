@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/logging.h"
+#include "conformance/conformance_testutil.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
 #include "conformance/target.h"
@@ -27,37 +28,8 @@ std::string Example(const std::string& name) {
   return std::string(DEVMGR_SOURCE_DIR) + "/examples/" + name;
 }
 
-// Short deadlines so that every check takes well under a few seconds.
-Timeouts FastTimeouts() {
-  Timeouts t;
-  t.rpc = absl::Seconds(2);
-  t.register_within = absl::Milliseconds(500);
-  t.serve_wait = absl::Milliseconds(500);
-  t.first_list_within = absl::Milliseconds(500);
-  t.observe = absl::Milliseconds(400);
-  t.prestart = absl::Seconds(1);
-  t.reregister_within = absl::Seconds(3);
-  t.stop_grace = absl::Seconds(1);
-  t.latency_budget = absl::Seconds(1);
-  t.latency_samples = 3;
-  return t;
-}
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/dmconf-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    WipeDirectory(path_).IgnoreError();
-    ::rmdir(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testutil::FastTimeouts;
+using testutil::TempDir;
 
 RunReport RunAgainst(const std::string& config_path, const std::string& focus = "") {
   if (const char* v = std::getenv("DEVMGR_TEST_V")) log::Init(std::atoi(v), log::Format::kText);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "conformance/conformance_testutil.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
 #include "conformance/target.h"
@@ -20,36 +21,8 @@
 namespace devmgr::conformance {
 namespace {
 
-Timeouts FastTimeouts() {
-  Timeouts t;
-  t.rpc = absl::Seconds(2);
-  t.register_within = absl::Milliseconds(500);
-  t.serve_wait = absl::Milliseconds(500);
-  t.first_list_within = absl::Milliseconds(500);
-  t.observe = absl::Milliseconds(400);
-  t.prestart = absl::Seconds(1);
-  t.reregister_within = absl::Seconds(3);
-  t.stop_grace = absl::Seconds(1);
-  t.latency_budget = absl::Seconds(1);
-  t.latency_samples = 3;
-  return t;
-}
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/dmconfm-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    WipeDirectory(path_).IgnoreError();
-    ::rmdir(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testutil::FastTimeouts;
+using testutil::TempDir;
 
 struct LogCounts {
   int allocate_received = 0;

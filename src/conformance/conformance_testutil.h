@@ -1,0 +1,54 @@
+// Shared fixtures of the conformance tests: deadlines short enough that
+// every check takes well under a few seconds, and a wiped temp directory.
+#ifndef DEVMGR_CONFORMANCE_CONFORMANCE_TESTUTIL_H_
+#define DEVMGR_CONFORMANCE_CONFORMANCE_TESTUTIL_H_
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "conformance/session.h"
+#include "conformance/test_kubelet.h"
+
+namespace devmgr::conformance::testutil {
+
+inline Timeouts FastTimeouts() {
+  Timeouts t;
+  t.rpc = absl::Seconds(2);
+  t.register_within = absl::Milliseconds(500);
+  t.serve_wait = absl::Milliseconds(500);
+  t.first_list_within = absl::Milliseconds(500);
+  t.observe = absl::Milliseconds(400);
+  t.prestart = absl::Seconds(1);
+  t.reregister_within = absl::Seconds(3);
+  t.stop_grace = absl::Seconds(1);
+  t.latency_budget = absl::Seconds(1);
+  t.latency_samples = 3;
+  return t;
+}
+
+// A fresh directory under /tmp, wiped and removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/dmconf-XXXXXX";
+    const char* p = ::mkdtemp(tmpl);
+    path_ = p != nullptr ? p : "";
+  }
+  ~TempDir() {
+    if (path_.empty()) return;
+    WipeDirectory(path_).IgnoreError();
+    ::rmdir(path_.c_str());
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace devmgr::conformance::testutil
+
+#endif  // DEVMGR_CONFORMANCE_CONFORMANCE_TESTUTIL_H_
