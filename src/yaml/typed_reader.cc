@@ -7,13 +7,9 @@
 #include "fmt/format.h"
 
 namespace devmgr::yaml {
-namespace {
-
 bool Contains(const Keys& keys, const std::string& k) {
   return std::find(keys.begin(), keys.end(), k) != keys.end();
 }
-
-}  // namespace
 
 std::string DidYouMean(const std::string& word, const Keys& candidates) {
   const std::string guess = SpellCheck(word, candidates);

@@ -22,6 +22,9 @@ namespace devmgr::yaml {
 
 using Keys = std::vector<std::string>;
 
+// Whether `k` is one of `keys`.
+bool Contains(const Keys& keys, const std::string& k);
+
 // " (did you mean 'x'?)" for the candidate closest to `word`, or "".
 std::string DidYouMean(const std::string& word, const Keys& candidates);
 
