@@ -1,5 +1,6 @@
-// YAML -> Config. The only file of the plugin that includes yaml-cpp; every
-// yaml-cpp exception is caught here and turned into "file:line:col: ..." .
+// YAML -> Config (read with yaml::TypedReader). The only file of the plugin
+// that includes yaml-cpp; every yaml-cpp exception is caught here and turned
+// into "file:line:col: ..." .
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -7,17 +8,17 @@
 #include <sstream>
 
 #include "absl/status/status.h"
-#include "common/spellcheck.h"
 #include "common/status_util.h"
 #include "fmt/format.h"
 #include "plugin/config.h"
 #include "plugin/response_template.h"
 #include "yaml-cpp/yaml.h"
+#include "yaml/typed_reader.h"
 
 namespace devmgr::plugin {
 namespace {
 
-using Keys = std::vector<std::string>;
+using yaml::Keys;
 
 // gRPC status code names, indexed by code.
 const Keys& CodeNames() {
@@ -97,116 +98,9 @@ const char* FaultSectionName(Rpc rpc) {
   return "";
 }
 
-class Parser {
+class Parser : public yaml::TypedReader {
  public:
-  explicit Parser(std::string source) : source_(std::move(source)) {}
-
-  absl::Status Error(const YAML::Node& n, const std::string& what) const {
-    const YAML::Mark m = n.Mark();
-    if (m.is_null()) return absl::InvalidArgumentError(fmt::format("{}: {}", source_, what));
-    return absl::InvalidArgumentError(
-        fmt::format("{}:{}:{}: {}", source_, m.line + 1, m.column + 1, what));
-  }
-
-  // Every key of map `n` must be in `allowed`. `all` (optional) widens the
-  // did-you-mean search and produces "does not apply" messages.
-  absl::Status CheckKeys(const YAML::Node& n, const Keys& allowed, const std::string& where,
-                         const Keys& all = {}) const {
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      if (!it->first.IsScalar()) return Error(it->first, "keys must be strings");
-      const std::string key = it->first.Scalar();
-      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-      if (std::find(all.begin(), all.end(), key) != all.end()) {
-        return Error(it->first, fmt::format("key '{}' does not apply to {}", key, where));
-      }
-      std::string msg = fmt::format("unknown key '{}' in {}", key, where);
-      const std::string guess = SpellCheck(key, allowed);
-      if (!guess.empty()) msg += fmt::format(" (did you mean '{}'?)", guess);
-      return Error(it->first, msg);
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status ExpectMap(const YAML::Node& n, const std::string& where) const {
-    if (!n.IsMap()) return Error(n, fmt::format("{} must be a mapping", where));
-    return absl::OkStatus();
-  }
-  absl::Status ExpectSeq(const YAML::Node& n, const std::string& where) const {
-    if (!n.IsSequence()) return Error(n, fmt::format("{} must be a list", where));
-    return absl::OkStatus();
-  }
-
-  absl::Status String(const YAML::Node& n, const std::string& where, std::string* out) const {
-    if (!n.IsScalar()) return Error(n, fmt::format("{} must be a string", where));
-    *out = n.Scalar();
-    return absl::OkStatus();
-  }
-
-  absl::Status Bool(const YAML::Node& n, const std::string& where, bool* out) const {
-    if (n.IsScalar()) {
-      const std::string& s = n.Scalar();
-      if (s == "true" || s == "True" || s == "TRUE") {
-        *out = true;
-        return absl::OkStatus();
-      }
-      if (s == "false" || s == "False" || s == "FALSE") {
-        *out = false;
-        return absl::OkStatus();
-      }
-    }
-    return Error(n, fmt::format("{} must be true or false", where));
-  }
-
-  absl::Status Int(const YAML::Node& n, const std::string& where, int64_t min, int64_t* out) const {
-    if (n.IsScalar()) {
-      const std::string& s = n.Scalar();
-      size_t used = 0;
-      long long v = 0;
-      bool ok = !s.empty();
-      try {
-        v = std::stoll(s, &used, 10);
-      } catch (...) {
-        ok = false;
-      }
-      if (ok && used == s.size()) {
-        if (v < min) return Error(n, fmt::format("{} must be at least {}", where, min));
-        *out = v;
-        return absl::OkStatus();
-      }
-    }
-    return Error(n, fmt::format("{} must be an integer", where));
-  }
-
-  absl::Status Int32(const YAML::Node& n, const std::string& where, int64_t min, int* out) const {
-    int64_t v = 0;
-    DEVMGR_RETURN_IF_ERROR(Int(n, where, min, &v));
-    if (v > 1'000'000'000) return Error(n, fmt::format("{} is too large", where));
-    *out = static_cast<int>(v);
-    return absl::OkStatus();
-  }
-
-  absl::Status Duration(const YAML::Node& n, const std::string& where, absl::Duration* out) const {
-    if (n.IsScalar()) {
-      absl::Duration d;
-      if (absl::ParseDuration(n.Scalar(), &d) && d >= absl::ZeroDuration()) {
-        *out = d;
-        return absl::OkStatus();
-      }
-    }
-    return Error(n, fmt::format("{} must be a duration such as 500ms, 2s or 1m30s", where));
-  }
-
-  absl::Status StringList(const YAML::Node& n, const std::string& where,
-                          std::vector<std::string>* out) const {
-    DEVMGR_RETURN_IF_ERROR(ExpectSeq(n, where));
-    out->clear();
-    for (const YAML::Node& e : n) {
-      std::string s;
-      DEVMGR_RETURN_IF_ERROR(String(e, where + " entries", &s));
-      out->push_back(s);
-    }
-    return absl::OkStatus();
-  }
+  explicit Parser(std::string source) : TypedReader(std::move(source)) {}
 
   absl::Status Template(const YAML::Node& n, bool per_device, const std::string& value) const {
     absl::Status s = CheckTemplate(value, per_device);
@@ -214,29 +108,15 @@ class Parser {
     return absl::OkStatus();
   }
 
-  absl::Status StringMap(const YAML::Node& n, const std::string& where, bool per_device,
-                         std::map<std::string, std::string>* out) const {
-    DEVMGR_RETURN_IF_ERROR(ExpectMap(n, where));
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      std::string k, v;
-      DEVMGR_RETURN_IF_ERROR(String(it->first, where + " keys", &k));
-      DEVMGR_RETURN_IF_ERROR(String(it->second, where + " values", &v));
-      DEVMGR_RETURN_IF_ERROR(Template(it->first, per_device, k));
-      DEVMGR_RETURN_IF_ERROR(Template(it->second, per_device, v));
-      (*out)[k] = v;
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status NumaList(const YAML::Node& n, const std::string& where,
-                        std::vector<int64_t>* out) const {
-    DEVMGR_RETURN_IF_ERROR(ExpectSeq(n, where));
-    for (const YAML::Node& e : n) {
-      int64_t v = 0;
-      DEVMGR_RETURN_IF_ERROR(Int(e, where + " entries", INT64_MIN, &v));
-      out->push_back(v);
-    }
-    return absl::OkStatus();
+  // A string map whose keys and values may use the per-device template.
+  absl::Status TemplateMap(const YAML::Node& n, const std::string& where, bool per_device,
+                           std::map<std::string, std::string>* out) const {
+    return StringMap(n, where, out,
+                     [&](const YAML::Node& kn, const YAML::Node& vn, const std::string& k,
+                         const std::string& v) -> absl::Status {
+                       DEVMGR_RETURN_IF_ERROR(Template(kn, per_device, k));
+                       return Template(vn, per_device, v);
+                     });
   }
 
   absl::Status ParseDevices(const YAML::Node& n, Config* c) const {
@@ -252,7 +132,7 @@ class Parser {
       }
       if (d["numa"] && !d["numa"].IsNull()) {
         dev.has_topology = true;
-        DEVMGR_RETURN_IF_ERROR(NumaList(d["numa"], "numa", &dev.numa_nodes));
+        DEVMGR_RETURN_IF_ERROR(IntList(d["numa"], "numa", &dev.numa_nodes));
       }
       if (d["topology"] && !d["topology"].IsNull()) {
         const YAML::Node t = d["topology"];
@@ -260,7 +140,7 @@ class Parser {
         DEVMGR_RETURN_IF_ERROR(CheckKeys(t, {"nodes"}, "topology"));
         dev.has_topology = true;
         if (t["nodes"] && !t["nodes"].IsNull()) {
-          DEVMGR_RETURN_IF_ERROR(NumaList(t["nodes"], "topology.nodes", &dev.numa_nodes));
+          DEVMGR_RETURN_IF_ERROR(IntList(t["nodes"], "topology.nodes", &dev.numa_nodes));
         }
       }
       if (d["count"]) {
@@ -292,11 +172,11 @@ class Parser {
   absl::Status ParseTemplate(const YAML::Node& n, bool per_device, const std::string& where,
                              ResponseTemplate* t) const {
     if (n["envs"]) {
-      DEVMGR_RETURN_IF_ERROR(StringMap(n["envs"], where + ".envs", per_device, &t->envs));
+      DEVMGR_RETURN_IF_ERROR(TemplateMap(n["envs"], where + ".envs", per_device, &t->envs));
     }
     if (n["annotations"]) {
       DEVMGR_RETURN_IF_ERROR(
-          StringMap(n["annotations"], where + ".annotations", per_device, &t->annotations));
+          TemplateMap(n["annotations"], where + ".annotations", per_device, &t->annotations));
     }
     if (n["cdi_devices"]) {
       DEVMGR_RETURN_IF_ERROR(StringList(n["cdi_devices"], where + ".cdi_devices", &t->cdi_devices));
@@ -395,10 +275,7 @@ class Parser {
         const std::string norm = NormalizeCodeName(s);
         auto it = std::find(names.begin(), names.end(), norm);
         if (it == names.end()) {
-          std::string msg = fmt::format("unknown gRPC status code '{}'", s);
-          const std::string guess = SpellCheck(norm, names);
-          if (!guess.empty()) msg += fmt::format(" (did you mean '{}'?)", guess);
-          return Error(code, msg);
+          return UnknownName(code, fmt::format("unknown gRPC status code '{}'", s), norm, names);
         }
         e->code = static_cast<int>(it - names.begin());
       }
@@ -508,7 +385,7 @@ class Parser {
 
   absl::Status ParseTop(const YAML::Node& root, Config* c) const {
     if (!root.IsDefined() || root.IsNull()) {
-      return absl::InvalidArgumentError(fmt::format("{}: empty config (need at least resource)", source_));
+      return absl::InvalidArgumentError(fmt::format("{}: empty config (need at least resource)", file()));
     }
     DEVMGR_RETURN_IF_ERROR(ExpectMap(root, "the config"));
     DEVMGR_RETURN_IF_ERROR(CheckKeys(root,
@@ -555,10 +432,9 @@ class Parser {
         static const Keys kPolicies = {"first", "last", "echo-must-include", "fixed"};
         auto it = std::find(kPolicies.begin(), kPolicies.end(), policy);
         if (it == kPolicies.end()) {
-          std::string msg = fmt::format("unknown preferred_allocation policy '{}'", policy);
-          const std::string guess = SpellCheck(policy, kPolicies);
-          if (!guess.empty()) msg += fmt::format(" (did you mean '{}'?)", guess);
-          return Error(p["policy"], msg);
+          return UnknownName(p["policy"],
+                             fmt::format("unknown preferred_allocation policy '{}'", policy),
+                             policy, kPolicies);
         }
         pa.policy = static_cast<PreferredAllocationConfig::Policy>(it - kPolicies.begin());
       }
@@ -621,9 +497,6 @@ class Parser {
     }
     return absl::OkStatus();
   }
-
- private:
-  std::string source_;
 };
 
 }  // namespace
@@ -656,11 +529,7 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
     const YAML::Node root = YAML::Load(yaml_text);
     DEVMGR_RETURN_IF_ERROR(p.ParseTop(root, &c));
   } catch (const YAML::Exception& e) {
-    if (e.mark.is_null()) {
-      return absl::InvalidArgumentError(fmt::format("{}: {}", source_name, e.msg));
-    }
-    return absl::InvalidArgumentError(
-        fmt::format("{}:{}:{}: {}", source_name, e.mark.line + 1, e.mark.column + 1, e.msg));
+    return p.ExceptionError(e);
   }
   if (c.socket.empty()) c.socket = DefaultSocketName(c.resource);
   if (c.registration.registry_socket.empty()) {
