@@ -79,7 +79,8 @@ TEST(TypedReaderTest, Shapes) {
   EXPECT_TRUE(r.OptionalMap(YAML::Load("{a: 1}"), {"a"}, "w").ok());
   EXPECT_EQ(Msg(r.OptionalMap(scalar, {"a"}, "restart_kubelet")),
             "f:1:1: restart_kubelet takes no value or a mapping");
-  EXPECT_EQ(Msg(r.OptionalMap(YAML::Load("{b: 1}"), {"a"}, "w")), "f:1:2: unknown key 'b' in w (did you mean 'a'?)");
+  EXPECT_EQ(Msg(r.OptionalMap(YAML::Load("{b: 1}"), {"a"}, "w")),
+            "f:1:2: unknown key 'b' in w (did you mean 'a'?)");
 }
 
 TEST(TypedReaderTest, Strings) {
@@ -185,7 +186,8 @@ TEST(TypedReaderTest, StringMapWithEntryCheck) {
   EXPECT_EQ(Msg(r.StringMap(YAML::Load("[]"), "env", &m)), "f:1:1: env must be a mapping");
   EXPECT_EQ(Msg(r.StringMap(YAML::Load("{a: [x]}"), "env", &m)),
             "f:1:5: env values must be a string");
-  EXPECT_EQ(Msg(r.StringMap(YAML::Load("{[a]: x}"), "env", &m)), "f:1:2: env keys must be a string");
+  EXPECT_EQ(Msg(r.StringMap(YAML::Load("{[a]: x}"), "env", &m)),
+            "f:1:2: env keys must be a string");
   int calls = 0;
   const absl::Status s = r.StringMap(
       YAML::Load("{ok: 1, bad: 2}"), "envs", &m,
