@@ -29,6 +29,9 @@ struct ManifestRow {
   std::string file, verdict, format, stored, correct, spew, description;
 };
 
+// Test names and ctest's list show the file, not the struct's bytes.
+inline void PrintTo(const ManifestRow& row, std::ostream* os) { *os << row.file; }
+
 inline std::vector<ManifestRow> ReadManifest() {
   std::vector<ManifestRow> rows;
   std::istringstream in(ReadFileOrDie(TestDataDir() + "/MANIFEST.tsv"));
