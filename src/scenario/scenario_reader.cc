@@ -70,13 +70,15 @@ absl::Status ScenarioReader::ResHints(const YAML::Node& n, const std::string& wh
   for (auto it = n.begin(); it != n.end(); ++it) {
     std::string r;
     DEVMGR_RETURN_IF_ERROR(NonEmptyString(it->first, "resource name", &r));
-    if (it->second.IsNull()) {
+    // A copy: it->second lives in the iterator's temporary proxy.
+    const YAML::Node list = it->second;
+    if (list.IsNull()) {
       (*out)[r] = std::nullopt;
       continue;
     }
-    DEVMGR_RETURN_IF_ERROR(ExpectSeq(it->second, "hints"));
+    DEVMGR_RETURN_IF_ERROR(ExpectSeq(list, "hints"));
     std::vector<HintSpec> hs;
-    for (const YAML::Node& h : it->second) {
+    for (const YAML::Node& h : list) {
       HintSpec x;
       DEVMGR_RETURN_IF_ERROR(Hint(h, &x));
       hs.push_back(std::move(x));
@@ -85,6 +87,5 @@ absl::Status ScenarioReader::ResHints(const YAML::Node& n, const std::string& wh
   }
   return absl::OkStatus();
 }
-
 
 }  // namespace devmgr::scenario
