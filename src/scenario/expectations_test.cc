@@ -4,6 +4,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scenario/scenario_parser.h"
+#include "scenario/scenario_testutil.h"
 
 namespace devmgr::scenario {
 
@@ -19,14 +20,7 @@ using ::testing::SizeIs;
 
 // Expectations written as scenario YAML (one check step).
 Expectations Parse(const std::string& expect_yaml) {
-  const std::string text = R"(plugins:
-  - name: gpu
-    sample_plugin: {resource: example.com/gpu}
-steps:
-  - check:
-    expect:
-)" + expect_yaml;
-  absl::StatusOr<Scenario> s = ParseScenario(text, "e.yaml");
+  absl::StatusOr<Scenario> s = testutil::ParseCheckStep(expect_yaml, "e.yaml");
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? s->steps[0].expect : Expectations{};
 }

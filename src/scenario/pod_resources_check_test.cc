@@ -4,6 +4,7 @@
 #include "gtest/gtest.h"
 #include "scenario/expectations.h"
 #include "scenario/scenario_parser.h"
+#include "scenario/scenario_testutil.h"
 
 namespace devmgr::scenario {
 namespace {
@@ -15,14 +16,7 @@ using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
 absl::StatusOr<Scenario> ParseExpect(const std::string& expect_yaml) {
-  const std::string text = R"(plugins:
-  - name: gpu
-    sample_plugin: {resource: example.com/gpu}
-steps:
-  - check:
-    expect:
-)" + expect_yaml;
-  return ParseScenario(text, "pr.yaml");
+  return testutil::ParseCheckStep(expect_yaml, "pr.yaml");
 }
 
 PodResourcesExpect Parse(const std::string& expect_yaml) {
