@@ -1,4 +1,5 @@
-// Go encoding/json compatible checkpoint codec. The decoder is a single-pass
+// Go encoding/json compatible checkpoint decoder (the encoder is
+// json_encode.cc): a single-pass
 // recursive-descent parser that validates exactly what Go's scanner accepts
 // (and reports Go's syntax error texts), decoding straight into a model of
 // Go's memory (slices with a reusable backing array, maps that merge), so
@@ -143,24 +144,6 @@ const unsigned char* SkipPlain(const unsigned char* q, const unsigned char* end)
   }
   while (q < end && kStringClasses.c[*q] == kPlain) ++q;
   return q;
-}
-
-// Length (2..4) of the valid UTF-8 sequence at q, 0 when invalid (Go's
-// utf8.DecodeRune then returns RuneError with width 1).
-size_t Utf8SeqLen(const unsigned char* q, const unsigned char* end) {
-  const unsigned char b0 = q[0];
-  const size_t avail = static_cast<size_t>(end - q);
-  auto cont = [&](size_t i, unsigned char lo = 0x80, unsigned char hi = 0xBF) {
-    return i < avail && q[i] >= lo && q[i] <= hi;
-  };
-  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(1) ? 2 : 0;
-  if (b0 == 0xE0) return cont(1, 0xA0) && cont(2) ? 3 : 0;
-  if ((b0 >= 0xE1 && b0 <= 0xEC) || b0 == 0xEE || b0 == 0xEF) return cont(1) && cont(2) ? 3 : 0;
-  if (b0 == 0xED) return cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;
-  if (b0 == 0xF0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
-  if (b0 >= 0xF1 && b0 <= 0xF3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
-  if (b0 == 0xF4) return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
-  return 0;
 }
 
 void AppendUtf8(std::string* out, uint32_t r) {
@@ -589,7 +572,7 @@ class Parser {
   bool DepthError() { return Fail("exceeded max depth"); }
 
   bool Skip() {
-    Kind k;
+    Kind k = Kind::kNull;  // set by Peek
     if (!Peek(&k)) return false;
     return SkipKind(k);
   }
@@ -665,7 +648,7 @@ class Parser {
 
   // ---- typed decoding ----
   bool DecodeString(std::string* dst) {
-    Kind k;
+    Kind k = Kind::kNull;  // set by Peek
     if (!Peek(&k)) return false;
     if (k == Kind::kString) return String(dst);
     if (k == Kind::kNull) return Literal("null");
@@ -673,7 +656,7 @@ class Parser {
   }
 
   bool DecodeUint64(uint64_t* dst, const char* type) {
-    Kind k;
+    Kind k = Kind::kNull;  // set by Peek
     if (!Peek(&k)) return false;
     if (k == Kind::kNull) return Literal("null");
     if (k != Kind::kNumber) return Mismatch(k, type);
@@ -690,7 +673,7 @@ class Parser {
   }
 
   bool DecodeStrings(GoStrings* dst, const char* type) {
-    Kind k;
+    Kind k = Kind::kNull;  // set by Peek
     if (!Peek(&k)) return false;
     if (k == Kind::kNull) {
       *dst = GoStrings{};
@@ -709,7 +692,7 @@ class Parser {
   }
 
   bool DecodeBytes(GoBytes* dst) {
-    Kind k;
+    Kind k = Kind::kNull;  // set by Peek
     if (!Peek(&k)) return false;
     switch (k) {
       case Kind::kNull:
@@ -766,7 +749,7 @@ class Parser {
   }
 
   bool DecodeNuma(GoNuma* dst) {
-    Kind k;
+    Kind k = Kind::kNull;  // set by Peek
     if (!Peek(&k)) return false;
     if (k == Kind::kNull) {
       *dst = GoNuma{};
@@ -789,7 +772,7 @@ class Parser {
   }
 
   bool DecodeRegistered(GoRegistered* dst) {
-    Kind k;
+    Kind k = Kind::kNull;  // set by Peek
     if (!Peek(&k)) return false;
     if (k == Kind::kNull) {
       *dst = GoRegistered{};
@@ -811,7 +794,7 @@ class Parser {
 
   template <class Dev>
   bool DecodeEntry(GoEntry<Dev>* e) {
-    Kind k;
+    Kind k = Kind::kNull;  // set by Peek
     if (!Peek(&k)) return false;
     if (k == Kind::kNull) return Literal("null");
     if (k != Kind::kObject) return Mismatch(k, names_.entry_type);
@@ -843,7 +826,7 @@ class Parser {
 
   template <class Dev>
   bool DecodeEntries(GoSlice<GoEntry<Dev>>* dst) {
-    Kind k;
+    Kind k = Kind::kNull;  // set by Peek
     if (!Peek(&k)) return false;
     if (k == Kind::kNull) {
       *dst = GoSlice<GoEntry<Dev>>{};
@@ -863,7 +846,7 @@ class Parser {
 
   template <class Dev>
   bool DecodeData(GoData<Dev>* d) {
-    Kind k;
+    Kind k = Kind::kNull;  // set by Peek
     if (!Peek(&k)) return false;
     if (k == Kind::kNull) return Literal("null");
     if (k != Kind::kObject) return Mismatch(k, names_.data_type);
@@ -883,7 +866,7 @@ class Parser {
 
   template <class Dev>
   bool DecodeTop(GoTop<Dev>* top) {
-    Kind k;
+    Kind k = Kind::kNull;  // set by Peek
     if (!Peek(&k)) return false;
     if (k == Kind::kNull) return Literal("null");
     if (k != Kind::kObject) return Mismatch(k, names_.top);
@@ -982,283 +965,7 @@ absl::Status DecodeInto(std::string_view bytes, const TypeNames& names, GoTop<De
   return absl::OkStatus();
 }
 
-// ---------------------------------------------------------------------------
-// Encoding.
-
-struct JsonSafe {
-  std::array<bool, 128> safe{};
-  constexpr JsonSafe() {
-    for (int c = 0x20; c < 0x80; ++c) safe[c] = true;
-    safe['"'] = safe['\\'] = safe['<'] = safe['>'] = safe['&'] = false;
-  }
-};
-constexpr JsonSafe kJsonSafe;
-
-void AppendStringList(std::string* out, const DeviceList& l) {
-  if (!l) {
-    out->append("null");
-    return;
-  }
-  out->push_back('[');
-  bool first = true;
-  for (const std::string& s : *l) {
-    if (!first) out->push_back(',');
-    first = false;
-    AppendGoJsonString(out, s);
-  }
-  out->push_back(']');
-}
-
-void AppendBytes(std::string* out, const std::optional<std::string>& b) {
-  if (!b) {
-    out->append("null");
-    return;
-  }
-  out->push_back('"');
-  AppendBase64(out, *b);
-  out->push_back('"');
-}
-
-void AppendNuma(std::string* out, const DevicesPerNUMA& m) {
-  if (!m) {
-    out->append("null");
-    return;
-  }
-  // json.Marshal sorts map keys by their string form.
-  std::vector<std::pair<std::string, const DeviceList*>> keys;
-  keys.reserve(m->size());
-  for (const auto& [node, ids] : *m) keys.emplace_back(std::to_string(node), &ids);
-  std::sort(keys.begin(), keys.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  out->push_back('{');
-  bool first = true;
-  for (const auto& [k, ids] : keys) {
-    if (!first) out->push_back(',');
-    first = false;
-    out->push_back('"');
-    out->append(k);
-    out->append("\":");
-    AppendStringList(out, *ids);
-  }
-  out->push_back('}');
-}
-
-template <class Entry>
-void AppendEntries(std::string* out, const std::optional<std::vector<Entry>>& entries) {
-  if (!entries) {
-    out->append("null");
-    return;
-  }
-  out->push_back('[');
-  bool first = true;
-  for (const Entry& e : *entries) {
-    if (!first) out->push_back(',');
-    first = false;
-    out->append("{\"PodUID\":");
-    AppendGoJsonString(out, e.pod_uid);
-    out->append(",\"ContainerName\":");
-    AppendGoJsonString(out, e.container_name);
-    out->append(",\"ResourceName\":");
-    AppendGoJsonString(out, e.resource_name);
-    out->append(",\"DeviceIDs\":");
-    if constexpr (std::is_same_v<Entry, PodDevicesEntry>) {
-      AppendNuma(out, e.device_ids);
-    } else {
-      AppendStringList(out, e.device_ids);
-    }
-    out->append(",\"AllocResp\":");
-    AppendBytes(out, e.alloc_resp);
-    out->push_back('}');
-  }
-  out->push_back(']');
-}
-
-void AppendRegistered(std::string* out, const RegisteredDevices& r) {
-  if (!r) {
-    out->append("null");
-    return;
-  }
-  out->push_back('{');
-  bool first = true;
-  for (const auto& [name, ids] : *r) {  // std::map: bytewise order, as Go sorts
-    if (!first) out->push_back(',');
-    first = false;
-    AppendGoJsonString(out, name);
-    out->push_back(':');
-    AppendStringList(out, ids);
-  }
-  out->push_back('}');
-}
-
-constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-struct B64Decode {
-  std::array<uint8_t, 256> v{};
-  constexpr B64Decode() {
-    for (auto& x : v) x = 0xFF;
-    for (int i = 0; i < 64; ++i) v[static_cast<unsigned char>(kB64[i])] = static_cast<uint8_t>(i);
-  }
-};
-constexpr B64Decode kB64Decode;
-
 }  // namespace
-
-void AppendBase64(std::string* out, std::string_view bytes) {
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  const size_t n = bytes.size();
-  const size_t start = out->size();
-  out->resize(start + (n + 2) / 3 * 4);
-  char* o = out->data() + start;
-  size_t i = 0;
-  for (; i + 3 <= n; i += 3) {
-    const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8) | p[i + 2];
-    *o++ = kB64[v >> 18];
-    *o++ = kB64[(v >> 12) & 63];
-    *o++ = kB64[(v >> 6) & 63];
-    *o++ = kB64[v & 63];
-  }
-  if (i < n) {
-    uint32_t v = uint32_t{p[i]} << 16;
-    if (i + 1 < n) v |= uint32_t{p[i + 1]} << 8;
-    *o++ = kB64[v >> 18];
-    *o++ = kB64[(v >> 12) & 63];
-    *o++ = i + 1 < n ? kB64[(v >> 6) & 63] : '=';
-    *o++ = '=';
-  }
-}
-
-bool DecodeBase64(std::string_view src, std::string* out, size_t* error_offset) {
-  const auto* s = reinterpret_cast<const unsigned char*>(src.data());
-  const size_t n = src.size();
-  size_t si = 0;
-  // Fast path: whole quanta of four alphabet characters.
-  out->resize(n / 4 * 3);
-  char* o = out->data();
-  while (n - si >= 4) {
-    const uint8_t a = kB64Decode.v[s[si]], b = kB64Decode.v[s[si + 1]],
-                  c = kB64Decode.v[s[si + 2]], d = kB64Decode.v[s[si + 3]];
-    if ((a | b | c | d) == 0xFF) break;
-    const uint32_t v = (uint32_t{a} << 18) | (uint32_t{b} << 12) | (uint32_t{c} << 6) | d;
-    o[0] = static_cast<char>(v >> 16);
-    o[1] = static_cast<char>(v >> 8);
-    o[2] = static_cast<char>(v);
-    o += 3;
-    si += 4;
-  }
-  out->resize(static_cast<size_t>(o - out->data()));
-  // General path (Go's decodeQuantum): CR/LF skipped, padding required.
-  while (si < n) {
-    uint8_t q[4] = {0, 0, 0, 0};
-    size_t j = 0;
-    size_t dlen = 4;
-    bool trailing = false;
-    size_t trailing_at = 0;
-    while (j < 4) {
-      if (si == n) {
-        if (j == 0) return true;
-        *error_offset = si - j;
-        return false;
-      }
-      const unsigned char c = s[si++];
-      const uint8_t v = kB64Decode.v[c];
-      if (v != 0xFF) {
-        q[j++] = v;
-        continue;
-      }
-      if (c == '\n' || c == '\r') continue;
-      if (c != '=') {
-        *error_offset = si - 1;
-        return false;
-      }
-      if (j < 2) {
-        *error_offset = si - 1;
-        return false;
-      }
-      if (j == 2) {  // "==" expected
-        while (si < n && (s[si] == '\n' || s[si] == '\r')) ++si;
-        if (si == n) {
-          *error_offset = n;
-          return false;
-        }
-        if (s[si] != '=') {
-          *error_offset = si - 1;
-          return false;
-        }
-        ++si;
-      }
-      while (si < n && (s[si] == '\n' || s[si] == '\r')) ++si;
-      if (si < n) {
-        trailing = true;
-        trailing_at = si;
-      }
-      dlen = j;
-      break;
-    }
-    const uint32_t v = (uint32_t{q[0]} << 18) | (uint32_t{q[1]} << 12) | (uint32_t{q[2]} << 6) | q[3];
-    const char o[3] = {static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-                       static_cast<char>(v)};
-    out->append(o, dlen - 1);
-    if (trailing) {
-      *error_offset = trailing_at;
-      return false;
-    }
-    if (dlen < 4) return true;
-  }
-  return true;
-}
-
-void AppendGoJsonString(std::string* out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const auto* end = p + s.size();
-  const unsigned char* run = p;
-  auto flush = [&](const unsigned char* upto) {
-    out->append(reinterpret_cast<const char*>(run), upto - run);
-  };
-  while (p < end) {
-    const unsigned char c = *p;
-    if (c < 0x80) {
-      if (kJsonSafe.safe[c]) {
-        ++p;
-        continue;
-      }
-      flush(p);
-      switch (c) {
-        case '"': out->append("\\\""); break;
-        case '\\': out->append("\\\\"); break;
-        case '\b': out->append("\\b"); break;  // Go >= 1.22 (kubelet 1.30+)
-        case '\f': out->append("\\f"); break;
-        case '\n': out->append("\\n"); break;
-        case '\r': out->append("\\r"); break;
-        case '\t': out->append("\\t"); break;
-        default:
-          out->append("\\u00");
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 0xF]);
-      }
-      run = ++p;
-      continue;
-    }
-    const size_t n = Utf8SeqLen(p, end);
-    if (n == 0) {
-      flush(p);
-      out->append("\\ufffd");
-      run = ++p;
-      continue;
-    }
-    if (n == 3 && c == 0xE2 && p[1] == 0x80 && (p[2] == 0xA8 || p[2] == 0xA9)) {
-      flush(p);
-      out->append(p[2] == 0xA8 ? "\\u2028" : "\\u2029");
-      p += 3;
-      run = p;
-      continue;
-    }
-    p += n;
-  }
-  flush(p);
-  out->push_back('"');
-}
 
 absl::StatusOr<Checkpoint> DecodeJson(std::string_view bytes, FormatVersion format) {
   Checkpoint cp;
@@ -1280,29 +987,6 @@ absl::StatusOr<Checkpoint> DecodeJson(std::string_view bytes, FormatVersion form
     cp.checksum = top.checksum;
   }
   return cp;
-}
-
-std::string EncodeJson(const Checkpoint& cp) {
-  std::string out;
-  out.reserve(4096);
-  out.append("{\"Data\":{\"PodDeviceEntries\":");
-  if (cp.format == FormatVersion::kV2) {
-    AppendEntries(&out, cp.data.pod_device_entries);
-    out.append(",\"RegisteredDevices\":");
-    AppendRegistered(&out, cp.data.registered_devices);
-  } else {
-    AppendEntries(&out, cp.data_v1.pod_device_entries);
-    out.append(",\"RegisteredDevices\":");
-    AppendRegistered(&out, cp.data_v1.registered_devices);
-  }
-  out.append("},\"Checksum\":");
-  out.append(std::to_string(cp.checksum));
-  if (cp.format == FormatVersion::kV2 && cp.boot_id) {
-    out.append(",\"BootID\":");
-    AppendGoJsonString(&out, *cp.boot_id);
-  }
-  out.push_back('}');
-  return out;
 }
 
 }  // namespace devmgr::checkpoint
