@@ -19,6 +19,7 @@ Profile Make(int minor) {
   p.cdi_feature_gate = minor == 30;
   p.max_allowable_numa_nodes_option = minor >= 31;
   p.prefer_closest_numa_ga = minor >= 32;
+  p.validates_utf8 = minor >= 34;
   return p;
 }
 

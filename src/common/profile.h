@@ -39,6 +39,10 @@ struct Profile {
   bool max_allowable_numa_nodes_option = false;
   // 1.32+: prefer-closest-numa-nodes is GA (needs no beta gate).
   bool prefer_closest_numa_ga = false;
+  // 1.34+: the device plugin API's Go types come from protoc-gen-go, whose
+  // unmarshal rejects invalid UTF-8 in proto3 string fields (ListAndWatch
+  // and other responses, Register requests); before, gogo accepts any bytes.
+  bool validates_utf8 = false;
 };
 
 // The default profile, 1.32.

@@ -1,6 +1,7 @@
 #include "transport/grpc_plugin_client.h"
 
 #include <cstdio>
+#include <type_traits>
 #include <utility>
 
 #include "common/logging.h"
@@ -9,9 +10,21 @@
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "transport/go_grpc_error.h"
+#include "transport/utf8_fields.h"
 
 namespace devmgr::transport {
 namespace {
+
+// Messages without string fields pass Go's UTF-8 check trivially.
+template <typename Resp>
+bool FailsUtf8Check(const Resp& resp) {
+  if constexpr (std::is_same_v<Resp, v1beta1::AllocateResponse> ||
+                std::is_same_v<Resp, v1beta1::PreferredAllocationResponse>) {
+    return FirstInvalidUtf8Field(resp).has_value();
+  } else {
+    return false;
+  }
+}
 
 // The kubelet's errFailedToDialDevicePlugin.
 constexpr char kFailedToDial[] = "failed to dial device plugin:";
@@ -146,6 +159,8 @@ absl::StatusOr<Resp> GrpcPluginClient::Unary(Fn fn, absl::Duration timeout) {
   const grpc::Status status = fn(stub.get(), &ctx, &resp);
   EndCall(&ctx);
   if (!status.ok()) return CallResult(status);
+  // 1.34+: the Go codec's unmarshal fails, so the call does.
+  if (opts_.validate_utf8 && FailsUtf8Check(resp)) return CallResult(ClientInvalidUtf8Status());
   return resp;
 }
 
@@ -198,16 +213,25 @@ void GrpcPluginClient::Run(manager::ClientHandler* handler) {
   std::unique_ptr<grpc::ClientReader<v1beta1::ListAndWatchResponse>> reader =
       stub->ListAndWatch(&ctx, v1beta1::Empty());
   v1beta1::ListAndWatchResponse resp;
+  // Set when a response fails Go's unmarshal (1.34+ UTF-8 check): Recv
+  // returns that error and grpc-go cancels the stream.
+  grpc::Status unmarshal_error;
   while (reader->Read(&resp)) {
     // Once the connection is closed (disconnectClient), Go's Recv fails; a
     // message gRPC had already buffered must not reach the manager.
     if (IsClosed()) break;
+    if (opts_.validate_utf8 && FirstInvalidUtf8Field(resp).has_value()) {
+      unmarshal_error = ClientInvalidUtf8Status();
+      ctx.TryCancel();
+      break;
+    }
     DM_VINFO(2, "State pushed for device plugin", {"resource", resource_name_},
              {"resourceCapacity", resp.devices_size()});
     handler->PluginListAndWatchReceiver(resource_name_, this, resp);
   }
-  const grpc::Status status = reader->Finish();
+  grpc::Status status = reader->Finish();
   EndCall(&ctx);
+  if (!unmarshal_error.ok()) status = unmarshal_error;
   // A stream the plugin ends cleanly is io.EOF in Go.
   const std::string text = status.ok() ? "EOF" : std::string(CallResult(status).message());
   DM_ERROR(text, "ListAndWatch ended unexpectedly for device plugin",

@@ -33,6 +33,10 @@ inline constexpr absl::Duration kDefaultDialTimeout = absl::Seconds(10);
 struct ClientOptions {
   absl::Duration dial_timeout = kDefaultDialTimeout;
   int max_recv_msg_size = kDefaultMaxRecvMsgSize;
+  // Profile::validates_utf8 (1.34+): a response with invalid UTF-8 in a
+  // field the kubelet's Go struct declares `string` fails as Go's unmarshal
+  // does (ClientInvalidUtf8Status in transport/utf8_fields.h).
+  bool validate_utf8 = false;
 };
 
 // Creates the channel the kubelet would: "unix:<socket_path>", insecure,
@@ -74,7 +78,10 @@ class GrpcPluginClient final : public manager::PluginClient,
   // handler->PluginListAndWatchReceiver, until the stream ends, fails or the
   // client is Close()d. Logs "ListAndWatch ended unexpectedly for device
   // plugin" (and, when a response exceeded the receive limit, the size).
-  // Never retries. REQUIRES: Dial succeeded.
+  // With validate_utf8, a response failing the UTF-8 check ends the stream
+  // the same way (the call is cancelled; error: Internal "grpc: failed to
+  // unmarshal the received message: string field contains invalid UTF-8")
+  // and is not passed on. Never retries. REQUIRES: Dial succeeded.
   void Run(manager::ClientHandler* handler);
 
   // Go's conn.Close: cancels every call in flight (the ListAndWatch stream
@@ -83,6 +90,9 @@ class GrpcPluginClient final : public manager::PluginClient,
   void Close();
   bool IsClosed() const;
 
+  // The unary calls. With validate_utf8, Allocate and GetPreferredAllocation
+  // fail with Go's unmarshal error (Internal, see Run) on a response failing
+  // the UTF-8 check; the other two responses have no string fields.
   absl::StatusOr<v1beta1::DevicePluginOptions> GetDevicePluginOptions() override;
   absl::StatusOr<v1beta1::AllocateResponse> Allocate(const v1beta1::AllocateRequest& req) override;
   absl::StatusOr<v1beta1::PreferredAllocationResponse> GetPreferredAllocation(

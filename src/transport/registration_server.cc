@@ -19,6 +19,7 @@
 #include "transport/go_grpc_error.h"
 #include "transport/go_path.h"
 #include "transport/plugin_dir_cleanup.h"
+#include "transport/utf8_fields.h"
 
 namespace devmgr::transport {
 namespace {
@@ -63,6 +64,11 @@ class RegistrationServer::Service final : public v1beta1::Registration::Service 
   explicit Service(RegistrationServer* server) : server_(server) {}
   grpc::Status Register(grpc::ServerContext* /*ctx*/, const v1beta1::RegisterRequest* req,
                         v1beta1::Empty* /*resp*/) override {
+    // 1.34+: grpc-go fails to unmarshal the request and never calls the
+    // handler (nothing counted or logged).
+    if (server_->opts_.profile.validates_utf8 && FirstInvalidUtf8Field(*req).has_value()) {
+      return ServerInvalidUtf8Status();
+    }
     // Go's gRPC server sends a plain error as code Unknown.
     return ToGrpcUnknown(server_->Register(*req));
   }
@@ -321,7 +327,8 @@ absl::Status RegistrationServer::ConnectClient(const std::string& name,
                                                const std::string& socket_path) {
   ReapDoneThreads();
   auto client = std::make_shared<GrpcPluginClient>(
-      name, socket_path, ClientOptions{opts_.dial_timeout, opts_.max_recv_msg_size});
+      name, socket_path, ClientOptions{opts_.dial_timeout, opts_.max_recv_msg_size,
+                                          opts_.profile.validates_utf8});
   const std::string key = ClientKey(name, socket_path);
   {
     absl::MutexLock lock(&mu_);

@@ -244,6 +244,43 @@ TEST_F(RegistrationServerTest, ALargerReceiveLimitAcceptsTheSameList) {
   ASSERT_TRUE(handler_.WaitFor("list", 1));
 }
 
+TEST_F(RegistrationServerTest, Profile134RejectsInvalidUtf8InRegisterBeforeTheHandler) {
+  StartServer("1.34");
+  auto plugin = StartPlugin("p.sock");
+  const grpc::Status st = Register("p.sock", "example.com/\xff\xfe");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(st.error_message(),
+            "grpc: error unmarshalling request: string field contains invalid UTF-8");
+  EXPECT_TRUE(server_->RegistrationCounts().empty());  // the handler never ran
+  EXPECT_EQ(Register("\xff.sock", "example.com/gpu").error_message(), st.error_message());
+  EXPECT_EQ(Register("p.sock", "example.com/gpu", "v1beta1\xff").error_message(),
+            st.error_message());
+  EXPECT_TRUE(server_->RegistrationCounts().empty());
+  EXPECT_EQ(plugin->CallCount("GetDevicePluginOptions"), 0);
+}
+
+TEST_F(RegistrationServerTest, Profile133PassesInvalidUtf8InRegisterToTheHandler) {
+  StartServer("1.33");
+  const grpc::Status st = Register("p.sock", "example.com/\xff\xfe");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNKNOWN);  // the handler's validation
+  EXPECT_EQ(st.error_message(), "the ResourceName \"example.com/\\xff\\xfe\" is invalid");
+  EXPECT_EQ(server_->RegistrationCount("example.com/\xff\xfe"), 1);
+}
+
+TEST_F(RegistrationServerTest, Profile134EndsAStreamWithAnInvalidDeviceId) {
+  StartServer("1.34+");
+  FakePluginConfig cfg;
+  v1beta1::ListAndWatchResponse r;
+  r.add_devices()->set_id("\xff\xfe");
+  cfg.responses = {testutil::Devices(2), r};
+  auto plugin = StartPlugin("p.sock", cfg);
+  ASSERT_TRUE(Register("p.sock", "example.com/gpu").ok());
+  ASSERT_TRUE(handler_.WaitFor("disconnected", 1));
+  EXPECT_EQ(handler_.Count("list"), 1);
+  EXPECT_TRUE(plugin->WaitStreamCancelled());
+  EXPECT_EQ(server_->TrackedClientCount(), 0u);
+}
+
 class StartCleanupTest : public RegistrationServerTest {
  protected:
   void SetUp() override {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,10 @@ struct FakePluginConfig {
   bool hold_stream = true;
   // The status ListAndWatch finishes with.
   grpc::Status list_and_watch_status = grpc::Status::OK;
+  // Allocate's answer; unset: one container response with envs {A: 1}.
+  std::optional<v1beta1::AllocateResponse> allocate_response;
+  // GetPreferredAllocation's answer (default: empty).
+  v1beta1::PreferredAllocationResponse preferred_response;
   // Probe mode: also serve pluginregistration.Registration.
   bool serve_registration = false;
   pluginregistration::PluginInfo info;
@@ -216,7 +221,18 @@ class FakePlugin {
     grpc::Status Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest*,
                           v1beta1::AllocateResponse* resp) override {
       p_->Record("Allocate");
-      resp->add_container_responses()->mutable_envs()->insert({"A", "1"});
+      if (p_->cfg_.allocate_response.has_value()) {
+        *resp = *p_->cfg_.allocate_response;
+      } else {
+        resp->add_container_responses()->mutable_envs()->insert({"A", "1"});
+      }
+      return grpc::Status::OK;
+    }
+    grpc::Status GetPreferredAllocation(grpc::ServerContext*,
+                                        const v1beta1::PreferredAllocationRequest*,
+                                        v1beta1::PreferredAllocationResponse* resp) override {
+      p_->Record("GetPreferredAllocation");
+      *resp = p_->cfg_.preferred_response;
       return grpc::Status::OK;
     }
     grpc::Status PreStartContainer(grpc::ServerContext* ctx, const v1beta1::PreStartContainerRequest*,
