@@ -23,10 +23,10 @@
 #include "node/node.h"
 #include "node/plugin_process.h"
 #include "node/pod_manager.h"
-#include "podresources/lister.h"
 #include "podresources/observability.h"
 #include "podresources/server.h"
 #include "scenario/expectations.h"
+#include "scenario/observe.h"
 #include "scenario/plugin_host.h"
 #include "topology/bitmask.h"
 #include "topology/hint_provider.h"
@@ -56,34 +56,6 @@ topology::ProviderHints ToProviderHints(const ResourceHints& in) {
     out[r] = std::move(hs);
   }
   return out;
-}
-
-ResourceHints FromProviderHints(const topology::ProviderHints& in) {
-  ResourceHints out;
-  for (const auto& [r, list] : in) {
-    if (!list) {
-      out[r] = std::nullopt;
-      continue;
-    }
-    std::vector<HintSpec> hs;
-    for (const topology::TopologyHint& t : *list) {
-      HintSpec h;
-      if (t.numa_node_affinity) h.numa = t.numa_node_affinity->GetBits();
-      h.preferred = t.preferred;
-      hs.push_back(std::move(h));
-    }
-    out[r] = std::move(hs);
-  }
-  return out;
-}
-
-// devmgr's recent log lines without their line ends.
-std::vector<std::string> RecentLogLines(size_t n) {
-  std::vector<std::string> lines = log::RecentLines(n);
-  for (std::string& l : lines) {
-    while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
-  }
-  return lines;
 }
 
 absl::Status EnvError(const std::string& msg) { return absl::UnavailableError(msg); }
@@ -141,7 +113,7 @@ class Run {
       r.index = static_cast<int>(i + 1);
       r.kind = StepKindName(st.kind);
       r.loc = st.loc;
-      r.description = st.name.empty() ? Describe(st) : st.name;
+      r.description = st.name.empty() ? DescribeStep(st) : st.name;
       if (!ok) {
         r.outcome = Outcome::kSkipped;
         result_.steps.push_back(std::move(r));
@@ -608,54 +580,6 @@ class Run {
 
   // ---- steps ----
 
-  std::string Describe(const Step& st) const {
-    switch (st.kind) {
-      case StepKind::kAdmit: {
-        std::vector<std::string> cs;
-        for (const auto* c : pod::AllContainersInKubeletOrder(st.pod)) cs.push_back(c->name);
-        return fmt::format("admit pod {}/{} (containers {})", st.pod.namespace_, st.pod.name,
-                           ListString(cs));
-      }
-      case StepKind::kDeletePod: return "delete pod " + st.pod_ref;
-      case StepKind::kSetPhase:
-        return fmt::format("mark pod {} {}", st.pod_ref, pod::PhaseName(st.phase));
-      case StepKind::kRestartContainer:
-        return fmt::format("restart container {} of pod {}", st.container, st.pod_ref);
-      case StepKind::kRestartKubelet: return "restart the kubelet";
-      case StepKind::kRebootNode: return "reboot the node";
-      case StepKind::kStartPlugin: return "start plugin " + st.plugin;
-      case StepKind::kStopPlugin: return "stop plugin " + st.plugin + " (SIGTERM)";
-      case StepKind::kKillPlugin: return "kill plugin " + st.plugin + " (SIGKILL)";
-      case StepKind::kPausePlugin: return "pause plugin " + st.plugin + " (SIGSTOP)";
-      case StepKind::kResumePlugin: return "resume plugin " + st.plugin + " (SIGCONT)";
-      case StepKind::kRestartPlugin: return "restart plugin " + st.plugin;
-      case StepKind::kAdvanceClock:
-        return "advance the virtual clock by " + absl::FormatDuration(st.advance);
-      case StepKind::kNodeStatus: return "node-status update";
-      case StepKind::kWaitRegistration:
-        return st.count ? fmt::format("wait for registration #{} of {}", *st.count, st.resource)
-                        : "wait for registration of " + st.resource;
-      case StepKind::kWaitDevices: {
-        std::string s = "wait for " + st.resource;
-        if (st.capacity) s += fmt::format(" capacity={}", *st.capacity);
-        if (st.allocatable) s += fmt::format(" allocatable={}", *st.allocatable);
-        if (st.healthy) s += fmt::format(" healthy={}", *st.healthy);
-        return s;
-      }
-      case StepKind::kSetHealth:
-        return fmt::format("set device {} {} on plugin {}", st.device, st.health, st.plugin);
-      case StepKind::kControl: return fmt::format("plugin {}: {}", st.plugin, st.control_line);
-      case StepKind::kDeleteCheckpoint: return "delete the checkpoint";
-      case StepKind::kTruncateCheckpoint:
-        return fmt::format("truncate the checkpoint to {} bytes", st.truncate_to);
-      case StepKind::kCorruptCheckpoint: return "corrupt the checkpoint's checksum";
-      case StepKind::kWriteCheckpoint: return "write the checkpoint";
-      case StepKind::kRun: return "run: " + st.command;
-      case StepKind::kCheck: return "check";
-    }
-    return "?";
-  }
-
   void RunStep(const Step& st, StepResult* r) {
     for (auto& h : hosts_) h->MarkCalls();
     const std::vector<std::string> last = RecentLogLines(1);
@@ -847,7 +771,7 @@ class Run {
           if (st.healthy && static_cast<int64_t>(s->healthy.size()) != *st.healthy) return false;
           return true;
         };
-        return WaitFor(ready, st.timeout.value_or(sc_.timeouts.wait), Describe(st), nullptr,
+        return WaitFor(ready, st.timeout.value_or(sc_.timeouts.wait), DescribeStep(st), nullptr,
                        [&] { return ResourceState(st.resource); });
       }
       case StepKind::kSetHealth: {
@@ -984,81 +908,15 @@ class Run {
 
   // ---- expectations ----
 
-  Observed Observe(const Expectations& e) {
-    Observed o;
-    bool need_status = false;
-    for (const auto& r : e.resources) need_status |= r.capacity || r.allocatable;
-    o.node = need_status ? node_->UpdateNodeStatus() : node_->node_resources();
-    o.resources = node_->manager().Snapshot();
-    o.pods = pods_->Pods();
-    o.active_pod_uids = pods_->ActivePodUids();
-    o.allocations = node_->manager().Allocations();
-    bool topo = false;
-    for (const auto& p : e.pods) {
-      topo |= p.topology_hints.has_value();
-      for (const auto& c : p.containers) topo |= c.has_numa_affinity || c.topology_hints;
-    }
-    if (topo) {
-      for (const auto& rec : o.pods) {
-        const std::string& uid = rec.pod.uid;
-        if (node_->topology_manager() != nullptr) {
-          if (auto trace = node_->topology_manager()->LastAdmission(uid)) {
-            for (const auto& m : trace->merges) {
-              MergeObs mo;
-              mo.container = m.container;
-              for (const auto& [name, hints] : m.provider_hints) {
-                mo.providers[name] = FromProviderHints(hints);
-              }
-              o.merges[uid].push_back(std::move(mo));
-            }
-          }
-        }
-        for (const auto& c : rec.containers) {
-          if (std::optional<uint64_t> a = node_->NumaAffinity(uid, c.name)) {
-            o.numa_affinity[{uid, c.name}] = topology::BitMask(*a).GetBits();
-          }
-        }
-      }
-    }
-    if (e.pod_resources) {
-      // What an agent on the socket would get, from the same Lister (List
-      // runs the device manager's garbage collection, as the kubelet's does).
-      podresources::Lister lister(node_.get(), pods_.get(), pr_opts_);
-      const v1::ListPodResourcesResponse list = lister.List();
-      o.pod_resources = FromProto(list, lister.GetAllocatableResources());
-      for (const PrPodExpect& p : e.pod_resources->get) {
-        const auto [ns, name] = SplitGetRef(p.ref);
-        absl::StatusOr<v1::GetPodResourcesResponse> r = lister.Get(ns, name);
-        PrGetObs g;
-        if (r.ok()) {
-          g.pod = FromProto(r->pod_resources());
-        } else {
-          g.error = std::string(r.status().message());
-        }
-        o.pod_resources->get[p.ref] = std::move(g);
-      }
-    }
-    if (e.checkpoint) {
-      std::ifstream in(CheckpointPath(), std::ios::binary);
-      if (in) {
-        std::stringstream ss;
-        ss << in.rdbuf();
-        o.checkpoint_bytes = ss.str();
-      }
-    }
-    for (const auto& c : e.calls) {
-      PluginHost* h = Host(c.plugin);
-      o.calls_since_start[c.plugin] = h->Calls();
-      o.calls_since_step[c.plugin] = h->CallsSinceMark();
-    }
-    if (!e.log.empty()) {
-      // Only the lines logged since the step started.
-      std::vector<std::string> lines = RecentLogLines(200);
-      auto it = std::find(lines.rbegin(), lines.rend(), log_mark_);
-      if (!log_mark_.empty() && it != lines.rend()) lines.erase(lines.begin(), it.base());
-      o.log_lines = std::move(lines);
-    }
-    return o;
+  Observed ObserveNow(const Expectations& e) {
+    ObserveContext c;
+    c.node = node_.get();
+    c.pods = pods_.get();
+    c.pod_resources = &pr_opts_;
+    c.checkpoint_path = CheckpointPath();
+    c.host = [this](const std::string& name) { return Host(name); };
+    c.log_mark = log_mark_;
+    return Observe(e, c);
   }
 
   absl::Status Expect(const Step& st, StepResult* r) {
@@ -1066,7 +924,7 @@ class Run {
     const absl::Time deadline = absl::Now() + within;
     std::vector<Failure> failures;
     for (;;) {
-      failures = CheckExpectations(st.expect, Observe(st.expect));
+      failures = CheckExpectations(st.expect, ObserveNow(st.expect));
       if (failures.empty()) return absl::OkStatus();
       if (Cancelled()) return absl::CancelledError("interrupted");
       if (absl::Now() >= deadline) break;

@@ -324,6 +324,10 @@ enum class StepKind {
 // The step's key in the YAML ("admit", "delete_pod", ...).
 const char* StepKindName(StepKind kind);
 
+struct Step;
+// What a step does, for output ("admit pod default/p (containers [c])").
+std::string DescribeStep(const Step& st);
+
 struct Step {
   StepKind kind = StepKind::kCheck;
   Location loc;
