@@ -157,23 +157,43 @@ TEST_F(GrpcPluginClientTest, WithUtf8CheckUnaryResponsesFailLikeGo) {
   EXPECT_EQ(pref_ok->container_responses(0).deviceids(0), "\xff\xfe");
 }
 
-// Known deviation (all profiles): fields devmgr's proto keeps `string`
-// (mount and device-spec paths, CDI names, envs/annotations) are refused by
-// C++ protobuf itself, and C++ gRPC then reports a unary call without a
-// message. gogo (1.30-1.33) would accept them; Go 1.34+ would say kGoError.
-TEST_F(GrpcPluginClientTest, CxxProtobufRefusesInvalidUtf8InStringFields) {
+// Paths and map values are `bytes` in devmgr's proto, so only the profile
+// decides: 1.30-1.33 (gogo) accept invalid UTF-8 there, 1.34+ answers the
+// Internal error. Map keys must stay `string`: C++ protobuf refuses those
+// itself, and C++ gRPC then reports a unary call without a message (a
+// known deviation in every profile).
+TEST_F(GrpcPluginClientTest, InvalidUtf8InPathsAndMapKeys) {
   FakePluginConfig cfg;
   v1beta1::AllocateResponse bad;
-  bad.add_container_responses()->add_mounts()->set_container_path("\xff\xfe");
+  v1beta1::ContainerAllocateResponse* c = bad.add_container_responses();
+  c->add_mounts()->set_container_path("\xff\xfe");
+  (*c->mutable_envs())["K"] = "\xff";
+  c->add_cdi_devices()->set_name("\xfe");
   cfg.allocate_response = bad;
   FakePlugin plugin(dir_.Join("p.sock"), cfg);
   ASSERT_TRUE(plugin.Start());
-  for (bool validate : {false, true}) {
-    auto client = NewClient(plugin.socket_path(), absl::Seconds(5), validate);
-    ASSERT_TRUE(client->Dial().ok());
-    EXPECT_EQ(client->Allocate(v1beta1::AllocateRequest()).status().message(),
-              "rpc error: code = Unimplemented desc = No message returned for unary request");
-  }
+  auto unchecked = NewClient(plugin.socket_path(), absl::Seconds(5), /*validate_utf8=*/false);
+  ASSERT_TRUE(unchecked->Dial().ok());
+  auto ok = unchecked->Allocate(v1beta1::AllocateRequest());
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->container_responses(0).mounts(0).container_path(), "\xff\xfe");
+  EXPECT_EQ(ok->container_responses(0).envs().at("K"), "\xff");
+  auto checked = NewClient(plugin.socket_path(), absl::Seconds(5), /*validate_utf8=*/true);
+  ASSERT_TRUE(checked->Dial().ok());
+  EXPECT_EQ(checked->Allocate(v1beta1::AllocateRequest()).status().message(),
+            "rpc error: code = Internal desc = grpc: failed to unmarshal the received message: "
+            "string field contains invalid UTF-8");
+
+  FakePluginConfig key_cfg;
+  v1beta1::AllocateResponse bad_key;
+  (*bad_key.add_container_responses()->mutable_envs())["\xff"] = "v";
+  key_cfg.allocate_response = bad_key;
+  FakePlugin key_plugin(dir_.Join("k.sock"), key_cfg);
+  ASSERT_TRUE(key_plugin.Start());
+  auto client = NewClient(key_plugin.socket_path(), absl::Seconds(5), false);
+  ASSERT_TRUE(client->Dial().ok());
+  EXPECT_EQ(client->Allocate(v1beta1::AllocateRequest()).status().message(),
+            "rpc error: code = Unimplemented desc = No message returned for unary request");
 }
 
 }  // namespace
