@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -285,9 +286,21 @@ int RunServe(const ServeOptions& o) {
             }
           }
         }
+        // A changed file: pods no longer in it (an edited pod has a new
+        // UID) are deleted; pods still in it unchanged are kept as they are.
+        std::set<std::string> unchanged;
         if (c.kind == pod::ManifestChange::Kind::kChanged) {
+          std::set<std::string> now;
+          for (const pod::Pod& p : c.pods) now.insert(p.uid);
           for (const node::PodRecord& r : pods.Pods()) {
-            if (r.pod.source == c.path && !r.deleted) (void)pods.DeletePod(r.pod.uid);
+            if (r.pod.source != c.path || r.deleted) continue;
+            if (now.count(r.pod.uid) != 0) {
+              unchanged.insert(r.pod.uid);
+            } else {
+              DM_INFO("Static pod changed; deleting the old pod", {"path", c.path},
+                      {"pod", r.pod.namespace_ + "/" + r.pod.name}, {"uid", r.pod.uid});
+              (void)pods.DeletePod(r.pod.uid);
+            }
           }
         }
         if (!c.error.ok()) {
@@ -297,6 +310,7 @@ int RunServe(const ServeOptions& o) {
         }
         if (c.kind == pod::ManifestChange::Kind::kRemoved) continue;
         for (const pod::Pod& p : c.pods) {
+          if (unchanged.count(p.uid) != 0) continue;
           DM_INFO("Admitting static pod", {"pod", p.namespace_ + "/" + p.name}, {"uid", p.uid},
                   {"path", c.path});
           auto rec = pods.AddPod(p);

@@ -164,7 +164,15 @@ class DocParser {
                      "metadata.name: Required value: name or generateName is required");
     }
     if (pod->namespace_.empty()) pod->namespace_ = "default";
-    if (pod->uid.empty()) pod->uid = DeterministicPodUid(pod->namespace_, pod->name);
+    if (pod->uid.empty()) {
+      pod->uid = DeterministicPodUid(pod->namespace_, pod->name);
+      pod->uid_generated = true;
+    }
+    {
+      YAML::Emitter out;
+      out << doc;
+      pod->manifest_digest = HexString(Sha1(out.c_str()));
+    }
 
     std::vector<RawContainer> init, app;
     const bool has_spec = spec.IsDefined() && spec.IsMap();

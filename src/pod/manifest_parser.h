@@ -3,7 +3,8 @@
 // What is read: apiVersion (must be "v1"), kind (must be "Pod"; a "PodList"
 // is accepted by ParsePodManifests, as the kubelet's file source does),
 // metadata.name (required), metadata.namespace (default "default"),
-// metadata.uid (default DeterministicPodUid(namespace, name)),
+// metadata.uid (default DeterministicPodUid(namespace, name); static pods
+// replace that with StaticPodUid, see static_pod_dir.h),
 // spec.initContainers[] and spec.containers[] (name, resources.limits,
 // resources.requests, restartPolicy), status.phase. Every other field is
 // ignored, as the kubelet's non-strict decoder ignores unknown fields.

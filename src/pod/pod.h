@@ -41,6 +41,11 @@ struct Pod {
   Phase phase = Phase::kPending;
   // The manifest file the pod came from ("" when built in code).
   std::string source;
+  // Set by the manifest parser: the UID was generated (no metadata.uid),
+  // and the hex SHA-1 of the pod's YAML document as re-emitted (comments
+  // and layout do not count) — what static pods derive their UID from.
+  bool uid_generated = false;
+  std::string manifest_digest;
 };
 
 // initContainers then containers, in manifest order: the order in which the

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "pod/manifest_parser.h"
+#include "pod/uid.h"
 
 namespace devmgr::pod {
 
@@ -105,6 +106,11 @@ std::vector<ManifestChange> StaticPodDir::ScanNow() {
         absl::StatusOr<std::vector<Pod>> pods = ParsePodManifests(text, path);
         if (pods.ok()) {
           state.pods = *std::move(pods);
+          // A static pod without metadata.uid: a UID of its content, so an
+          // edited pod is a new pod (as the kubelet's hash UID makes it).
+          for (Pod& p : state.pods) {
+            if (p.uid_generated) p.uid = StaticPodUid(p.namespace_, p.name, path, p.manifest_digest);
+          }
         } else {
           state.error = pods.status();
         }

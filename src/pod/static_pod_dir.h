@@ -39,6 +39,8 @@ struct ManifestChange {
   Kind kind = Kind::kAdded;
   std::string path;  // the manifest file
   // kAdded/kChanged: the pods now in the file (empty when `error` is set).
+  // A pod without metadata.uid gets StaticPodUid of its content, so an
+  // edited pod comes back with a new UID, as from the kubelet's file source.
   // kRemoved: the pods the file held at the previous scan.
   std::vector<Pod> pods;
   // kAdded/kChanged: why the file yields no pods (parse or read error,

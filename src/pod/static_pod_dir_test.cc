@@ -11,6 +11,7 @@
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pod/uid.h"
 
 namespace devmgr::pod {
 namespace {
@@ -70,6 +71,35 @@ TEST_F(StaticPodDirTest, AddChangeRemove) {
   ASSERT_EQ(c[1].pods.size(), 1u);
   EXPECT_EQ(c[1].pods[0].name, "b");
   EXPECT_EQ(watcher.CurrentPods().size(), 1u);
+}
+
+// Like the kubelet's hash UID: an edited pod is a new pod, a re-read or
+// re-formatted one is the same pod, and metadata.uid wins.
+TEST_F(StaticPodDirTest, UidsFollowThePodsContent) {
+  Write("a.yaml", PodYaml("a"));
+  Write("u.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: u, uid: my-uid}\nspec:\n"
+                  "  containers: [{name: c}]\n");
+  StaticPodDir first({.path = dir_});
+  std::vector<ManifestChange> c = first.ScanNow();
+  ASSERT_EQ(c.size(), 2u);
+  const std::string uid = c[0].pods[0].uid;
+  EXPECT_EQ(uid.size(), 36u);
+  EXPECT_EQ(uid[14], '5');  // a version-5 UUID
+  EXPECT_NE(uid, DeterministicPodUid("default", "a"));
+  EXPECT_EQ(c[1].pods[0].uid, "my-uid");
+
+  StaticPodDir again({.path = dir_});  // devmgr restarted: the same UID
+  EXPECT_EQ(again.ScanNow()[0].pods[0].uid, uid);
+
+  // Comments and layout are not the pod.
+  Write("a.yaml", "# a comment\n" + PodYaml("a"));
+  EXPECT_EQ(first.ScanNow()[0].pods[0].uid, uid);
+
+  Write("a.yaml", PodYaml("a", 2));
+  c = first.ScanNow();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].kind, Kind::kChanged);
+  EXPECT_NE(c[0].pods[0].uid, uid);
 }
 
 TEST_F(StaticPodDirTest, ParseErrorsAreReportedOnce) {

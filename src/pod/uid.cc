@@ -70,14 +70,15 @@ std::string Sha1(const std::string& data) {
   return out;
 }
 
-std::string DeterministicPodUid(const std::string& namespace_,
-                                const std::string& name) {
-  // RFC 4122 NameSpace_URL.
+namespace {
+
+// RFC 4122 version-5 UUID of `name` in the URL namespace.
+std::string UrlUuid5(const std::string& name) {
   static const unsigned char kUrlNamespace[16] = {
       0x6b, 0xa7, 0xb8, 0x11, 0x9d, 0xad, 0x11, 0xd1,
       0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8};
   std::string input(reinterpret_cast<const char*>(kUrlNamespace), 16);
-  input += "devmgr://pods/" + namespace_ + "/" + name;
+  input += name;
   std::string hash = Sha1(input);
   unsigned char u[16];
   for (int i = 0; i < 16; ++i) u[i] = static_cast<unsigned char>(hash[i]);
@@ -88,6 +89,25 @@ std::string DeterministicPodUid(const std::string& namespace_,
     if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
     out += fmt::format("{:02x}", u[i]);
   }
+  return out;
+}
+
+}  // namespace
+
+std::string DeterministicPodUid(const std::string& namespace_,
+                                const std::string& name) {
+  return UrlUuid5("devmgr://pods/" + namespace_ + "/" + name);
+}
+
+std::string StaticPodUid(const std::string& namespace_, const std::string& name,
+                         const std::string& source, const std::string& digest) {
+  return UrlUuid5(fmt::format("devmgr://static-pods/{}/{}?source={}&sha1={}", namespace_, name,
+                              source, digest));
+}
+
+std::string HexString(const std::string& bytes) {
+  std::string out;
+  for (unsigned char c : bytes) out += fmt::format("{:02x}", c);
   return out;
 }
 
