@@ -110,19 +110,13 @@ class PodResourcesTest : public ::testing::Test {
     if (node_) node_->Stop();
     std::system(("rm -rf '" + dir_.path() + "-pr'").c_str());
   }
-  node::PodRecord Admit(const pod::Pod& p) {
-    auto r = pods_->AddPod(p);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : node::PodRecord{};
-  }
+  node::PodRecord Admit(const pod::Pod& p) { return AdmitOrFail(*pods_, p); }
   // Devices the manager recorded for one container.
   std::vector<std::string> Devices(const std::string& uid, const std::string& container) {
     return ContainerDevices(*node_, uid, container, kGpu);
   }
   int PluginCalls(const std::string& method) {
-    int n = 0;
-    for (const auto& c : plugin_->CallLog()) n += c.method == method && c.kind == "received";
-    return n;
+    return static_cast<int>(ReceivedCalls(*plugin_, method).size());
   }
 
   TempDir dir_;

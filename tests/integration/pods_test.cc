@@ -45,26 +45,16 @@ class PodsTest : public ::testing::Test {
     ASSERT_TRUE(plugin_->Start().ok());
     ASSERT_TRUE(changes_.WaitFor([&] { return Find(*node_, kGpu).allocatable == 4; }));
   }
-  node::PodRecord Admit(const pod::Pod& p) {
-    auto r = pods_->AddPod(p);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : node::PodRecord{};
-  }
+  node::PodRecord Admit(const pod::Pod& p) { return AdmitOrFail(*pods_, p); }
   // Devices of one container.
   std::vector<std::string> Devices(const std::string& uid, const std::string& container) {
     return ContainerDevices(*node_, uid, container, kGpu);
   }
   int Calls(const std::string& method) {
-    int n = 0;
-    for (const auto& c : plugin_->CallLog()) n += c.method == method && c.kind == "received";
-    return n;
+    return static_cast<int>(ReceivedCalls(*plugin_, method).size());
   }
   std::vector<plugin::CallRecord> CallsOf(const std::string& method) {
-    std::vector<plugin::CallRecord> out;
-    for (const auto& c : plugin_->CallLog()) {
-      if (c.method == method && c.kind == "received") out.push_back(c);
-    }
-    return out;
+    return ReceivedCalls(*plugin_, method);
   }
 
   TempDir dir_;

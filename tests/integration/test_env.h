@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "manager/manager.h"
 #include "node/node.h"
+#include "node/pod_manager.h"
 #include "plugin/config.h"
 #include "plugin/sample_plugin.h"
 #include "pod/manifest_parser.h"
@@ -164,6 +165,24 @@ inline std::vector<std::string> ContainerDevices(node::Node& n, const std::strin
     }
   }
   return {};
+}
+
+// Adds `p` to the pod manager (admitted or rejected); failing to add it at
+// all fails the test.
+inline node::PodRecord AdmitOrFail(node::PodManager& pods, const pod::Pod& p) {
+  auto r = pods.AddPod(p);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : node::PodRecord{};
+}
+
+// The calls of `method` the plugin received, in order.
+inline std::vector<plugin::CallRecord> ReceivedCalls(plugin::SamplePlugin& plugin,
+                                                     const std::string& method) {
+  std::vector<plugin::CallRecord> out;
+  for (const auto& c : plugin.CallLog()) {
+    if (c.method == method && c.kind == "received") out.push_back(c);
+  }
+  return out;
 }
 
 }  // namespace devmgr::testing

@@ -59,11 +59,7 @@ class TopologyTest : public ::testing::Test {
     ASSERT_TRUE(plugin_->Start().ok());
     ASSERT_TRUE(changes_.WaitFor([&] { return Find(*node_, kGpu).allocatable == 4; }));
   }
-  node::PodRecord Admit(const pod::Pod& p) {
-    auto r = pods_->AddPod(p);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : node::PodRecord{};
-  }
+  node::PodRecord Admit(const pod::Pod& p) { return AdmitOrFail(*pods_, p); }
   std::vector<std::string> Devices(const std::string& uid, const std::string& container) {
     return ContainerDevices(*node_, uid, container, kGpu);
   }
@@ -74,11 +70,7 @@ class TopologyTest : public ::testing::Test {
     return out;
   }
   std::vector<plugin::CallRecord> CallsOf(const std::string& method) {
-    std::vector<plugin::CallRecord> out;
-    for (const auto& c : plugin_->CallLog()) {
-      if (c.method == method && c.kind == "received") out.push_back(c);
-    }
-    return out;
+    return ReceivedCalls(*plugin_, method);
   }
   std::optional<uint64_t> Affinity(const node::PodRecord& rec, const std::string& container) {
     for (const auto& c : rec.containers) {
