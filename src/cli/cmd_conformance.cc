@@ -71,10 +71,8 @@ int ListCatalogue() {
 
 // The kubelet's metrics as the tester's kubelet saw the run, for --metrics-file.
 std::unique_ptr<metrics::KubeletMetrics> NewKubeletMetrics(const Profile& profile) {
-  metrics::KubeletMetricsOptions mo;
-  mo.pod_resources_get = podresources::OptionsForProfile(profile).get_enabled;
-  mo.aligned_compute_resources = profile.minor >= 32;
-  return std::make_unique<metrics::KubeletMetrics>(mo);
+  return std::make_unique<metrics::KubeletMetrics>(metrics::KubeletMetricsOptionsFor(
+      profile, podresources::OptionsForProfile(profile).get_enabled));
 }
 
 // Writes --metrics-file atomically; the error names the path.

@@ -196,8 +196,7 @@ int RunServe(const ServeOptions& o) {
   }
 
   node::NodeOptions no;
-  no.on_allocate_rpc = (*observe)->AllocateHook();
-  no.on_pod_admission = (*observe)->AdmissionHook();
+  (*observe)->Hook(&no);
   no.plugin_dir = dir;
   no.registry_dir = registry_dir;
   no.profile = *profile;

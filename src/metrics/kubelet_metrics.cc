@@ -18,6 +18,13 @@ MetricOpts Opts(const char* name, const char* help, std::vector<std::string> lab
 
 }  // namespace
 
+KubeletMetricsOptions KubeletMetricsOptionsFor(const Profile& profile, bool pod_resources_get) {
+  KubeletMetricsOptions o;
+  o.pod_resources_get = pod_resources_get;
+  o.aligned_compute_resources = profile.minor >= 32;
+  return o;
+}
+
 KubeletMetrics::KubeletMetrics(KubeletMetricsOptions opts) : opts_(opts) {
   registration_ = registry_.AddCounter(
       Opts(kRegistrationTotal,

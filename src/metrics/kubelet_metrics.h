@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/profile.h"
 #include "metrics/registry.h"
 
 namespace devmgr::metrics {
@@ -41,6 +42,10 @@ struct KubeletMetricsOptions {
   // 1.32+: kubelet_container_aligned_compute_resources_count exists.
   bool aligned_compute_resources = true;
 };
+
+// The metric families `profile`'s kubelet registers, with the
+// KubeletPodResourcesGet gate as configured (`pod_resources_get`).
+KubeletMetricsOptions KubeletMetricsOptionsFor(const Profile& profile, bool pod_resources_get);
 
 // Thread-safe.
 class KubeletMetrics {

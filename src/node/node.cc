@@ -98,6 +98,16 @@ void Node::Stop() {
   manager_->Stop();
 }
 
+std::map<std::string, int64_t> Node::RegistrationCounts() {
+  return server_ == nullptr ? std::map<std::string, int64_t>{} : server_->RegistrationCounts();
+}
+
+std::map<std::string, int64_t> Node::AlignedComputeResourceCounts() {
+  if (topology_ == nullptr) return {};
+  const topology::TopologyMetrics tm = topology_->metrics();
+  return {{"container", tm.aligned_container}, {"pod", tm.aligned_pod}};
+}
+
 NodeResources Node::UpdateNodeStatus() {
   manager::CapacityResult r = manager_->GetCapacity();
   absl::MutexLock l(&mu_);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -78,6 +79,12 @@ class Node {
   std::optional<uint64_t> NumaAffinity(const std::string& pod_uid,
                                        const std::string& container_name) const;
   transport::RegistrationServer* server() { return server_.get(); }
+
+  // What the kubelet's metrics mirror: Register RPCs per resource name (as
+  // sent), and kubelet_container_aligned_compute_resources_count by scope
+  // ("container", "pod"; empty without a topology manager).
+  std::map<std::string, int64_t> RegistrationCounts();
+  std::map<std::string, int64_t> AlignedComputeResourceCounts();
   const NodeOptions& options() const { return opts_; }
 
   // One pass of the kubelet's node-status setter: GetCapacity (which

@@ -20,15 +20,22 @@ std::string DefaultSocketPath(const std::string& plugin_dir) {
   return p.string() + "-pod-resources/" + kSocketName;
 }
 
+void HookKubeletMetrics(metrics::KubeletMetrics* m, node::NodeOptions* o) {
+  o->on_allocate_rpc = [m](const std::string& resource, absl::Duration d) {
+    m->ObserveAllocDuration(resource, d);
+  };
+  o->on_pod_admission = [m](const manager::AdmitResult& r, absl::Duration d) {
+    m->ObservePodAdmission(r.admitted, d);
+  };
+}
+
 absl::StatusOr<std::unique_ptr<Observability>> Observability::Create(const Profile& profile,
                                                                      ObservabilityOptions opts) {
   Options api = OptionsForProfile(profile);
   if (absl::Status s = ApplyFeatureGates(opts.feature_gates, &api); !s.ok()) return s;
   auto o = std::unique_ptr<Observability>(new Observability(std::move(opts), api));
-  metrics::KubeletMetricsOptions mo;
-  mo.pod_resources_get = api.get_enabled;
-  mo.aligned_compute_resources = profile.minor >= 32;
-  o->metrics_ = std::make_unique<metrics::KubeletMetrics>(mo);
+  o->metrics_ = std::make_unique<metrics::KubeletMetrics>(
+      metrics::KubeletMetricsOptionsFor(profile, api.get_enabled));
   return o;
 }
 
@@ -42,33 +49,11 @@ Observability::~Observability() {
   (void)Stop();
 }
 
-std::function<void(const std::string&, absl::Duration)> Observability::AllocateHook() {
-  metrics::KubeletMetrics* m = metrics_.get();
-  return [m](const std::string& resource, absl::Duration d) { m->ObserveAllocDuration(resource, d); };
-}
-
-std::function<void(const manager::AdmitResult&, absl::Duration)> Observability::AdmissionHook() {
-  metrics::KubeletMetrics* m = metrics_.get();
-  return [m](const manager::AdmitResult& r, absl::Duration d) {
-    m->ObservePodAdmission(r.admitted, d);
-  };
-}
-
 absl::Status Observability::Start(const std::string& plugin_dir, node::Node* node,
                                   node::PodManager* pods) {
-  metrics_->SetRegistrationCountsSource([node] {
-    transport::RegistrationServer* s = node->server();
-    return s == nullptr ? std::map<std::string, int64_t>{} : s->RegistrationCounts();
-  });
-  metrics_->SetAlignedComputeResourcesSource([node] {
-    std::map<std::string, int64_t> out;
-    if (topology::TopologyManager* t = node->topology_manager(); t != nullptr) {
-      const topology::TopologyMetrics tm = t->metrics();
-      out["container"] = tm.aligned_container;
-      out["pod"] = tm.aligned_pod;
-    }
-    return out;
-  });
+  metrics_->SetRegistrationCountsSource([node] { return node->RegistrationCounts(); });
+  metrics_->SetAlignedComputeResourcesSource(
+      [node] { return node->AlignedComputeResourceCounts(); });
 
   if (opts_.pod_resources_socket != kOff) {
     socket_ = opts_.pod_resources_socket.empty() ? DefaultSocketPath(plugin_dir)

@@ -48,6 +48,11 @@ struct ObservabilityOptions {
 // <plugin_dir>-pod-resources/kubelet.sock.
 std::string DefaultSocketPath(const std::string& plugin_dir);
 
+// Sets NodeOptions::on_allocate_rpc (the Allocate duration histogram) and
+// on_pod_admission (the topology-manager admission metrics) to feed `m`,
+// which must outlive the node.
+void HookKubeletMetrics(metrics::KubeletMetrics* m, node::NodeOptions* o);
+
 // Not thread-safe: Create, Start, Stop from one thread.
 class Observability {
  public:
@@ -57,10 +62,8 @@ class Observability {
                                                                 ObservabilityOptions opts);
   ~Observability();
 
-  // For NodeOptions::on_allocate_rpc (set before the Node is built).
-  std::function<void(const std::string&, absl::Duration)> AllocateHook();
-  // For NodeOptions::on_pod_admission.
-  std::function<void(const manager::AdmitResult&, absl::Duration)> AdmissionHook();
+  // Sets the node hooks that feed the metrics (before the Node is built).
+  void Hook(node::NodeOptions* o) { HookKubeletMetrics(metrics_.get(), o); }
 
   // Starts the PodResources server over `node` and `pods` (which must
   // outlive Stop) and the metrics HTTP server.

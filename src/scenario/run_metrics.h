@@ -40,8 +40,6 @@ class RunMetrics {
   std::string Render() const { return metrics_.Render(); }
 
  private:
-  static std::map<std::string, int64_t> Aligned(node::Node* n);
-
   metrics::KubeletMetrics metrics_;
   mutable absl::Mutex mu_;
   node::Node* node_ ABSL_GUARDED_BY(mu_) = nullptr;
