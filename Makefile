@@ -12,8 +12,16 @@ all: build
 deps:
 	@bash scripts/deps.sh
 
+# Ninja when the build directory is new (an existing one keeps its generator).
+# ccache's base directory makes objects reusable across clones and worktrees.
+export CCACHE_BASEDIR ?= $(abspath $(CURDIR)/..)
+export CCACHE_NOHASHDIR ?= 1
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@if [ -f $(BUILD_DIR)/CMakeCache.txt ]; then \
+	  cmake -S . -B $(BUILD_DIR) >/dev/null; \
+	else \
+	  cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null; \
+	fi
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
