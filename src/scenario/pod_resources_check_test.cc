@@ -170,7 +170,7 @@ TEST(PodResourcesParser, Errors) {
   EXPECT_THAT(Err("      pod_resources: {alocatable: {r: 1}}\n"),
               HasSubstr("did you mean 'allocatable'"));
   EXPECT_THAT(Err("      pod_resources: {pods: {p: {containers: {c: [a]}}}}\n"),
-              HasSubstr("container 'c' (resource -> count, ids or a mapping; or none)"));
+              HasSubstr("container 'c' (resource -> count, ids or a mapping; none; absent)"));
 }
 
 TEST(PodResourcesParser, FeatureGatesAreValidatedWithTheKubeletsTexts) {
