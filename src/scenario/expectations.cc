@@ -19,6 +19,28 @@ std::vector<std::string> Sorted(std::vector<std::string> v) {
 std::string Int(int64_t v) { return std::to_string(v); }
 std::string Bool(bool b) { return b ? "true" : "false"; }
 
+struct CheckpointEntry {
+  std::string pod, container, resource;
+  std::vector<std::string> devices;  // sorted, every NUMA node's
+};
+
+std::vector<CheckpointEntry> CheckpointEntries(const checkpoint::Checkpoint& cp) {
+  std::vector<CheckpointEntry> entries;
+  if (!cp.data.pod_device_entries) return entries;
+  for (const auto& e : *cp.data.pod_device_entries) {
+    CheckpointEntry x{e.pod_uid, e.container_name, e.resource_name, {}};
+    if (e.device_ids) {
+      for (const auto& [numa, ids] : *e.device_ids) {
+        if (ids) x.devices.insert(x.devices.end(), ids->begin(), ids->end());
+      }
+    }
+    std::sort(x.devices.begin(), x.devices.end());
+    x.devices.erase(std::unique(x.devices.begin(), x.devices.end()), x.devices.end());
+    entries.push_back(std::move(x));
+  }
+  return entries;
+}
+
 class Checker {
  public:
   Checker(const Observed& o, std::vector<Failure>* out) : o_(o), out_(out) {}
@@ -380,7 +402,8 @@ class Checker {
       return;
     }
     if (!exists) {
-      if (c.valid || c.entry_count || !c.entries.empty() || c.registered) {
+      if (c.valid || c.entry_count || !c.entries.empty() || c.registered ||
+          !c.registered_sets.empty()) {
         Fail(c.loc, "checkpoint", "a checkpoint file", "no file");
       }
       return;
@@ -393,7 +416,7 @@ class Checker {
                        : fmt::format("false (checksum {} stored, {} computed)", v.stored, v.computed));
     }
     if (!v.parsed) {
-      if (c.entry_count || !c.entries.empty() || c.registered) {
+      if (c.entry_count || !c.entries.empty() || c.registered || !c.registered_sets.empty()) {
         Fail(c.loc, "checkpoint", "a readable checkpoint", v.error);
       }
       return;
@@ -401,24 +424,7 @@ class Checker {
     const checkpoint::Checkpoint cp =
         v.format == checkpoint::FormatVersion::kV1 ? checkpoint::ConvertV1ToV2(v.checkpoint)
                                                    : v.checkpoint;
-    struct Entry {
-      std::string pod, container, resource;
-      std::vector<std::string> devices;
-    };
-    std::vector<Entry> entries;
-    if (cp.data.pod_device_entries) {
-      for (const auto& e : *cp.data.pod_device_entries) {
-        Entry x{e.pod_uid, e.container_name, e.resource_name, {}};
-        if (e.device_ids) {
-          for (const auto& [numa, ids] : *e.device_ids) {
-            if (ids) x.devices.insert(x.devices.end(), ids->begin(), ids->end());
-          }
-        }
-        std::sort(x.devices.begin(), x.devices.end());
-        x.devices.erase(std::unique(x.devices.begin(), x.devices.end()), x.devices.end());
-        entries.push_back(std::move(x));
-      }
-    }
+    const std::vector<CheckpointEntry> entries = CheckpointEntries(cp);
     auto show_all = [&] {
       std::string s;
       for (const auto& e : entries) {
@@ -433,7 +439,7 @@ class Checker {
     }
     for (const auto& want : c.entries) {
       const std::string uid = PodUid(want.pod);
-      auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) {
+      auto it = std::find_if(entries.begin(), entries.end(), [&](const CheckpointEntry& e) {
         return e.pod == uid && e.container == want.container && e.resource == want.resource;
       });
       const std::string w = fmt::format("checkpoint.entries[{}/{}/{}]", want.pod, want.container,
@@ -452,6 +458,10 @@ class Checker {
       Fail(c.loc, "checkpoint.entries_exact", fmt::format("exactly {} entries", c.entries.size()),
            show_all());
     }
+    Registered(c, cp);
+  }
+
+  void Registered(const CheckpointExpect& c, const checkpoint::Checkpoint& cp) {
     std::map<std::string, std::vector<std::string>> got;
     if (cp.data.registered_devices) {
       for (const auto& [r, ids] : *cp.data.registered_devices) {
