@@ -11,6 +11,15 @@ PACKAGES=(
   python3 python3-grpcio util-linux yamllint
 )
 
+# Extra groups for the distribution targets: `deps.sh package`, `deps.sh image`.
+for group in "$@"; do
+  case $group in
+    package) PACKAGES+=(dpkg-dev help2man file) ;;
+    image) PACKAGES+=(debootstrap podman runc uidmap) ;;
+    *) echo "deps.sh: unknown group $group" >&2; exit 2 ;;
+  esac
+done
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -7,7 +7,7 @@ set -euo pipefail
 ROOT=${DEVMGR_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 ran=0
 if command -v yamllint >/dev/null; then
-  yamllint -s -c "$ROOT/tests/deploy/yamllint.yaml" "$ROOT"/deploy/*.yaml
+  yamllint -s -c "$ROOT/tests/deploy/yamllint.yaml" "$ROOT"/deploy/*.yaml "$ROOT"/examples/ci/*.yml
   echo "yamllint: deploy/*.yaml clean"
   ran=1
 else
