@@ -24,3 +24,5 @@ SH
     --name "devmgr $cmd (see devmgr(1))" \
     --output "$out/devmgr-$cmd.1" "$wrap/devmgr-$cmd"
 done
+# Debian ships manual pages compressed (gzip -9n: no name or time stamp).
+gzip -9nf "$out"/*.1

@@ -112,6 +112,9 @@ void AddCheckpointDoctorCommand(CLI::App& checkpoint, int* exit_code) {
   doc->add_option("--logging-format", o->logging_format, "text (klog) or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
+  doc->footer(
+      "\nExit codes: with --once, 0 ok or absent, 1 corrupt, 2 unreadable. Otherwise 0 when stopped "
+      "by SIGTERM or SIGINT, 3 when --metrics-address cannot be served.");
   doc->callback([o, exit_code] { *exit_code = RunDoctor(*o); });
 }
 
