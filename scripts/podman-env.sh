@@ -6,7 +6,7 @@ if [ -z "${CONTAINERS_CONF:-}" ]; then
   _nofile=$(ulimit -Hn); [ "$_nofile" = unlimited ] && _nofile=1048576
   _nproc=$(ulimit -Hu); [ "$_nproc" = unlimited ] && _nproc=1048576
   [ "$_nofile" -gt 65536 ] && _nofile=65536
-  [ "$_nproc" -gt 65536 ] && _nproc=65536
+  [ "$_nproc" -gt 32768 ] && _nproc=32768  # runc here could not set 65536
   CONTAINERS_CONF=$(mktemp /tmp/devmgr-containers-XXXXXX.conf)
   cat >"$CONTAINERS_CONF" <<CONF
 [containers]
