@@ -551,28 +551,84 @@ class Parser : public ScenarioReader {
     return absl::OkStatus();
   }
 
+  absl::Status ParseAdmit(const YAML::Node& key, const YAML::Node& v, const Scenario& sc,
+                          Step* step) const {
+    if (v.IsScalar()) {
+      std::string path = v.Scalar();
+      if (path.empty()) return Error(v, "admit needs a pod manifest or a file name");
+      if (path[0] != '/') path = sc.dir + "/" + path;
+      absl::StatusOr<pod::Pod> pod = pod::LoadPodManifest(path);
+      if (!pod.ok()) {
+        return Error(v, fmt::format("admit: {}", std::string(pod.status().message())));
+      }
+      step->pod = *std::move(pod);
+      return absl::OkStatus();
+    }
+    if (!v.IsMap()) return Error(v, "admit takes an inline Pod manifest or a file name");
+    absl::StatusOr<pod::Pod> pod = pod::ParsePodManifest(BlockText(key, v), file());
+    if (!pod.ok()) return pod.status();
+    step->pod = *std::move(pod);
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseWaitRegistration(const std::string& where, const YAML::Node& v,
+                                     const Scenario& sc, Step* step) const {
+    if (v.IsScalar()) return NonEmptyString(v, "resource", &step->resource);
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"resource", "plugin", "count"}, where));
+    if (v["plugin"]) DEVMGR_RETURN_IF_ERROR(PluginRef(sc, v["plugin"], &step->plugin));
+    if (v["resource"]) {
+      DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["resource"], "resource", &step->resource));
+    } else if (!step->plugin.empty()) {
+      step->resource = FindPlugin(sc, step->plugin)->resource;
+      if (step->resource.empty()) {
+        return Error(v, fmt::format("plugin '{}' has no known resource; give resource:",
+                                    step->plugin));
+      }
+    } else {
+      return Error(v, "wait_registration needs resource or plugin");
+    }
+    if (v["count"]) DEVMGR_RETURN_IF_ERROR(OptInt(v["count"], "count", 1, &step->count));
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseWaitDevices(const std::string& where, const YAML::Node& v, Step* step) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
+    DEVMGR_RETURN_IF_ERROR(
+        CheckKeys(v, {"resource", "capacity", "allocatable", "healthy"}, where));
+    if (!v["resource"]) return Error(v, "wait_devices needs resource");
+    DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["resource"], "resource", &step->resource));
+    if (v["capacity"]) DEVMGR_RETURN_IF_ERROR(OptInt(v["capacity"], "capacity", 0, &step->capacity));
+    if (v["allocatable"]) {
+      DEVMGR_RETURN_IF_ERROR(OptInt(v["allocatable"], "allocatable", 0, &step->allocatable));
+    }
+    if (v["healthy"]) DEVMGR_RETURN_IF_ERROR(OptInt(v["healthy"], "healthy", 0, &step->healthy));
+    if (!step->capacity && !step->allocatable && !step->healthy) {
+      return Error(v, "wait_devices needs capacity, allocatable or healthy");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseSetHealth(const std::string& where, const YAML::Node& v, const Scenario& sc,
+                              Step* step) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"plugin", "device", "health", "wait"}, where));
+    if (!v["plugin"] || !v["device"] || !v["health"]) {
+      return Error(v, "set_health needs plugin, device and health");
+    }
+    DEVMGR_RETURN_IF_ERROR(PluginRef(sc, v["plugin"], &step->plugin));
+    DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["device"], "device", &step->device));
+    DEVMGR_RETURN_IF_ERROR(String(v["health"], "health", &step->health));
+    if (v["wait"]) DEVMGR_RETURN_IF_ERROR(Bool(v["wait"], "wait", &step->wait));
+    return ControlCapable(sc, v["plugin"], step->plugin);
+  }
+
   absl::Status ParseAction(const YAML::Node& key, const YAML::Node& v, const Scenario& sc,
                            Step* step) const {
     const std::string where = key.Scalar();
     switch (step->kind) {
-      case StepKind::kAdmit: {
-        if (v.IsScalar()) {
-          std::string path = v.Scalar();
-          if (path.empty()) return Error(v, "admit needs a pod manifest or a file name");
-          if (path[0] != '/') path = sc.dir + "/" + path;
-          absl::StatusOr<pod::Pod> pod = pod::LoadPodManifest(path);
-          if (!pod.ok()) {
-            return Error(v, fmt::format("admit: {}", std::string(pod.status().message())));
-          }
-          step->pod = *std::move(pod);
-          return absl::OkStatus();
-        }
-        if (!v.IsMap()) return Error(v, "admit takes an inline Pod manifest or a file name");
-        absl::StatusOr<pod::Pod> pod = pod::ParsePodManifest(BlockText(key, v), file());
-        if (!pod.ok()) return pod.status();
-        step->pod = *std::move(pod);
-        return absl::OkStatus();
-      }
+      case StepKind::kAdmit:
+        return ParseAdmit(key, v, sc, step);
       case StepKind::kDeletePod:
         return PodRefOrMap(v, where, {"pod"}, step);
       case StepKind::kSetPhase: {
@@ -623,52 +679,12 @@ class Parser : public ScenarioReader {
       case StepKind::kCheck:
         if (!v.IsNull()) return Error(v, fmt::format("{} takes no value", where));
         return absl::OkStatus();
-      case StepKind::kWaitRegistration: {
-        if (v.IsScalar()) return NonEmptyString(v, "resource", &step->resource);
-        DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
-        DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"resource", "plugin", "count"}, where));
-        if (v["plugin"]) DEVMGR_RETURN_IF_ERROR(PluginRef(sc, v["plugin"], &step->plugin));
-        if (v["resource"]) {
-          DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["resource"], "resource", &step->resource));
-        } else if (!step->plugin.empty()) {
-          step->resource = FindPlugin(sc, step->plugin)->resource;
-          if (step->resource.empty()) {
-            return Error(v, fmt::format("plugin '{}' has no known resource; give resource:",
-                                        step->plugin));
-          }
-        } else {
-          return Error(v, "wait_registration needs resource or plugin");
-        }
-        if (v["count"]) DEVMGR_RETURN_IF_ERROR(OptInt(v["count"], "count", 1, &step->count));
-        return absl::OkStatus();
-      }
+      case StepKind::kWaitRegistration:
+        return ParseWaitRegistration(where, v, sc, step);
       case StepKind::kWaitDevices:
-        DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
-        DEVMGR_RETURN_IF_ERROR(
-            CheckKeys(v, {"resource", "capacity", "allocatable", "healthy"}, where));
-        if (!v["resource"]) return Error(v, "wait_devices needs resource");
-        DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["resource"], "resource", &step->resource));
-        if (v["capacity"]) DEVMGR_RETURN_IF_ERROR(OptInt(v["capacity"], "capacity", 0, &step->capacity));
-        if (v["allocatable"]) {
-          DEVMGR_RETURN_IF_ERROR(OptInt(v["allocatable"], "allocatable", 0, &step->allocatable));
-        }
-        if (v["healthy"]) DEVMGR_RETURN_IF_ERROR(OptInt(v["healthy"], "healthy", 0, &step->healthy));
-        if (!step->capacity && !step->allocatable && !step->healthy) {
-          return Error(v, "wait_devices needs capacity, allocatable or healthy");
-        }
-        return absl::OkStatus();
-      case StepKind::kSetHealth: {
-        DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
-        DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"plugin", "device", "health", "wait"}, where));
-        if (!v["plugin"] || !v["device"] || !v["health"]) {
-          return Error(v, "set_health needs plugin, device and health");
-        }
-        DEVMGR_RETURN_IF_ERROR(PluginRef(sc, v["plugin"], &step->plugin));
-        DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["device"], "device", &step->device));
-        DEVMGR_RETURN_IF_ERROR(String(v["health"], "health", &step->health));
-        if (v["wait"]) DEVMGR_RETURN_IF_ERROR(Bool(v["wait"], "wait", &step->wait));
-        return ControlCapable(sc, v["plugin"], step->plugin);
-      }
+        return ParseWaitDevices(where, v, step);
+      case StepKind::kSetHealth:
+        return ParseSetHealth(where, v, sc, step);
       case StepKind::kControl:
         DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
         DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"plugin", "command"}, where));
