@@ -16,7 +16,10 @@ BUILD_DIR=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SHARED=${DEVMGR_SHARED_DIR:-$ROOT/../shared}
 OUT=$ROOT/bench/results.json
-TMP_ROOT=${BENCH_TMP:-/tmp}
+# Device-plugin directories on tmpfs (a page-cache write, as "fsync off" means; see
+# docs/performance.md for why not ext4 here), and a disk directory for P1's disk figures.
+if [ -z "${BENCH_TMP:-}" ] && [ -w /dev/shm ]; then TMP_ROOT=/dev/shm; else TMP_ROOT=${BENCH_TMP:-/tmp}; fi
+DISK_ROOT=${BENCH_DISK:-/tmp}
 PARTS_DIR=$(mktemp -d "$TMP_ROOT/devmgr-bench-parts-XXXXXX")
 trap 'rm -rf "$PARTS_DIR"' EXIT
 
@@ -57,7 +60,7 @@ DEVMGR=$ROOT/$BUILD_DIR/devmgr
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
 for part in p1 p2 p3 p4 scaling; do
   printf '\n== %s\n' "$part"
-  "$BENCH" "$part" --tmp "$TMP_ROOT" --devmgr "$DEVMGR" --oracle "$ORACLE" \
+  "$BENCH" "$part" --tmp "$TMP_ROOT" --disk "$DISK_ROOT" --devmgr "$DEVMGR" --oracle "$ORACLE" \
     --json "$PARTS_DIR/$part.json"
 done
 
