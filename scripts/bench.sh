@@ -91,8 +91,14 @@ for name, value, target in rows:
 print(f"wrote {out}")
 PY
 
-if python3 -c 'import matplotlib' 2>/dev/null; then
-  python3 "$ROOT/bench/plot.py" "$OUT" "$ROOT/docs/performance-scaling.png"
+# Debian's python3-matplotlib is in /usr/bin/python3, which need not be the first
+# python3 on PATH (pyenv).
+PLOT_PY=""
+for py in python3 /usr/bin/python3; do
+  if command -v "$py" >/dev/null && "$py" -c 'import matplotlib' 2>/dev/null; then PLOT_PY=$py; break; fi
+done
+if [ -n "$PLOT_PY" ]; then
+  "$PLOT_PY" "$ROOT/bench/plot.py" "$OUT" "$ROOT/docs/performance-scaling.png"
 else
   echo "python3-matplotlib missing: plot not drawn"
 fi
