@@ -149,6 +149,8 @@ void IncrementalEncoder::SetRegistered(bool nil, std::vector<Resource> resources
       ++j;
       continue;
     }
+    // The stale rendering goes first: with a million IDs it is ~85 MB.
+    if (have) old[j++].reset();
     // A missing list the cache cannot supply is a caller bug; it is
     // written as an empty list.
     assert(r.ids.has_value());
@@ -183,6 +185,7 @@ void IncrementalEncoder::SetRegisteredDevices(const RegisteredDevices& registere
         ++j;
         continue;
       }
+      if (j < old.size() && old[j]->name == name) old[j++].reset();
       auto c = std::make_unique<CachedResource>();
       c->name = name;
       c->ids = ids;
@@ -202,6 +205,7 @@ void IncrementalEncoder::AssembleJson() {
   size_t size = render::kJsonRegistered.size() + render::kJsonChecksum.size() + 2;
   for (const auto& r : resources_) size += r->json.size() + 1;
   const size_t front = std::max<size_t>(4096, 2 * entries_json_size_);
+  std::string().swap(json_);  // the old buffer is not needed: free it first
   std::string buf;
   buf.reserve(front + size + 24);
   buf.resize(front);
