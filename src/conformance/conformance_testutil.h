@@ -22,6 +22,7 @@ inline Timeouts FastTimeouts() {
   t.observe = absl::Milliseconds(400);
   t.prestart = absl::Seconds(1);
   t.reregister_within = absl::Seconds(3);
+  t.prompt_within = absl::Seconds(1);
   t.stop_grace = absl::Seconds(1);
   t.latency_budget = absl::Seconds(1);
   t.latency_samples = 3;
