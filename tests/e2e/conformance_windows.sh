@@ -17,14 +17,20 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 sample() { echo "$BIN sample-plugin --config $SRC/examples/broken/$1.yaml --dir \$DEVMGR_PLUGIN_DIR"; }
 # has OUT PATTERN: a fixed string in the report.
 has() { grep -qF -- "$2" <<<"$1" || { fail "missing '$2'"; echo "$1" | tail -20; }; }
+# verdict OUT ID "LEVEL RESULT": the check's row in the summary table.
+verdict() {
+  local got
+  got=$(awk -v id="$2" '$1 == id {print $2, $3}' <<<"$1")
+  [[ "$got" == "$3" ]] || { fail "$2: '$got' (want '$3')"; echo "$1" | tail -20; }
+}
 
 # 1. Slow but working: default MUST and SHOULD windows, exit 0.
 out=$("$BIN" conformance --plugin "$(sample restart.kubelet-prompt)" --dir "$WORK/dp" \
       --focus '^restart\.kubelet' -q 2>&1)
 rc=$?
 [[ $rc -eq 0 ]] || fail "slow re-registration: exit $rc (want 0)"
-has "$out" "restart.kubelet             MUST    PASS"
-has "$out" "restart.kubelet-prompt      SHOULD  FAIL"
+verdict "$out" restart.kubelet "MUST PASS"
+verdict "$out" restart.kubelet-prompt "SHOULD FAIL"
 has "$out" "re-registered after 12"
 has "$out" "within the e2e window of 30s, slower than the SHOULD of 10s"
 if grep -q -- "after -" <<<"$out"; then fail "a negative duration: $(grep -- 'after -' <<<"$out")"; fi
@@ -34,8 +40,8 @@ out=$("$BIN" conformance --plugin "$(sample restart.kubelet)" --dir "$WORK/dp" \
       --focus '^restart\.kubelet' --reregister-timeout 2 -q 2>&1)
 rc=$?
 [[ $rc -eq 1 ]] || fail "no re-registration: exit $rc (want 1)"
-has "$out" "restart.kubelet             MUST    FAIL"
-has "$out" "restart.kubelet-prompt      SHOULD  SKIP"
+verdict "$out" restart.kubelet "MUST FAIL"
+verdict "$out" restart.kubelet-prompt "SHOULD SKIP"
 has "$out" "no Register call within 2s"
 
 # 3. Empty preferred set for a fresh pod: a MUST with the request and the answer.
@@ -43,8 +49,8 @@ out=$("$BIN" conformance --plugin "$(sample preferred.fresh-pod)" --dir "$WORK/d
       --focus '^preferred\.' -q --json "$WORK/r.json" 2>&1)
 rc=$?
 [[ $rc -eq 1 ]] || fail "empty preferred set: exit $rc (want 1)"
-has "$out" "preferred.fresh-pod         MUST    FAIL"
-has "$out" "preferred.must-include      MUST    PASS"
+verdict "$out" preferred.fresh-pod "MUST FAIL"
+verdict "$out" preferred.must-include "MUST PASS"
 has "$out" "allocation_size: 2 } answer container_responses { }"
 grep -q 'preferred.fresh-pod' "$WORK/r.json" || fail "JSON report lacks preferred.fresh-pod"
 
