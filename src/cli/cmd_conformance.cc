@@ -43,12 +43,13 @@ struct ConformanceOptions {
   int verbosity = -1;
   // Timeouts, in seconds.
   double rpc_timeout = 10;
-  double register_timeout = 10;
-  double first_list_timeout = 5;
+  double register_timeout = 30;
+  double first_list_timeout = 30;
   double observe = 3;
   double prestart_timeout = 30;
-  double reregister_timeout = 10;
-  double stop_grace = 10;
+  double reregister_timeout = 30;
+  double prompt_within = 10;
+  double stop_grace = 30;
   double latency_budget = 1;
   int latency_samples = 20;
 };
@@ -62,9 +63,11 @@ std::string Absolute(const std::string& p) {
 }
 
 int ListCatalogue() {
-  for (const auto& c : conformance::Catalogue()) {
-    std::cout << fmt::format("{:<28} {:<6} {}\n", c.id, conformance::LevelName(c.level),
-                             conformance::DisplayTitle(c));
+  for (const auto& c : conformance::CatalogueEntries()) {
+    std::string title = c.title;
+    for (const auto& tag : c.tags) title += " " + tag;
+    if (c.parent != nullptr) title += " (measured by " + c.parent->id + ")";
+    std::cout << fmt::format("{:<28} {:<6} {}\n", c.id, conformance::LevelName(c.level), title);
   }
   return kExitOk;
 }
@@ -134,6 +137,7 @@ int RunConformanceCommand(const ConformanceOptions& o) {
   t.observe = Secs(o.observe);
   t.prestart = Secs(o.prestart_timeout);
   t.reregister_within = Secs(o.reregister_timeout);
+  t.prompt_within = Secs(o.prompt_within);
   t.stop_grace = Secs(o.stop_grace);
   t.latency_budget = Secs(o.latency_budget);
   t.latency_samples = o.latency_samples;
@@ -225,10 +229,12 @@ void AddConformanceCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--rpc-timeout", o->rpc_timeout, "Deadline of every RPC the tester makes (s)")
       ->capture_default_str();
   cmd->add_option("--register-timeout", o->register_timeout,
-                  "The plugin must register within this long of its start (s)")
+                  "MUST window of registration.timely: Register within this long of the start "
+                  "(s; the upstream node e2e waits 30)")
       ->capture_default_str();
   cmd->add_option("--first-list-timeout", o->first_list_timeout,
-                  "The first device list must arrive within this long (s)")
+                  "MUST window of law.first-list: the first device list within this long (s; the "
+                  "upstream node e2e waits 30)")
       ->capture_default_str();
   cmd->add_option("--observe", o->observe,
                   "Observation window for stream, re-send and list-change checks (s)")
@@ -237,9 +243,18 @@ void AddConformanceCommand(CLI::App& app, int* exit_code) {
                   "PreStartContainer deadline (s; the kubelet's is 30)")
       ->capture_default_str();
   cmd->add_option("--reregister-timeout", o->reregister_timeout,
-                  "Re-registration deadline after a kubelet or plugin restart (s)")
+                  "MUST window of restart.*: re-registration after a kubelet or plugin restart "
+                  "(s; the upstream node e2e waits 30)")
       ->capture_default_str();
-  cmd->add_option("--stop-grace", o->stop_grace, "How long the plugin may take to exit on SIGTERM (s)")
+  cmd->add_option("--prompt-within", o->prompt_within,
+                  "SHOULD window of registration.prompt, law.first-list-prompt and "
+                  "restart.kubelet-prompt: a plugin slower than this but within the MUST window "
+                  "gets a SHOULD finding with its measured time (s; the kubelet's default "
+                  "nodeStatusUpdateFrequency)")
+      ->capture_default_str();
+  cmd->add_option("--stop-grace", o->stop_grace,
+                  "How long the plugin may take to exit on SIGTERM (s; a pod's default "
+                  "terminationGracePeriodSeconds)")
       ->capture_default_str();
   cmd->add_option("--latency-budget", o->latency_budget, "latency.rpcs: p99 budget per RPC (s)")
       ->capture_default_str();

@@ -32,6 +32,17 @@ const std::vector<CheckInfo>& Catalogue() {
   return *all;
 }
 
+std::vector<CatalogueEntry> CatalogueEntries() {
+  std::vector<CatalogueEntry> out;
+  for (const CheckInfo& c : Catalogue()) {
+    out.push_back({c.id, c.title, c.level, c.tags, nullptr});
+    if (c.companion) {
+      out.push_back({c.companion->id, c.companion->title, c.companion->level, c.tags, &c});
+    }
+  }
+  return out;
+}
+
 std::string DisplayTitle(const CheckInfo& c) {
   std::string t = c.title;
   for (const auto& tag : c.tags) t += " " + tag;

@@ -5,6 +5,8 @@
 #define DEVMGR_CONFORMANCE_CHECK_H_
 
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,12 +38,20 @@ struct Outcome {
   // The observations behind the verdict (requests, answers, timings).
   std::vector<std::string> evidence;
   std::vector<Figure> figures;
+  // The verdict of the check's companion (CheckInfo::companion), measured in
+  // the same session; nullptr when the check could not measure it (the
+  // companion is then skipped with a pointer to this check).
+  std::shared_ptr<const struct Outcome> companion;
 
   static Outcome Pass(std::string msg = "") { return {Status::kPass, std::move(msg), {}, {}}; }
   static Outcome Fail(std::string msg) { return {Status::kFail, std::move(msg), {}, {}}; }
   static Outcome Skip(std::string msg) { return {Status::kSkip, std::move(msg), {}, {}}; }
   Outcome& Evidence(std::string line) {
     evidence.push_back(std::move(line));
+    return *this;
+  }
+  Outcome& Companion(Outcome o) {
+    companion = std::make_shared<const Outcome>(std::move(o));
     return *this;
   }
 };
@@ -58,6 +68,16 @@ enum Need : unsigned {
 
 using CheckFn = std::function<Outcome(Session&)>;
 
+// A second verdict drawn from the same measurement as its check, at another
+// level: a timed MUST (the upstream e2e window) has a SHOULD companion (a
+// tighter window) so that a slow but working plugin is reported with its
+// measured time, at the cost of one session, not two.
+struct CompanionInfo {
+  std::string id;
+  std::string title;
+  Level level = Level::kShould;
+};
+
 struct CheckInfo {
   std::string id;     // stable, e.g. "allocate.absolute-paths"
   std::string title;  // one line
@@ -65,6 +85,7 @@ struct CheckInfo {
   std::vector<std::string> tags;  // e.g. "[Disruptive]", "[Slow]"
   unsigned needs = kNeedNothing;
   CheckFn run;
+  std::optional<CompanionInfo> companion;
 };
 
 struct CheckResult {
@@ -78,6 +99,18 @@ struct CheckResult {
 
 // The whole catalogue, in run order.
 const std::vector<CheckInfo>& Catalogue();
+
+// One line of the catalogue as reported: a check, or a companion (its
+// parent is the check that measures it).
+struct CatalogueEntry {
+  std::string id;
+  std::string title;
+  Level level;
+  std::vector<std::string> tags;
+  const CheckInfo* parent = nullptr;  // set for companions
+};
+// Every reported ID in run order, companions right after their check.
+std::vector<CatalogueEntry> CatalogueEntries();
 
 // The title with its tags appended: "Plugin restart ... [Disruptive]".
 std::string DisplayTitle(const CheckInfo& c);

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common/go_format.h"
+#include "fmt/ranges.h"
 #include "conformance/checks.h"
 #include "conformance/session.h"
 #include "conformance/validation.h"
@@ -16,16 +17,20 @@ namespace {
 constexpr char kUnknownId[] = "devmgr-conformance-no-such-device";
 constexpr int kConcurrentCalls = 8;
 
-// Shared preconditions: a client and enough usable devices.
+// Shared preconditions: a client and enough devices a kubelet would hold
+// as allocatable. Each skip names why a kubelet could not make the call
+// either.
 std::optional<Outcome> Needs(Session& s, size_t n, std::vector<std::string>* ids) {
   if (s.Client() == nullptr) return Outcome::Skip("the plugin's socket was not found");
-  *ids = s.UsableIds();
   if (s.DeviceList() == nullptr) {
     return Outcome::Skip("the plugin sent no device list (see law.first-list)");
   }
+  if (std::string why = s.KubeletHoldsNoneWhy(); !why.empty()) return Outcome::Skip(why);
+  *ids = s.UsableIds();
   if (ids->size() < n) {
-    return Outcome::Skip(fmt::format("needs {} healthy device(s) with valid IDs, the plugin has {}",
-                                     n, ids->size()));
+    return Outcome::Skip(fmt::format("needs {} healthy device(s), the plugin lists {}: a kubelet "
+                                     "could not allocate {} either",
+                                     n, ids->size(), n));
   }
   return std::nullopt;
 }
@@ -34,25 +39,41 @@ std::vector<std::string> FirstN(const std::vector<std::string>& ids, size_t n) {
   return {ids.begin(), ids.begin() + std::min(n, ids.size())};
 }
 
-// One Allocate of up to two devices, answer checked by `inspect`, which
-// adds a line per problem.
+// "Allocate" requests as a kubelet sends them: one container request with
+// one device, and (when the plugin lists several) with three or as many as
+// there are; the IDs exactly as listed.
+std::vector<v1beta1::AllocateRequest> AllocateShapes(const std::vector<std::string>& ids) {
+  std::vector<v1beta1::AllocateRequest> out = {AllocateRequestFor({{ids[0]}})};
+  if (ids.size() >= 2) out.push_back(AllocateRequestFor({FirstN(ids, 3)}));
+  return out;
+}
+
+// Allocate with one device and with several, each answer checked by
+// `inspect`, which adds a line per problem.
 template <typename Inspect>
 Outcome InspectAllocate(Session& s, Inspect inspect, const std::string& what,
                         const std::string& consequence) {
   std::vector<std::string> ids;
   if (auto o = Needs(s, 1, &ids)) return *o;
-  const auto req = AllocateRequestFor({FirstN(ids, 2)});
-  auto r = s.Client()->Allocate(req, s.t().rpc);
-  if (!r.ok()) {
-    return Outcome::Fail("Allocate failed: " + r.StatusText())
-        .Evidence("request: " + req.ShortDebugString());
-  }
   std::vector<std::string> problems;
-  for (const auto& c : r.resp.container_responses()) inspect(c, &problems);
-  if (problems.empty()) return Outcome::Pass();
+  std::vector<std::string> requests;
+  std::vector<std::string> asked;
+  for (const auto& req : AllocateShapes(ids)) {
+    const auto& r_ids = req.container_requests(0).devices_ids();
+    asked.push_back(GoQuoteList({r_ids.begin(), r_ids.end()}));
+    auto r = s.Client()->Allocate(req, s.t().rpc);
+    if (!r.ok()) {
+      return Outcome::Fail("Allocate failed: " + r.StatusText())
+          .Evidence("request: " + req.ShortDebugString());
+    }
+    const size_t before = problems.size();
+    for (const auto& c : r.resp.container_responses()) inspect(c, &problems);
+    if (problems.size() > before) requests.push_back("request: " + req.ShortDebugString());
+  }
+  if (problems.empty()) return Outcome::Pass(fmt::format("Allocate of {}", fmt::join(asked, " and ")));
   Outcome o = Outcome::Fail(fmt::format("{}; {}", what, consequence));
   for (auto& p : problems) o.Evidence(p);
-  o.Evidence("request: " + req.ShortDebugString());
+  for (auto& r : requests) o.Evidence(r);
   return o;
 }
 
@@ -229,97 +250,203 @@ Outcome ListUnchanged(Session& s) {
   return Outcome::Pass(fmt::format("{} message(s) after Allocate, list unchanged", msgs.size() - before));
 }
 
-// GetPreferredAllocation: available = up to 4 usable IDs, must-include the
-// first, size 2.
+// GetPreferredAllocation as a kubelet sends it (kubelet-device-manager.md
+// 6.4, 6.6): available = every free healthy device (here: all of them, no
+// pod holds any), must-include = the devices the container already has,
+// allocation_size = the container's whole request.
+enum class Situation {
+  // A fresh pod: nothing reused, must-include empty.
+  kFreshPod,
+  // An app container reusing a device of its init container: that device
+  // is must-include, and the request is larger.
+  kReuse,
+};
+constexpr int kPreferredRequest = 2;
+
+std::string SituationName(Situation w) {
+  return w == Situation::kFreshPod ? "fresh pod (must-include empty)"
+                                   : "init-container device reused (must-include non-empty)";
+}
+
 struct PreferredProbe {
+  Situation situation;
   v1beta1::PreferredAllocationRequest req;
   CallResult<v1beta1::PreferredAllocationResponse> res;
+  const v1beta1::ContainerPreferredAllocationRequest& creq() const { return req.container_requests(0); }
+  std::vector<std::string> Answer() const {
+    const auto& ids = res.resp.container_responses(0).deviceids();
+    return {ids.begin(), ids.end()};
+  }
+  std::string Evidence() const {
+    return fmt::format("{}: request {} answer {}", SituationName(situation), req.ShortDebugString(),
+                       res.resp.ShortDebugString());
+  }
 };
 
-std::optional<Outcome> CallPreferred(Session& s, PreferredProbe* p) {
-  std::vector<std::string> ids;
-  if (auto o = Needs(s, 2, &ids)) return *o;
+v1beta1::PreferredAllocationRequest PreferredRequestFor(Situation w, const std::vector<std::string>& ids) {
+  v1beta1::PreferredAllocationRequest req;
+  auto* c = req.add_container_requests();
+  for (const auto& id : ids) c->add_available_deviceids(id);
+  if (w == Situation::kReuse) c->add_must_include_deviceids(ids[0]);
+  c->set_allocation_size(std::min<int>(kPreferredRequest, static_cast<int>(ids.size())));
+  return req;
+}
+
+// Whether a kubelet would call GetPreferredAllocation at all.
+std::optional<Outcome> PreferredAdvertised(Session& s, std::vector<std::string>* ids) {
+  if (auto o = Needs(s, 1, ids)) return *o;
   auto opts = s.Options();
   if (!opts) return Outcome::Skip("GetDevicePluginOptions failed (see options.answers)");
   if (!opts->get_preferred_allocation_available()) {
-    return Outcome::Skip("GetPreferredAllocation is not advertised");
-  }
-  auto* c = p->req.add_container_requests();
-  for (const auto& id : FirstN(ids, 4)) c->add_available_deviceids(id);
-  c->add_must_include_deviceids(ids[0]);
-  c->set_allocation_size(2);
-  p->res = s.Client()->GetPreferredAllocation(p->req, s.t().rpc);
-  if (p->res.status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
-    return Outcome::Skip("GetPreferredAllocation is not implemented (see options.backed)");
-  }
-  if (!p->res.ok()) return Outcome::Fail("GetPreferredAllocation failed: " + p->res.StatusText());
-  if (p->res.resp.container_responses_size() == 0) {
-    return Outcome::Fail("GetPreferredAllocation returned no container response")
-        .Evidence("request: " + p->req.ShortDebugString());
+    return Outcome::Skip("GetPreferredAllocation is not advertised: a kubelet never calls it");
   }
   return std::nullopt;
 }
 
-std::vector<std::string> Preferred(const PreferredProbe& p) {
-  const auto& ids = p.res.resp.container_responses(0).deviceids();
-  return {ids.begin(), ids.end()};
+// Calls GetPreferredAllocation for `w`. A reuse needs two devices (one
+// reused, one more requested); with one, a kubelet never sends it.
+std::optional<Outcome> CallPreferred(Session& s, Situation w, const std::vector<std::string>& ids,
+                                     PreferredProbe* p) {
+  p->situation = w;
+  p->req = PreferredRequestFor(w, ids);
+  p->res = s.Client()->GetPreferredAllocation(p->req, s.t().rpc);
+  if (p->res.status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    return Outcome::Skip("GetPreferredAllocation is not implemented (see options.backed)");
+  }
+  if (!p->res.ok()) {
+    return Outcome::Fail("GetPreferredAllocation failed: " + p->res.StatusText() +
+                         "; the kubelet fails the pod's admission with \"device plugin "
+                         "GetPreferredAllocation rpc failed with err: ...\"")
+        .Evidence(SituationName(w) + ": request " + p->req.ShortDebugString());
+  }
+  if (p->res.resp.container_responses_size() == 0) {
+    return Outcome::Fail("GetPreferredAllocation returned no container response")
+        .Evidence(p->Evidence());
+  }
+  return std::nullopt;
+}
+
+// The situations a check covers, given the devices: a reuse needs two.
+std::vector<Situation> Situations(const std::vector<std::string>& ids) {
+  if (ids.size() >= 2) return {Situation::kFreshPod, Situation::kReuse};
+  return {Situation::kFreshPod};
+}
+
+// Runs `judge` on the answer to each situation; a line per problem.
+template <typename Judge>
+Outcome JudgePreferred(Session& s, const std::vector<Situation>& situations, Judge judge,
+                       const std::string& what) {
+  std::vector<std::string> ids;
+  if (auto o = PreferredAdvertised(s, &ids)) return *o;
+  std::vector<std::string> problems, evidence, passed;
+  for (Situation w : situations) {
+    if (w == Situation::kReuse && ids.size() < 2) continue;
+    PreferredProbe p;
+    if (auto o = CallPreferred(s, w, ids, &p)) return *o;
+    std::string problem = judge(p);
+    if (problem.empty()) {
+      passed.push_back(fmt::format("{}: {}", w == Situation::kFreshPod ? "fresh pod" : "reuse",
+                                   GoQuoteList(p.Answer())));
+    } else {
+      problems.push_back(problem);
+      evidence.push_back(p.Evidence());
+    }
+  }
+  if (problems.empty()) return Outcome::Pass(fmt::format("{}", fmt::join(passed, "; ")));
+  Outcome o = Outcome::Fail(fmt::format("{}: {}", what, fmt::join(problems, "; ")));
+  for (auto& e : evidence) o.Evidence(e);
+  return o;
+}
+
+Outcome PreferredFreshPod(Session& s) {
+  return JudgePreferred(
+      s, {Situation::kFreshPod},
+      [](const PreferredProbe& p) -> std::string {
+        if (!p.Answer().empty()) return "";
+        return fmt::format("{} device(s) offered, {} requested, none preferred",
+                           p.creq().available_deviceids_size(), p.creq().allocation_size());
+      },
+      "a fresh pod's request (must-include empty) got an empty preferred set; the kubelet then "
+      "picks the devices at random, so the placement the plugin advertises "
+      "GetPreferredAllocation for is lost for every new pod");
 }
 
 Outcome PreferredSubset(Session& s) {
-  PreferredProbe p;
-  if (auto o = CallPreferred(s, &p)) return *o;
-  const auto& avail = p.req.container_requests(0).available_deviceids();
-  std::set<std::string> a(avail.begin(), avail.end());
-  std::vector<std::string> extra;
-  for (const auto& id : Preferred(p)) if (!a.count(id)) extra.push_back(id);
-  if (extra.empty()) return Outcome::Pass(GoQuoteList(Preferred(p)));
-  return Outcome::Fail(fmt::format("the preferred set holds IDs that were not offered: {}; a "
-                                   "kubelet drops them and picks other devices at random",
-                                   GoQuoteList(extra)))
-      .Evidence("request: " + p.req.ShortDebugString())
-      .Evidence("answer: " + p.res.resp.ShortDebugString());
+  return JudgePreferred(
+      s, {Situation::kFreshPod, Situation::kReuse},
+      [](const PreferredProbe& p) -> std::string {
+        const auto& avail = p.creq().available_deviceids();
+        std::set<std::string> a(avail.begin(), avail.end());
+        std::vector<std::string> extra;
+        for (const auto& id : p.Answer()) {
+          if (!a.count(id)) extra.push_back(id);
+        }
+        if (extra.empty()) return "";
+        return fmt::format("{}: {} not offered", SituationName(p.situation), GoQuoteList(extra));
+      },
+      "the preferred set holds IDs that were not offered, which a kubelet drops before picking "
+      "other devices at random");
 }
 
 Outcome PreferredMustInclude(Session& s) {
-  PreferredProbe p;
-  if (auto o = CallPreferred(s, &p)) return *o;
-  const auto got = Preferred(p);
-  std::set<std::string> g(got.begin(), got.end());
-  std::vector<std::string> missing;
-  for (const auto& id : p.req.container_requests(0).must_include_deviceids()) {
-    if (!g.count(id)) missing.push_back(id);
+  std::vector<std::string> ids;
+  if (auto o = PreferredAdvertised(s, &ids)) return *o;
+  if (ids.size() < 2) {
+    return Outcome::Skip("must-include is sent only when a container reuses a device and requests "
+                         "more: needs 2 healthy devices, the plugin lists 1");
   }
-  if (missing.empty()) return Outcome::Pass(GoQuoteList(got));
-  return Outcome::Fail(fmt::format("the preferred set leaves out must-include IDs {}; the "
-                                   "kubelet keeps them anyway, so the preference is not what "
-                                   "the container gets",
-                                   GoQuoteList(missing)))
-      .Evidence("request: " + p.req.ShortDebugString())
-      .Evidence("answer: " + p.res.resp.ShortDebugString());
+  return JudgePreferred(
+      s, {Situation::kReuse},
+      [](const PreferredProbe& p) -> std::string {
+        const auto got = p.Answer();
+        std::set<std::string> g(got.begin(), got.end());
+        std::vector<std::string> missing;
+        for (const auto& id : p.creq().must_include_deviceids()) {
+          if (!g.count(id)) missing.push_back(id);
+        }
+        if (missing.empty()) return "";
+        return fmt::format("{} left out", GoQuoteList(missing));
+      },
+      "the preferred set leaves out must-include IDs; the kubelet keeps them anyway, so the "
+      "preference is not what the container gets");
 }
 
 Outcome PreferredSize(Session& s) {
-  PreferredProbe p;
-  if (auto o = CallPreferred(s, &p)) return *o;
-  const int size = p.req.container_requests(0).allocation_size();
-  const auto got = Preferred(p);
-  if (static_cast<int>(got.size()) == size) return Outcome::Pass(GoQuoteList(got));
-  return Outcome::Fail(fmt::format("allocation_size {} got {} ID(s); the kubelet fills up or "
-                                   "cuts down at random, losing the plugin's preference",
-                                   size, got.size()))
-      .Evidence("answer: " + p.res.resp.ShortDebugString());
+  return JudgePreferred(
+      s, {Situation::kFreshPod, Situation::kReuse},
+      [](const PreferredProbe& p) -> std::string {
+        const size_t n = p.Answer().size();
+        // An empty answer is preferred.fresh-pod's (or, with must-include,
+        // preferred.must-include's) finding.
+        if (n == 0 || static_cast<int>(n) == p.creq().allocation_size()) return "";
+        return fmt::format("{}: allocation_size {} got {} ID(s)", SituationName(p.situation),
+                           p.creq().allocation_size(), n);
+      },
+      "the preferred set is not allocation_size devices; the kubelet fills up or cuts down at "
+      "random, losing the plugin's preference");
 }
 
 Outcome PreferredDeterministic(Session& s) {
-  PreferredProbe p;
-  if (auto o = CallPreferred(s, &p)) return *o;
-  auto again = s.Client()->GetPreferredAllocation(p.req, s.t().rpc);
-  const std::string a = CanonicalText(p.res.resp);
-  const std::string b = again.ok() ? CanonicalText(again.resp) : again.StatusText();
-  if (again.ok() && a == b) return Outcome::Pass();
-  return Outcome::Fail("the same GetPreferredAllocation request got two different answers")
-      .Evidence("first:  " + a)
-      .Evidence("second: " + b);
+  std::vector<std::string> ids;
+  if (auto o = PreferredAdvertised(s, &ids)) return *o;
+  const std::vector<Situation> situations = Situations(ids);
+  std::vector<std::string> first;
+  for (Situation w : situations) {
+    PreferredProbe p;
+    if (auto o = CallPreferred(s, w, ids, &p)) return *o;
+    first.push_back(CanonicalText(p.res.resp));
+  }
+  for (size_t i = 0; i < situations.size(); ++i) {
+    const auto req = PreferredRequestFor(situations[i], ids);
+    auto again = s.Client()->GetPreferredAllocation(req, s.t().rpc);
+    const std::string b = again.ok() ? CanonicalText(again.resp) : again.StatusText();
+    if (again.ok() && b == first[i]) continue;
+    return Outcome::Fail("the same GetPreferredAllocation request got two different answers")
+        .Evidence(SituationName(situations[i]) + ": request " + req.ShortDebugString())
+        .Evidence("first:  " + first[i])
+        .Evidence("second: " + b);
+  }
+  return Outcome::Pass(fmt::format("{} request(s) asked twice, same answers", situations.size()));
 }
 
 Outcome PrestartTimely(Session& s) {
@@ -369,6 +496,9 @@ std::vector<CheckInfo> AllocateChecks() {
        kNeedNothing, Concurrent},
       {"allocate.list-unchanged", "Allocate does not change the device list", Level::kMust,
        {"[Slow]"}, kNeedNothing, ListUnchanged},
+      {"preferred.fresh-pod",
+       "GetPreferredAllocation prefers devices for a fresh pod (empty must-include)", Level::kMust,
+       {}, kNeedNothing, PreferredFreshPod},
       {"preferred.subset", "GetPreferredAllocation picks only from the available devices",
        Level::kMust, {}, kNeedNothing, PreferredSubset},
       {"preferred.must-include", "GetPreferredAllocation includes every must-include device",

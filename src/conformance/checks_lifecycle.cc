@@ -40,33 +40,36 @@ void LeaveStaleSocket(const std::string& path) {
   ::close(fd);
 }
 
-// After a restart: waits for registration number `n`, its handshake and the
-// first list on the new stream.
+// After a restart at `since`: waits for the first registration at or after
+// it, its handshake and the first list on the new stream. `*took` is the
+// time from `since` to that Register call.
 // Without list_required, a missing first list is a skip (law.first-list
 // owns that finding).
-std::optional<Outcome> AwaitReRegistration(Session& s, size_t n, const std::string& after,
-                                           absl::Time since, bool list_required = true) {
+std::optional<Outcome> AwaitReRegistration(Session& s, const std::string& after, MonoTime since,
+                                           size_t connections_before, absl::Duration* took,
+                                           bool list_required = true) {
   TestKubelet* k = s.kubelet();
-  if (!k->WaitForRegistrations(n, s.t().reregister_within)) {
+  const std::optional<size_t> i = k->WaitForRegistrationSince(since, s.t().reregister_within);
+  if (!i) {
     Outcome o = Outcome::Fail(fmt::format("no Register call within {} after {}; the resource "
                                           "stays at 0 on the node until the plugin registers again",
                                           Dur(s.t().reregister_within), after));
     for (auto& l : s.PluginOutput(5)) o.Evidence(l);
     return o;
   }
-  const absl::Duration took = k->Registrations()[n - 1].at - since;
-  if (!k->WaitForConnections(n, s.t().serve_wait + s.t().rpc)) {
-    return Outcome::Fail(fmt::format("re-registered after {} but could not be dialled back", Dur(took)));
+  *took = MonoSub(k->Registrations()[*i].at, since);
+  if (!k->WaitForConnections(connections_before + 1, s.t().serve_wait + s.t().rpc)) {
+    return Outcome::Fail(fmt::format("re-registered after {} but could not be dialled back", Dur(*took)));
   }
   StreamRecorder* r = k->LatestConnection()->stream.get();
   if (!r->WaitForMessages(1, s.t().first_list_within)) {
     if (!list_required) {
       return Outcome::Skip(fmt::format("re-registered after {} but sent no device list within {} "
                                        "(see law.first-list)",
-                                       Dur(took), Dur(s.t().first_list_within)));
+                                       Dur(*took), Dur(s.t().first_list_within)));
     }
     return Outcome::Fail(fmt::format("re-registered after {} but sent no device list within {}",
-                                     Dur(took), Dur(s.t().first_list_within)));
+                                     Dur(*took), Dur(s.t().first_list_within)));
   }
   return std::nullopt;
 }
@@ -76,16 +79,18 @@ Outcome KubeletRestart(Session& s) {
   // Restart a settled node: the kubelet's stream is open and (normally)
   // has delivered its list.
   if (StreamRecorder* r = s.KubeletStream()) r->WaitForMessages(1, s.t().first_list_within);
-  const absl::Time at = absl::Now();
+  const MonoTime at = MonoNow();
   if (absl::Status st = s.RestartKubelet(); !st.ok()) {
     return Outcome::Fail("could not restart the emulated kubelet: " + std::string(st.message()));
   }
-  if (auto o = AwaitReRegistration(s, 1, "kubelet.sock was re-created in a wiped directory", at)) {
+  absl::Duration took;
+  if (auto o = AwaitReRegistration(s, "kubelet.sock was re-created in a wiped directory", at, 0, &took)) {
     return *o;
   }
-  const absl::Duration took = s.kubelet()->Registrations()[0].at - at;
-  Outcome o = Outcome::Pass(fmt::format("re-registered {} after the restart", Dur(took)));
+  Outcome o = Outcome::Pass(fmt::format("re-registered {} after the restart (window {})", Dur(took),
+                                        Dur(s.t().reregister_within)));
   o.figures.push_back({"re-registration after kubelet restart", Dur(took)});
+  o.Companion(PromptCompanion(s, "re-registered", took, s.t().reregister_within));
   return o;
 }
 
@@ -97,7 +102,7 @@ Outcome PluginRestart(Session& s) {
   const std::set<std::string> before = Ids(*list);
   StreamRecorder* old_stream = s.KubeletStream();
   const std::string old_socket = s.SocketPath();
-  const absl::Time stop_at = absl::Now();
+  const MonoTime stop_at = MonoNow();
   if (!s.StopPlugin()) {
     return Outcome::Fail(fmt::format("the plugin did not exit within {} of SIGTERM and was killed; "
                                      "a DaemonSet rollout then waits the whole grace period",
@@ -108,11 +113,14 @@ Outcome PluginRestart(Session& s) {
   }
   // A crashed plugin leaves its socket file behind; the new one must cope.
   if (!old_socket.empty()) LeaveStaleSocket(old_socket);
-  const absl::Time start_at = absl::Now();
+  const size_t connections_before = s.kubelet()->ConnectionCount();
+  const MonoTime start_at = MonoNow();
   if (absl::Status st = s.StartPlugin(); !st.ok()) {
     return Outcome::Fail("could not start the plugin again: " + std::string(st.message()));
   }
-  if (auto o = AwaitReRegistration(s, 2, "the plugin was started again", start_at, false)) {
+  absl::Duration took;
+  if (auto o = AwaitReRegistration(s, "the plugin was started again", start_at, connections_before,
+                                   &took, false)) {
     return *o;
   }
   const auto after = Ids(s.kubelet()->LatestConnection()->stream->First()->resp);
@@ -125,9 +133,8 @@ Outcome PluginRestart(Session& s) {
         .Evidence("gone: " + GoQuoteList(gone))
         .Evidence("new: " + GoQuoteList(added));
   }
-  const absl::Duration took = s.kubelet()->Registrations()[1].at - start_at;
   Outcome o = Outcome::Pass(fmt::format("stopped in {}, re-registered {} after the start",
-                                        Dur(start_at - stop_at), Dur(took)));
+                                        Dur(MonoSub(start_at, stop_at)), Dur(took)));
   o.figures.push_back({"re-registration after plugin restart", Dur(took)});
   return o;
 }
@@ -216,7 +223,7 @@ Outcome Latency(Session& s) {
     if (p99 > s.t().latency_budget) over.push_back(fmt::format("{} p99 {}", smp.rpc, Dur(p99)));
   }
   if (StreamRecorder* r = s.KubeletStream(); r != nullptr && r->First() != nullptr) {
-    o.figures.push_back({"ListAndWatch first list", Dur(r->First()->at - r->opened_at())});
+    o.figures.push_back({"ListAndWatch first list", Dur(MonoSub(r->First()->at, r->opened_at()))});
   }
   std::string summary;
   for (const auto& f : o.figures) summary += (summary.empty() ? "" : ", ") + f.name + " " + f.value;
@@ -238,7 +245,9 @@ std::vector<CheckInfo> LifecycleChecks() {
        "After a client disconnect, a second ListAndWatch gets the list and the plugin still answers",
        Level::kMust, {}, kNeedNothing, Reconnect},
       {"restart.kubelet", "The plugin re-registers after a kubelet restart", Level::kMust,
-       {"[Disruptive]"}, kNeedRegistration, KubeletRestart},
+       {"[Disruptive]"}, kNeedRegistration, KubeletRestart,
+       CompanionInfo{"restart.kubelet-prompt",
+                     "The plugin re-registers promptly after a kubelet restart", Level::kShould}},
       {"restart.plugin", "The plugin stops on SIGTERM and comes back with the same devices",
        Level::kMust, {"[Disruptive]"}, kNeedRegistration | kNeedStartedByTester, PluginRestart},
       {"latency.rpcs", "RPC latency (p50/p99) per RPC", Level::kInfo, {}, kNeedNothing, Latency},

@@ -93,12 +93,16 @@ Outcome Timely(Session& s) {
     for (auto& l : s.PluginOutput(5)) o.Evidence(l);
     return o;
   }
-  const absl::Duration took = r->at - s.plugin_started_at();
+  const absl::Duration took = MonoSub(r->at, s.plugin_started_at());
   Outcome o = took <= s.t().register_within
-                  ? Outcome::Pass(fmt::format("registered {} after start", Dur(took)))
+                  ? Outcome::Pass(fmt::format("registered {} after start (window {})", Dur(took),
+                                              Dur(s.t().register_within)))
                   : Outcome::Fail(fmt::format("registered {} after start, over the {} limit",
                                               Dur(took), Dur(s.t().register_within)));
   o.figures.push_back({"time to Register", Dur(took)});
+  if (o.status == Status::kPass) {
+    o.Companion(PromptCompanion(s, "registered", took, s.t().register_within));
+  }
   return o;
 }
 
@@ -187,12 +191,27 @@ std::vector<CheckInfo> RegistrationChecks() {
       {"registration.serves-first", "The plugin serves its socket before it calls Register",
        Level::kMust, {}, kNeedRegistration, ServesFirst},
       {"registration.timely", "The plugin registers soon after it starts", Level::kMust, {},
-       kNeedRegistration, Timely},
+       kNeedRegistration, Timely,
+       CompanionInfo{"registration.prompt", "The plugin registers promptly after it starts",
+                     Level::kShould}},
       {"options.answers", "GetDevicePluginOptions answers with a message", Level::kMust, {},
        kNeedNothing, OptionsAnswers},
       {"options.backed", "Advertised optional RPCs are implemented", Level::kMust, {},
        kNeedNothing, OptionsBacked},
   };
+}
+
+Outcome PromptCompanion(const Session& s, const std::string& what, absl::Duration took,
+                        absl::Duration must_window) {
+  if (took <= s.t().prompt_within) {
+    return Outcome::Pass(fmt::format("{} after {}, within {}", what, Dur(took), Dur(s.t().prompt_within)));
+  }
+  Outcome o = Outcome::Fail(fmt::format(
+      "{} after {}; within the e2e window of {}, slower than the SHOULD of {}: until then the "
+      "node shows the resource at 0 and pods that need it are not admitted",
+      what, Dur(took), Dur(must_window), Dur(s.t().prompt_within)));
+  o.figures.push_back({what + " after", Dur(took)});
+  return o;
 }
 
 std::string Dur(absl::Duration d) {

@@ -22,6 +22,9 @@ inline Timeouts FastTimeouts() {
   t.observe = absl::Milliseconds(400);
   t.prestart = absl::Seconds(1);
   t.reregister_within = absl::Seconds(3);
+  // The SHOULD companions: as wide as the widest MUST window here, so that a
+  // loaded machine does not turn a fast plugin into a SHOULD finding.
+  t.prompt_within = absl::Seconds(3);
   t.stop_grace = absl::Seconds(1);
   t.latency_budget = absl::Seconds(1);
   t.latency_samples = 3;

@@ -25,9 +25,9 @@ CallResult<Resp> Timed(absl::Duration timeout, Fn fn) {
   CallResult<Resp> r;
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(timeout));
-  const absl::Time start = absl::Now();
+  const MonoTime start = MonoNow();
   r.status = fn(&ctx, &r.resp);
-  r.latency = absl::Now() - start;
+  r.latency = MonoSub(MonoNow(), start);
   return r;
 }
 
@@ -50,7 +50,7 @@ void StreamRecorder::Read(std::shared_ptr<v1beta1::DevicePlugin::Stub> stub) {
   v1beta1::ListAndWatchResponse resp;
   while (reader->Read(&resp)) {
     auto m = std::make_shared<Message>();
-    m->at = absl::Now();
+    m->at = MonoNow();
     m->bytes = static_cast<int64_t>(resp.ByteSizeLong());
     m->resp = std::move(resp);
     resp = v1beta1::ListAndWatchResponse();
@@ -60,7 +60,7 @@ void StreamRecorder::Read(std::shared_ptr<v1beta1::DevicePlugin::Stub> stub) {
   grpc::Status s = reader->Finish();
   absl::MutexLock lock(&mu_);
   end_ = s;
-  ended_at_ = absl::Now();
+  ended_at_ = MonoNow();
 }
 
 void StreamRecorder::Cancel() {
@@ -117,7 +117,7 @@ std::optional<grpc::Status> StreamRecorder::end_status() const {
   return end_;
 }
 
-absl::Time StreamRecorder::ended_at() const {
+MonoTime StreamRecorder::ended_at() const {
   absl::MutexLock lock(&mu_);
   return ended_at_;
 }
@@ -181,7 +181,7 @@ CallResult<v1beta1::PreStartContainerResponse> ProbeClient::PreStartContainer(
 
 std::unique_ptr<StreamRecorder> ProbeClient::ListAndWatch() {
   std::unique_ptr<StreamRecorder> rec(new StreamRecorder());
-  rec->opened_at_ = absl::Now();
+  rec->opened_at_ = MonoNow();
   StreamRecorder* raw = rec.get();
   rec->reader_ = std::thread([raw, stub = stub_] { raw->Read(stub); });
   return rec;

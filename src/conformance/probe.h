@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "conformance/mono_time.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
@@ -42,7 +43,7 @@ struct CallResult {
 class StreamRecorder {
  public:
   struct Message {
-    absl::Time at;
+    MonoTime at;
     v1beta1::ListAndWatchResponse resp;
     int64_t bytes = 0;  // serialized size
   };
@@ -60,11 +61,11 @@ class StreamRecorder {
   std::vector<std::shared_ptr<const Message>> Messages() const;
   std::shared_ptr<const Message> First() const;  // nullptr if none
   std::shared_ptr<const Message> Last() const;   // nullptr if none
-  absl::Time opened_at() const { return opened_at_; }
+  MonoTime opened_at() const { return opened_at_; }
   bool ended() const;
   // The end status (set once ended) and when it ended.
   std::optional<grpc::Status> end_status() const;
-  absl::Time ended_at() const;
+  MonoTime ended_at() const;
   // True when the end was caused by Cancel().
   bool cancelled_by_tester() const;
 
@@ -73,13 +74,13 @@ class StreamRecorder {
   StreamRecorder() = default;
   void Read(std::shared_ptr<v1beta1::DevicePlugin::Stub> stub);
 
-  absl::Time opened_at_;
+  MonoTime opened_at_;
   grpc::ClientContext ctx_;
   std::thread reader_;
   mutable absl::Mutex mu_;
   std::vector<std::shared_ptr<const Message>> messages_ ABSL_GUARDED_BY(mu_);
   std::optional<grpc::Status> end_ ABSL_GUARDED_BY(mu_);
-  absl::Time ended_at_ ABSL_GUARDED_BY(mu_);
+  MonoTime ended_at_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "common/go_format.h"
 #include "common/logging.h"
 #include "conformance/validation.h"
 #include "fmt/format.h"
@@ -55,10 +56,10 @@ absl::Status Session::Begin(bool expect_registration) {
     registered = kubelet_->WaitForRegistrations(1, t().register_within);
   } else {
     // An earlier session saw no registration: a serving socket is enough.
-    const absl::Time deadline = absl::Now() + t().register_within;
+    const MonoTime deadline = MonoDeadline(t().register_within);
     while (!(registered = kubelet_->WaitForRegistrations(1, absl::Milliseconds(20)))) {
       if (!FindPluginSockets(opts_.dir).empty() && !SocketPath().empty()) break;
-      if (absl::Now() >= deadline) break;
+      if (MonoNow() >= deadline) break;
     }
   }
   int code = 0;
@@ -182,25 +183,51 @@ const v1beta1::ListAndWatchResponse* Session::DeviceList() {
 
 namespace {
 
+// Every ID sent with exactly `health`, once: the IDs that are not
+// printable first (so that the requests, which take the first IDs, carry
+// them as a kubelet would sooner or later), then in byte order.
 std::vector<std::string> IdsWithHealth(const v1beta1::ListAndWatchResponse* list,
                                        const std::string& health) {
   if (list == nullptr) return {};
-  std::map<std::string, int> counts;
-  for (const auto& d : list->devices()) ++counts[d.id()];
-  std::set<std::string> out;
+  std::set<std::pair<bool, std::string>> out;  // {printable, id}
   for (const auto& d : list->devices()) {
-    if (d.health() != health || d.id().empty() || counts[d.id()] != 1) continue;
-    if (!DeviceIdProblem(d.id()).empty()) continue;
-    out.insert(d.id());
+    if (d.health() == health) out.insert({DeviceIdProblem(d.id()).empty(), d.id()});
   }
-  return {out.begin(), out.end()};
+  std::vector<std::string> ids;
+  for (const auto& [printable, id] : out) ids.push_back(id);
+  return ids;
 }
 
 }  // namespace
 
-std::vector<std::string> Session::UsableIds() { return IdsWithHealth(DeviceList(), kHealthy); }
+std::string Session::KubeletHoldsNoneWhy() {
+  const v1beta1::ListAndWatchResponse* list = DeviceList();
+  if (list == nullptr) return "";
+  const size_t bytes = list->ByteSizeLong();
+  if (bytes > static_cast<size_t>(kKubeletMaxRecvMsgSize)) {
+    return fmt::format("the device list is {} bytes, over the kubelet's 4 MiB receive limit: a "
+                       "kubelet never gets it and has no device to allocate (see law.size)",
+                       bytes);
+  }
+  if (profile().validates_utf8) {
+    for (const auto& d : list->devices()) {
+      if (!IsValidUtf8(d.id())) {
+        return fmt::format("device ID {} is not valid UTF-8: a {} kubelet rejects the whole list "
+                           "and has no device to allocate (see law.ids-printable)",
+                           GoQuote(d.id()), profile().name);
+      }
+    }
+  }
+  return "";
+}
+
+std::vector<std::string> Session::UsableIds() {
+  if (!KubeletHoldsNoneWhy().empty()) return {};
+  return IdsWithHealth(DeviceList(), kHealthy);
+}
 
 std::vector<std::string> Session::UnhealthyIds() {
+  if (!KubeletHoldsNoneWhy().empty()) return {};
   return IdsWithHealth(DeviceList(), kUnhealthy);
 }
 
@@ -224,7 +251,7 @@ bool Session::StopPlugin() {
 absl::Status Session::StartPlugin() {
   socket_path_.clear();
   client_.reset();
-  plugin_started_at_ = absl::Now();
+  plugin_started_at_ = MonoNow();
   absl::Status s = target_->Start(opts_.dir);
   plugin_running_ = s.ok();
   return s;

@@ -23,24 +23,37 @@ class KubeletMetrics;
 
 namespace devmgr::conformance {
 
-// Every wait the tester does is bounded by one of these.
+// Every wait the tester does is bounded by one of these. Where the kubelet
+// has a deadline, the default is the kubelet's; where it has none, a MUST
+// window is the upstream node e2e's wait and `prompt_within` the SHOULD
+// (docs/conformance.md, "Time windows", gives the source of each).
 struct Timeouts {
-  // Deadline of each RPC the tester makes.
+  // Deadline of each RPC the tester makes (the tester's own bound: the
+  // kubelet sets none on Allocate and GetPreferredAllocation).
   absl::Duration rpc = absl::Seconds(10);
-  // registration.timely: Register within this long after the plugin starts.
-  absl::Duration register_within = absl::Seconds(10);
+  // registration.timely: Register within this long after the plugin starts
+  // (node e2e: 30 s for the resource after the plugin pod runs).
+  absl::Duration register_within = absl::Seconds(30);
   // The dial-back inside Register (the kubelet's 10 s).
   absl::Duration serve_wait = absl::Seconds(10);
-  // law.first-list: the first list within this long of the stream opening.
-  absl::Duration first_list_within = absl::Seconds(5);
-  // Observation windows (stream kept open, re-sends, list changes).
+  // law.first-list: the first list within this long of the stream opening
+  // (node e2e: the same 30 s).
+  absl::Duration first_list_within = absl::Seconds(30);
+  // Observation windows (stream kept open, re-sends, list changes): how long
+  // the tester watches, not a kubelet deadline.
   absl::Duration observe = absl::Seconds(3);
   // prestart.timely (the kubelet's KubeletPreStartContainerRPCTimeoutInSecs).
   absl::Duration prestart = absl::Seconds(30);
-  // restart.*: re-registration after a kubelet or plugin restart.
-  absl::Duration reregister_within = absl::Seconds(10);
+  // restart.*: re-registration after a kubelet or plugin restart (node
+  // e2e: 30 s for the resource after a kubelet restart).
+  absl::Duration reregister_within = absl::Seconds(30);
+  // The SHOULD companions of the three windows above (registration.prompt,
+  // law.first-list-prompt, restart.kubelet-prompt): the kubelet's default
+  // nodeStatusUpdateFrequency, so the resource misses at most one node
+  // status update.
+  absl::Duration prompt_within = absl::Seconds(10);
   // restart.plugin: how long a plugin may take to exit after SIGTERM.
-  absl::Duration stop_grace = absl::Seconds(10);
+  absl::Duration stop_grace = absl::Seconds(30);  // a pod's default grace period
   // latency.rpcs: p99 budget per RPC, and samples per RPC.
   absl::Duration latency_budget = absl::Seconds(1);
   int latency_samples = 20;
@@ -78,7 +91,7 @@ class Session {
   const Profile& profile() const { return opts_.profile; }
   const std::string& dir() const { return opts_.dir; }
   TestKubelet* kubelet() { return kubelet_.get(); }
-  absl::Time plugin_started_at() const { return plugin_started_at_; }
+  MonoTime plugin_started_at() const { return plugin_started_at_; }
 
   // The first registration seen in this session (after Begin), if any.
   std::optional<RegistrationRecord> FirstRegistration() const;
@@ -102,9 +115,15 @@ class Session {
   // up to first_list_within), else one read on a stream of the tester's
   // own. nullptr when the plugin sends none.
   const v1beta1::ListAndWatchResponse* DeviceList();
-  // Devices usable for requests: healthy, with a unique, non-empty,
-  // printable ID; sorted.
+  // The devices a kubelet of the session's profile holds as allocatable
+  // after this list, which the tester's requests use with their IDs exactly
+  // as listed (control bytes and, under 1.30-1.33, invalid UTF-8 included):
+  // every ID sent with health "Healthy", once, those that are not printable
+  // first, then in byte order. None when a kubelet
+  // would not hold the list at all (over its 4 MiB receive limit; under
+  // 1.34+, an ID that is not valid UTF-8): KubeletHoldsNoneWhy() says why.
   std::vector<std::string> UsableIds();
+  std::string KubeletHoldsNoneWhy();
   // Devices reported "Unhealthy" (unique, printable IDs), sorted.
   std::vector<std::string> UnhealthyIds();
 
@@ -124,7 +143,7 @@ class Session {
   Target* const target_;
   const SessionOptions opts_;
   std::unique_ptr<TestKubelet> kubelet_;
-  absl::Time plugin_started_at_;
+  MonoTime plugin_started_at_;
   std::string socket_path_;
   std::unique_ptr<ProbeClient> client_;
   std::unique_ptr<StreamRecorder> own_stream_;  // --socket mode

@@ -124,7 +124,7 @@ absl::Status TestKubelet::Start() {
     return absl::FailedPreconditionError(fmt::format("listen unix {}: cannot serve", socket_path_));
   }
   absl::MutexLock lock(&mu_);
-  started_at_ = absl::Now();
+  started_at_ = MonoNow();
   return absl::OkStatus();
 }
 
@@ -157,7 +157,7 @@ void TestKubelet::Stop() {
   }
 }
 
-absl::Time TestKubelet::started_at() const {
+MonoTime TestKubelet::started_at() const {
   absl::MutexLock lock(&mu_);
   return started_at_;
 }
@@ -166,7 +166,7 @@ void TestKubelet::HandleRegister(const v1beta1::RegisterRequest& req) {
   if (opts_.metrics != nullptr) opts_.metrics->CountRegistration(req.resource_name());
   if (!opts_.resource.empty() && req.resource_name() != opts_.resource) return;
   RegistrationRecord r;
-  r.at = absl::Now();
+  r.at = MonoNow();
   r.request = req;
   if (req.version() != "v1beta1") {
     r.kubelet_error = fmt::format(
@@ -185,7 +185,7 @@ void TestKubelet::HandleRegister(const v1beta1::RegisterRequest& req) {
     registrations_.push_back(r);
   }
   // The dial-back, as the kubelet does it inside Register.
-  const absl::Time deadline = absl::Now() + opts_.serve_wait;
+  const MonoTime deadline = MonoDeadline(opts_.serve_wait);
   std::string path;
   while (true) {
     if (r.endpoint_is_socket || IsSocket(r.joined_path)) {
@@ -206,7 +206,7 @@ void TestKubelet::HandleRegister(const v1beta1::RegisterRequest& req) {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
     }
-    if (absl::Now() >= deadline) break;
+    if (MonoNow() >= deadline) break;
     absl::SleepFor(absl::Milliseconds(20));  // polling a socket file: no event to await
   }
   {
@@ -225,7 +225,7 @@ void TestKubelet::HandleRegister(const v1beta1::RegisterRequest& req) {
 
 void TestKubelet::Connect(std::string socket_path, size_t index) {
   if (socket_path.empty()) {
-    const absl::Time deadline = absl::Now() + opts_.late_connect;
+    const MonoTime deadline = MonoDeadline(opts_.late_connect);
     while (socket_path.empty()) {
       for (const std::string& s : FindPluginSockets(opts_.dir)) {
         if (SocketAccepts(s)) {
@@ -238,7 +238,7 @@ void TestKubelet::Connect(std::string socket_path, size_t index) {
         absl::MutexLock lock(&mu_);
         if (stopping_) return;
       }
-      if (absl::Now() >= deadline) return;
+      if (MonoNow() >= deadline) return;
       absl::SleepFor(absl::Milliseconds(20));
     }
     absl::MutexLock lock(&mu_);
@@ -263,6 +263,23 @@ bool TestKubelet::WaitForRegistrations(size_t n, absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
   auto cond = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return registrations_.size() >= n; };
   return mu_.AwaitWithTimeout(absl::Condition(&cond), timeout);
+}
+
+std::optional<size_t> TestKubelet::WaitForRegistrationSince(MonoTime since,
+                                                            absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  std::optional<size_t> found;
+  auto cond = [this, since, &found]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    for (size_t i = 0; i < registrations_.size(); ++i) {
+      if (registrations_[i].at >= since) {
+        found = i;
+        return true;
+      }
+    }
+    return false;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&cond), timeout);
+  return found;
 }
 
 std::vector<RegistrationRecord> TestKubelet::Registrations() const {

@@ -12,6 +12,7 @@
 
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "conformance/mono_time.h"
 #include "conformance/probe.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 
@@ -52,7 +54,7 @@ struct TestKubeletOptions {
 };
 
 struct RegistrationRecord {
-  absl::Time at;
+  MonoTime at;
   v1beta1::RegisterRequest request;
   // What a real 1.30-1.33 kubelet answers to the request's version and name
   // ("" = accepted), e.g. `the ResourceName "gpu" is invalid`.
@@ -89,12 +91,17 @@ class TestKubelet {
   // kubelet's CleanupPluginDirectory does) and serves kubelet.sock.
   absl::Status Start();
   void Stop();
-  absl::Time started_at() const;
+  MonoTime started_at() const;
   const std::string& socket_path() const { return socket_path_; }
 
   // Waits until n registrations were recorded.
   bool WaitForRegistrations(size_t n, absl::Duration timeout) const;
   std::vector<RegistrationRecord> Registrations() const;
+  // Waits for the first registration that arrived at or after `since` and
+  // returns its index in Registrations(); nullopt on timeout. Earlier
+  // registrations (a plugin that registered twice before `since`) never
+  // count, so `Registrations()[i].at - since` is never negative.
+  std::optional<size_t> WaitForRegistrationSince(MonoTime since, absl::Duration timeout) const;
   // Waits until n handshakes finished (options called, stream opened).
   bool WaitForConnections(size_t n, absl::Duration timeout) const;
   size_t ConnectionCount() const;
@@ -118,7 +125,7 @@ class TestKubelet {
 
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Time started_at_ ABSL_GUARDED_BY(mu_);
+  MonoTime started_at_ ABSL_GUARDED_BY(mu_);
   std::vector<RegistrationRecord> registrations_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<KubeletConnection>> connections_ ABSL_GUARDED_BY(mu_);
   std::list<std::thread> late_threads_ ABSL_GUARDED_BY(mu_);

@@ -110,15 +110,24 @@ struct AllocateConfig {
 };
 
 struct PreferredAllocationConfig {
-  enum class Policy { kFirst, kLast, kEchoMustInclude, kFixed };
+  // kAll: every available device, whatever allocation_size says.
+  enum class Policy { kFirst, kLast, kEchoMustInclude, kFixed, kAll };
   Policy policy = Policy::kFirst;
   std::vector<std::string> fixed;  // kFixed
+  // A container request with no must-include device (a fresh pod) gets an
+  // empty container response, as NVIDIA/k8s-device-plugin#546 reports of
+  // v0.14.5; requests with must-include follow the policy.
+  bool empty_without_must_include = false;
 };
 
 struct RegistrationConfig {
   enum class Mode { kKubeletSock, kPluginsRegistry };
   Mode mode = Mode::kKubeletSock;
   bool reregister = true;
+  // > 0: after kubelet.sock re-appears (or the plugin's socket is deleted),
+  // wait this long before serving again and registering, as the kubernetes
+  // e2e sample device plugin does (about 10 s).
+  absl::Duration reregister_delay = absl::ZeroDuration();
   bool serve_before_register = true;
   absl::Duration timeout = absl::Seconds(30);  // the Register call's deadline
   std::string registry_socket;  // file name in the registry dir

@@ -121,7 +121,8 @@ class Parser : public yaml::TypedReader {
 
   absl::Status ParseDevices(const YAML::Node& n, Config* c) const {
     DEVMGR_RETURN_IF_ERROR(ExpectSeq(n, "devices"));
-    static const Keys kKeys = {"id", "health", "numa", "topology", "count", "id_prefix", "start"};
+    static const Keys kKeys = {"id",    "id_hex",    "health", "numa",
+                               "topology", "count", "id_prefix", "start"};
     for (const YAML::Node& d : n) {
       DEVMGR_RETURN_IF_ERROR(ExpectMap(d, "a device"));
       DEVMGR_RETURN_IF_ERROR(CheckKeys(d, kKeys, "a device"));
@@ -143,8 +144,12 @@ class Parser : public yaml::TypedReader {
           DEVMGR_RETURN_IF_ERROR(IntList(t["nodes"], "topology.nodes", &dev.numa_nodes));
         }
       }
+      if (d["id"] && d["id_hex"]) return Error(d["id_hex"], "give either id or id_hex, not both");
       if (d["count"]) {
-        if (d["id"]) return Error(d["id"], "give either id or count (with id_prefix), not both");
+        if (d["id"] || d["id_hex"]) {
+          return Error(d["id"] ? d["id"] : d["id_hex"],
+                       "give either id or count (with id_prefix), not both");
+        }
         int64_t count = 0, start = 0;
         DEVMGR_RETURN_IF_ERROR(Int(d["count"], "count", 0, &count));
         if (count > 10'000'000) return Error(d["count"], "count must be at most 10000000");
@@ -162,7 +167,21 @@ class Parser : public yaml::TypedReader {
         return Error(d["id_prefix"] ? d["id_prefix"] : d["start"],
                      "id_prefix and start need count");
       }
-      if (!d["id"]) return Error(d, "a device needs an id (or count and id_prefix)");
+      if (d["id_hex"]) {
+        // Raw bytes (YAML's "\xff" is the code point U+00FF, not the byte):
+        // e.g. 677075ff is "gpu" and the byte 0xff, invalid UTF-8.
+        std::string hex;
+        DEVMGR_RETURN_IF_ERROR(String(d["id_hex"], "id_hex", &hex));
+        if (hex.size() % 2 != 0 || hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
+          return Error(d["id_hex"], "id_hex must be an even number of hex digits");
+        }
+        for (size_t i = 0; i < hex.size(); i += 2) {
+          dev.id.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+        }
+        c->devices.push_back(std::move(dev));
+        continue;
+      }
+      if (!d["id"]) return Error(d, "a device needs an id (or id_hex, or count and id_prefix)");
       DEVMGR_RETURN_IF_ERROR(String(d["id"], "id", &dev.id));
       c->devices.push_back(std::move(dev));
     }
@@ -355,7 +374,8 @@ class Parser : public yaml::TypedReader {
   absl::Status ParseRegistration(const YAML::Node& n, Config* c) const {
     DEVMGR_RETURN_IF_ERROR(ExpectMap(n, "registration"));
     DEVMGR_RETURN_IF_ERROR(CheckKeys(
-        n, {"mode", "reregister", "serve_before_register", "timeout", "registry_socket"},
+        n, {"mode", "reregister", "reregister_delay", "serve_before_register", "timeout",
+            "registry_socket"},
         "registration"));
     RegistrationConfig& r = c->registration;
     if (n["mode"]) {
@@ -372,6 +392,9 @@ class Parser : public yaml::TypedReader {
       }
     }
     if (n["reregister"]) DEVMGR_RETURN_IF_ERROR(Bool(n["reregister"], "reregister", &r.reregister));
+    if (n["reregister_delay"]) {
+      DEVMGR_RETURN_IF_ERROR(Duration(n["reregister_delay"], "reregister_delay", &r.reregister_delay));
+    }
     if (n["serve_before_register"]) {
       DEVMGR_RETURN_IF_ERROR(
           Bool(n["serve_before_register"], "serve_before_register", &r.serve_before_register));
@@ -424,12 +447,13 @@ class Parser : public yaml::TypedReader {
     }
     if (const YAML::Node p = root["preferred_allocation"]; p && !p.IsNull()) {
       DEVMGR_RETURN_IF_ERROR(ExpectMap(p, "preferred_allocation"));
-      DEVMGR_RETURN_IF_ERROR(CheckKeys(p, {"policy", "devices"}, "preferred_allocation"));
+      DEVMGR_RETURN_IF_ERROR(CheckKeys(p, {"policy", "devices", "empty_without_must_include"},
+                                       "preferred_allocation"));
       PreferredAllocationConfig& pa = c->preferred_allocation;
       if (p["policy"]) {
         std::string policy;
         DEVMGR_RETURN_IF_ERROR(String(p["policy"], "policy", &policy));
-        static const Keys kPolicies = {"first", "last", "echo-must-include", "fixed"};
+        static const Keys kPolicies = {"first", "last", "echo-must-include", "fixed", "all"};
         auto it = std::find(kPolicies.begin(), kPolicies.end(), policy);
         if (it == kPolicies.end()) {
           return UnknownName(p["policy"],
@@ -440,6 +464,10 @@ class Parser : public yaml::TypedReader {
       }
       if (p["devices"]) {
         DEVMGR_RETURN_IF_ERROR(StringList(p["devices"], "preferred_allocation.devices", &pa.fixed));
+      }
+      if (p["empty_without_must_include"]) {
+        DEVMGR_RETURN_IF_ERROR(Bool(p["empty_without_must_include"], "empty_without_must_include",
+                                    &pa.empty_without_must_include));
       }
       if ((pa.policy == PreferredAllocationConfig::Policy::kFixed) != bool(p["devices"])) {
         return Error(p, "preferred_allocation: policy fixed needs devices, and only it takes them");

@@ -161,3 +161,35 @@ TEST(ConfigTest, DefaultSocketName) {
 
 }  // namespace
 }  // namespace devmgr::plugin
+
+namespace devmgr::plugin {
+namespace {
+
+// The misbehaviours of issue 13 as configuration.
+TEST(ConfigTest, ParsesTheRealPluginMisbehaviours) {
+  absl::StatusOr<Config> c = ParseConfig(R"(
+resource: example.com/gpu
+devices:
+  - {id: "gpu-\x01"}
+  - {id_hex: 677075fF}
+preferred_allocation: {policy: all, empty_without_must_include: true}
+registration: {reregister_delay: 12s}
+)", "p.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->devices.size(), 2u);
+  EXPECT_EQ(c->devices[0].id, std::string("gpu-\x01"));
+  EXPECT_EQ(c->devices[1].id, std::string("gpu\xff"));
+  EXPECT_EQ(c->preferred_allocation.policy, PreferredAllocationConfig::Policy::kAll);
+  EXPECT_TRUE(c->preferred_allocation.empty_without_must_include);
+  EXPECT_EQ(c->registration.reregister_delay, absl::Seconds(12));
+}
+
+TEST(ConfigTest, RejectsBadIdHex) {
+  EXPECT_EQ(std::string(ParseConfig("resource: a.com/b\ndevices: [{id_hex: abc}]\n", "p.yaml").status().message()),
+            "p.yaml:2:20: id_hex must be an even number of hex digits");
+  EXPECT_EQ(std::string(ParseConfig("resource: a.com/b\ndevices: [{id: x, id_hex: ab}]\n", "p.yaml").status().message()),
+            "p.yaml:2:27: give either id or id_hex, not both");
+}
+
+}  // namespace
+}  // namespace devmgr::plugin

@@ -56,7 +56,10 @@ std::vector<std::string> PreferredDevices(const PreferredAllocationConfig& polic
                                           const v1beta1::ContainerPreferredAllocationRequest& req) {
   using Policy = PreferredAllocationConfig::Policy;
   std::vector<std::string> out;
+  if (policy.empty_without_must_include && req.must_include_deviceids().empty()) return out;
   switch (policy.policy) {
+    case Policy::kAll:
+      return {req.available_deviceids().begin(), req.available_deviceids().end()};
     case Policy::kFixed:
       return policy.fixed;
     case Policy::kEchoMustInclude:

@@ -76,3 +76,34 @@ TEST(ResponsesTest, PreferredAllocationPolicies) {
 
 }  // namespace
 }  // namespace devmgr::plugin
+
+namespace devmgr::plugin {
+namespace {
+
+v1beta1::ContainerPreferredAllocationRequest PreferredRequest(std::vector<std::string> avail,
+                                                              std::vector<std::string> must,
+                                                              int size) {
+  v1beta1::ContainerPreferredAllocationRequest r;
+  for (const auto& id : avail) r.add_available_deviceids(id);
+  for (const auto& id : must) r.add_must_include_deviceids(id);
+  r.set_allocation_size(size);
+  return r;
+}
+
+TEST(ResponsesTest, PolicyAllAnswersEveryAvailableDevice) {
+  PreferredAllocationConfig p;
+  p.policy = Policy::kAll;
+  EXPECT_THAT(PreferredDevices(p, PreferredRequest({"a", "b", "c"}, {}, 1)),
+              ElementsAre("a", "b", "c"));
+}
+
+TEST(ResponsesTest, EmptyWithoutMustIncludeAnswersNothingForAFreshPodOnly) {
+  PreferredAllocationConfig p;
+  p.empty_without_must_include = true;
+  EXPECT_THAT(PreferredDevices(p, PreferredRequest({"a", "b", "c"}, {}, 2)), ElementsAre());
+  EXPECT_THAT(PreferredDevices(p, PreferredRequest({"a", "b", "c"}, {"c"}, 2)),
+              ElementsAre("c", "a"));
+}
+
+}  // namespace
+}  // namespace devmgr::plugin

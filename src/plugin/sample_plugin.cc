@@ -349,6 +349,9 @@ void SamplePlugin::Loop() {
   bool need_register = false;
   absl::Time last_restart = absl::InfinitePast();
   std::optional<absl::Time> register_after_socket_loss;
+  // registration.reregister_delay: when the delayed restart is due.
+  std::optional<absl::Time> delayed_restart;
+  const absl::Duration reregister_delay = config.registration.reregister_delay;
 
   if (!registry_mode) {
     if (Exists(kubelet_socket)) {
@@ -380,6 +383,9 @@ void SamplePlugin::Loop() {
     absl::Duration wait = kLoopPeriod;
     if (register_after_socket_loss) {
       wait = std::max(absl::ZeroDuration(), std::min(wait, *register_after_socket_loss - absl::Now()));
+    }
+    if (delayed_restart) {
+      wait = std::max(absl::ZeroDuration(), std::min(wait, *delayed_restart - absl::Now()));
     }
     bool woken = false;
     const std::vector<DirWatcher::Event> events = watcher_->Wait(wait, &woken);
@@ -414,6 +420,23 @@ void SamplePlugin::Loop() {
     }
     ProcessControlFile();
     if (!reregister || need_restart) continue;
+
+    if (reregister_delay > absl::ZeroDuration()) {
+      // The slow re-registration of the kubernetes e2e sample plugin: any
+      // sign of a new kubelet schedules one restart, `reregister_delay`
+      // later; nothing is served or registered until then.
+      const bool dp_gone = dp_server_ && !OwnSocketIntact(dp_server_.get());
+      if (!delayed_restart && (kubelet_created || dp_gone) && !registry_mode) {
+        DM_INFO("A new kubelet: restarting the device plugin server later",
+                {"delay", absl::FormatDuration(reregister_delay)});
+        delayed_restart = absl::Now() + reregister_delay;
+      }
+      if (delayed_restart && absl::Now() >= *delayed_restart) {
+        delayed_restart.reset();
+        need_restart = true;  // serves again and registers when kubelet.sock exists
+      }
+      continue;
+    }
 
     const bool dp_lost = dp_server_ && !OwnSocketIntact(dp_server_.get());
     const bool registry_lost =

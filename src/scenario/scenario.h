@@ -491,7 +491,7 @@ struct NodeSpec {
 // advance_clock).
 struct Timeouts {
   absl::Duration step = absl::Seconds(20);    // any single step
-  absl::Duration wait = absl::Seconds(10);    // registrations, device counts
+  absl::Duration wait = absl::Seconds(30);    // registrations, device counts (node e2e: 30 s)
   absl::Duration expect = absl::Seconds(3);   // expectations to settle
 };
 

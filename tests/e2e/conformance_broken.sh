@@ -36,7 +36,7 @@ sample() { echo "$BIN sample-plugin --config $SRC/examples/broken/$1.yaml --dir 
 # restart.plugin: a shell entrypoint that ignores SIGTERM and does not exec the plugin.
 exactly restart.plugin "trap '' TERM; $(sample restart.plugin); sleep 600"
 for id in registration.serves-first restart.kubelet law.stream-open allocate.list-unchanged \
-          options.answers law.ids-printable; do
+          options.answers law.ids-printable preferred.fresh-pod; do
   exactly "$id" "$(sample "$id")"
 done
 

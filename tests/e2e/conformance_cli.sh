@@ -63,14 +63,14 @@ expect "latency.rpcs                 INFO"
 # --- the reference plugin passes, with every report -------------------------
 run 0 "$BIN" conformance --plugin "$(plugin sample-plugin.yaml)" --dir "$WORK/dp" "${FAST[@]}" \
   --junit "$WORK/r.xml" --json "$WORK/r.json" --results-dir "$WORK/sonobuoy"
-expect "35 checks: 33 passed, 0 failed (0 MUST, 0 SHOULD, 0 INFO), 2 skipped"
+expect "39 checks: 37 passed, 0 failed (0 MUST, 0 SHOULD, 0 INFO), 2 skipped"
 expect "RESULT: PASS (every MUST check passed)"
-expect_file "$WORK/r.xml" '<testsuite name="devmgr-conformance" tests="35" failures="0" errors="0" skipped="2"'
+expect_file "$WORK/r.xml" '<testsuite name="devmgr-conformance" tests="39" failures="0" errors="0" skipped="2"'
 expect_file "$WORK/r.xml" 'name="[MUST] restart.kubelet: The plugin re-registers after a kubelet restart [Disruptive]"'
 expect_file "$WORK/r.json" '"passed": true'
 expect_file "$WORK/r.json" '"mustFailed": 0'
 expect_file "$WORK/sonobuoy/done" "$WORK/sonobuoy/devmgr-conformance-junit.xml"
-expect_file "$WORK/sonobuoy/devmgr-conformance-junit.xml" 'tests="35"'
+expect_file "$WORK/sonobuoy/devmgr-conformance-junit.xml" 'tests="39"'
 
 # --- focus and skip ---------------------------------------------------------
 run 0 "$BIN" conformance --plugin "$(plugin sample-plugin.yaml)" "${FAST[@]}" --focus '^allocate\.' --skip 'concurrent|Slow'

@@ -71,7 +71,7 @@ check_counts() {  # metrics-file call-log
 run 0 "$BIN" conformance --plugin "$(plugin sample-plugin.yaml "$WORK/calls.jsonl")" "${FAST[@]}" \
   --focus '^(allocate\.(rejects-unknown|deterministic|concurrent)|restart\.kubelet)' \
   --metrics-file "$WORK/metrics.prom"
-expect "4 checks: 4 passed, 0 failed"
+expect "5 checks: 5 passed, 0 failed"  # restart.kubelet-prompt, measured by restart.kubelet
 check_counts "$WORK/metrics.prom" "$WORK/calls.jsonl"
 
 # --- a failing MUST check: exit 1, the file is written all the same -----------
