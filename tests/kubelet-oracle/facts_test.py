@@ -150,7 +150,13 @@ EXPERIMENTS = [
         {"second_register_error": "", "second_register_code": "OK", "allocatable_after": 1})),
     ("numa_hints", exp_numa_hints, lambda m: (
         {"hints": [([0], True)]} if m >= 36 else {"hints": [([0], True), ([0, 1], False)]})),
-    ("empty_allocate", exp_empty_allocate, lambda m: {"admitted": False}),
+    # The response is printed with %v: gogo's String() before 1.34, protoc's
+    # (empty text for an empty message) from 1.34 (#133028).
+    ("empty_allocate", exp_empty_allocate, lambda m: {
+        "admitted": False, "reason": "UnexpectedAdmissionError",
+        "message": "Allocate failed due to no containers return in allocation response " + (
+            ", which is unexpected" if m >= 34 else
+            "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}, which is unexpected")}),
     ("empty_preferred", exp_empty_preferred, lambda m: {"admitted": True, "devices": 2}),
 ]
 SLOW = [
@@ -178,7 +184,13 @@ def main(argv):
             print("SKIP: no %s (run make kubelet-oracle)" % binary)
             return 77
         for name, fn, expect in exps:
-            o = Oracle(binary)
+            try:
+                o = Oracle(binary)
+            except OracleError as e:
+                if "private mount namespace" in str(e):
+                    print("SKIP: %s" % e)
+                    return 77
+                raise
             try:
                 got = normalize(fn(o))
             except OracleError as e:
