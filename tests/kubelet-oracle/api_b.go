@@ -33,7 +33,7 @@ func newManagers(topo []cadvisorapi.Node, policy, scope string, options map[stri
 	if err != nil {
 		return nil, err
 	}
-	tm.AddHintProvider(m)
+	tm.AddHintProvider(klog.Background(), m)
 	return &managers{m: m, tm: tm}, nil
 }
 

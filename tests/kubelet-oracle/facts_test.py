@@ -123,6 +123,25 @@ def exp_empty_preferred(o):
             "devices": len(adm.get("devices", {}).get("c", {}).get(RES, []))}
 
 
+def exp_restart(o):
+    """A kubelet restart on the same directory: the checkpoint keeps the
+    running pod's devices; the plugin re-registers; a new pod gets the rest."""
+    o.call("start")
+    o.plugin(DEVMGR, plugin_config("a.sock", ["d0", "d1"]), "a")
+    o.call("wait", resource=RES, capacity=2, allocatable=2)
+    first = o.call("admit", pod=pod("p1", 1))["devices"]["c"][RES]
+    before = o.checkpoint()
+    o.call("restart")
+    o.call("wait", resource=RES, capacity=2, allocatable=2)
+    st = o.call("state")
+    after = o.checkpoint()
+    second = o.call("admit", pod=pod("p2", 1))
+    got = second.get("devices", {}).get("c", {}).get(RES, [])
+    return {"restored": st["pods"].get("p1", {}).get("c", {}).get(RES) == first,
+            "checkpoint_same_after_reregistration": before == after,
+            "second_admitted": second["admitted"], "disjoint": not set(got) & set(first)}
+
+
 def exp_grace_log(o):
     """#133724: the log line at grace-period expiry (needs 5 min of wall clock)."""
     o.call("start")
@@ -157,6 +176,8 @@ EXPERIMENTS = [
         "message": "Allocate failed due to no containers return in allocation response " + (
             ", which is unexpected" if m >= 34 else
             "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}, which is unexpected")}),
+    ("restart", exp_restart, lambda m: {"restored": True, "second_admitted": True, "disjoint": True,
+                                        "checkpoint_same_after_reregistration": True}),
     ("empty_preferred", exp_empty_preferred, lambda m: {"admitted": True, "devices": 2}),
 ]
 SLOW = [
