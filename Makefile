@@ -6,6 +6,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 # Debian packages the build and the tests need (see scripts/deps.sh).
 .PHONY: all deps configure build test demo bench clean package test-package image test-image
+.PHONY: kubelet-oracle
 
 all: build
 
@@ -34,6 +35,12 @@ demo: build
 
 bench: build
 	@bash scripts/bench.sh $(BUILD_DIR)
+
+# The real kubelet's device manager per profile (tests/kubelet-oracle,
+# docs/oracle.md); needs Go and the Go module proxy (or a warm module cache).
+ORACLE_PROFILES ?= 1.33 1.34 1.35 1.36 1.37
+kubelet-oracle:
+	@OUT=$(abspath $(BUILD_DIR))/kubelet-oracle bash tests/kubelet-oracle/build.sh $(ORACLE_PROFILES)
 
 clean:
 	rm -rf $(BUILD_DIR)

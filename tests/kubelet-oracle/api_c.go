@@ -1,0 +1,73 @@
+//go:build oracle_api_c
+
+// The device manager API of kubernetes 1.37 (loggers, contexts and the
+// admission operation everywhere).
+package main
+
+import (
+	"context"
+
+	"k8s.io/klog/v2"
+	cadvisorapi "github.com/google/cadvisor/info/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
+	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
+	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
+	"k8s.io/kubernetes/pkg/kubelet/config"
+	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
+	schedulerframework "k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+type managers struct {
+	m  *devicemanager.ManagerImpl
+	tm topologymanager.Manager
+}
+
+func newManagers(topo []cadvisorapi.Node, policy, scope string, options map[string]string) (*managers, error) {
+	tm, err := topologymanager.NewManager(klog.Background(), topo, policy, scope, options)
+	if err != nil {
+		return nil, err
+	}
+	m, err := devicemanager.NewManagerImpl(klog.Background(), topo, tm)
+	if err != nil {
+		return nil, err
+	}
+	tm.AddHintProvider(klog.Background(), m)
+	return &managers{m: m, tm: tm}, nil
+}
+
+func (x *managers) start(active func() []*v1.Pod, ready config.SourcesReady, initial containermap.ContainerMap, running sets.Set[string]) error {
+	return x.m.Start(klog.Background(), devicemanager.ActivePodsFunc(active), ready, initial, running)
+}
+
+func (x *managers) stop() error { return x.m.Stop(klog.Background()) }
+
+func (x *managers) admit(pod *v1.Pod) (bool, string, string) {
+	r := x.tm.Admit(context.Background(), &lifecycle.PodAdmitAttributes{Pod: pod, Operation: lifecycle.AddOperation})
+	return r.Admit, r.Reason, r.Message
+}
+
+func (x *managers) updatePluginResources(pod *v1.Pod) error {
+	return x.m.UpdatePluginResources(schedulerframework.NewNodeInfo(), &lifecycle.PodAdmitAttributes{Pod: pod, Operation: lifecycle.AddOperation})
+}
+
+func (x *managers) runOptions(pod *v1.Pod, c *v1.Container) (*devicemanager.DeviceRunContainerOptions, error) {
+	return x.m.GetDeviceRunContainerOptions(context.Background(), pod, c)
+}
+
+func (x *managers) capacity() (v1.ResourceList, v1.ResourceList, []string) { return x.m.GetCapacity(klog.Background()) }
+
+func (x *managers) allocatable() devicemanager.ResourceDeviceInstances {
+	return x.m.GetAllocatableDevices(klog.Background())
+}
+
+func (x *managers) hints(pod *v1.Pod, c *v1.Container) map[string][]topologymanager.TopologyHint {
+	return x.m.GetTopologyHints(klog.Background(), pod, c, lifecycle.AddOperation)
+}
+
+func (x *managers) podHints(pod *v1.Pod) map[string][]topologymanager.TopologyHint {
+	return x.m.GetPodTopologyHints(klog.Background(), pod, lifecycle.AddOperation)
+}
+
+func (x *managers) updateAllocated() { x.m.UpdateAllocatedDevices(klog.Background()) }
