@@ -6,6 +6,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "fmt/format.h"
+#include "scenario/health_check.h"
 
 namespace devmgr::scenario {
 namespace {
@@ -241,6 +242,10 @@ class Checker {
       }
     }
     if (c.topology_hints) Hints(c.loc, w, *c.topology_hints, rec.pod.uid, c.name);
+    if (c.allocated_resources_status) {
+      CheckResourceHealth(c.loc, w, *c.allocated_resources_status,
+                          ObservedResourceStatus(o_.pod_statuses, rec.pod.uid, c.name), out_);
+    }
   }
 
   static std::string Ints(const std::optional<std::vector<int>>& v) {

@@ -20,6 +20,8 @@
 #include "common/logging.h"
 #include "common/profile.h"
 #include "fmt/format.h"
+#include "manager/resource_health.h"
+#include "scenario/health_check.h"
 #include "node/node.h"
 #include "node/plugin_process.h"
 #include "node/pod_manager.h"
@@ -255,7 +257,15 @@ class Run {
     }
     if (sc_.node.plugins_registry) env_.registry_dir = work_dir_ + "/reg";
     pr_opts_ = podresources::OptionsForProfile(profile_);
-    if (absl::Status s = podresources::ApplyFeatureGates(sc_.node.feature_gates, &pr_opts_); !s.ok()) {
+    std::string other_gates;
+    absl::StatusOr<bool> health_gate =
+        manager::ResourceHealthStatusGate(profile_, sc_.node.feature_gates, &other_gates);
+    if (!health_gate.ok()) {  // e.g. the gate under 1.30, which does not have it
+      return absl::InvalidArgumentError(
+          fmt::format("node.feature_gates: {}", std::string(health_gate.status().message())));
+    }
+    resource_health_ = *health_gate;
+    if (absl::Status s = podresources::ApplyFeatureGates(other_gates, &pr_opts_); !s.ok()) {
       return s;  // the parser checked it
     }
     if (opts_.pod_resources_socket.empty()) {
@@ -337,6 +347,7 @@ class Run {
     o.topology.policy = sc_.node.topology_policy;
     o.topology.scope = sc_.node.topology_scope;
     o.topology.policy_options = sc_.node.topology_policy_options;
+    o.resource_health_status = resource_health_;
     for (const HintProviderSpec& h : sc_.node.hint_providers) {
       topology::StaticProviderSpec sp;
       sp.name = h.name;
@@ -348,6 +359,7 @@ class Run {
     if (opts_.metrics != nullptr) opts_.metrics->Hook(&o);
     auto n = std::make_unique<node::Node>(o);
     n->manager().SetChangeCallback([this] { changes_.Notify(); });
+    n->pod_status().SetChangeCallback([this] { changes_.Notify(); });
     return n;
   }
 
@@ -734,6 +746,7 @@ class Run {
         return absl::OkStatus();
       case StepKind::kAdvanceClock: {
         clock_.Advance(st.advance);
+        node_->pod_status().SyncDuePods();  // the periodic pod resyncs now due
         node::NodeResources nr = node_->UpdateNodeStatus();
         std::string s;
         for (const auto& [k, v] : nr.capacity) {
@@ -924,8 +937,12 @@ class Run {
     const absl::Time deadline = absl::Now() + within;
     std::vector<Failure> failures;
     for (;;) {
-      failures = CheckExpectations(st.expect, ObserveNow(st.expect));
-      if (failures.empty()) return absl::OkStatus();
+      const Observed observed = ObserveNow(st.expect);
+      failures = CheckExpectations(st.expect, observed);
+      if (failures.empty()) {
+        ResourceHealthNotes(st.expect, observed, &r->notes);  // health_check.h
+        return absl::OkStatus();
+      }
       if (Cancelled()) return absl::CancelledError("interrupted");
       if (absl::Now() >= deadline) break;
       changes_.WaitBriefly();
@@ -941,6 +958,7 @@ class Run {
   Profile profile_;
   ScenarioResult result_;
   FakeClock clock_;
+  bool resource_health_ = false;  // the ResourceHealthStatus gate
   ChangeSignal changes_;
   HostEnv env_;
   std::string work_dir_;

@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "pod/pod.h"
+#include "scenario/health_expect.h"
 
 namespace devmgr::scenario {
 
@@ -181,6 +182,8 @@ struct ContainerExpect {
   std::optional<std::vector<int>> numa_affinity;
   // Container scope: provider -> resource -> hints of this container's merge.
   std::optional<std::map<std::string, ResourceHints>> topology_hints;
+  // Device health in the container's status (health_check.h).
+  std::optional<ResourceHealthExpect> allocated_resources_status;
 };
 
 struct PodExpect {
