@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "common/logging.h"
 #include "common/profile.h"
+#include "manager/resource_health.h"
 #include "metrics/http_server.h"
 #include "node/status_file.h"
 #include "podresources/options.h"
@@ -181,7 +182,9 @@ int RunScenarios(const RunOptions& o) {
         absl::StatusOr<Profile> p = ProfileForVersion(v);
         if (!p.ok()) continue;
         podresources::Options api = podresources::OptionsForProfile(*p);
-        if (podresources::ApplyFeatureGates(sc.node.feature_gates, &api).ok()) {
+        std::string gates = sc.node.feature_gates;
+        (void)manager::ResourceHealthStatusGate(*p, sc.node.feature_gates, &gates);
+        if (podresources::ApplyFeatureGates(gates, &api).ok()) {
           get_gate |= api.get_enabled;
         }
       }

@@ -112,6 +112,8 @@ class StatusLoop {
     in.plugins = sup_->Status();
     in.pods = pods_->Pods();
     in.allocations = node_->manager().Allocations();
+    in.resource_health_status = node_->resource_health_status();
+    in.pod_statuses = node_->PodResourceStatuses();
     in.now = absl::Now();
     const std::string text =
         node::BuildStatus(in).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
@@ -189,6 +191,13 @@ int RunServe(const ServeOptions& o) {
   // Metrics and the PodResources socket (docs/observability.md).
   podresources::ObservabilityOptions observe_opts = o.observe;
   observe_opts.force = o.force;
+  // ResourceHealthStatus is read here; the other gates by Observability.
+  absl::StatusOr<bool> health_gate = manager::ResourceHealthStatusGate(
+      *profile, o.observe.feature_gates, &observe_opts.feature_gates);
+  if (!health_gate.ok()) {
+    std::cerr << "devmgr serve: --feature-gates: " << health_gate.status().message() << "\n";
+    return kExitUsage;
+  }
   auto observe = podresources::Observability::Create(*profile, observe_opts);
   if (!observe.ok()) {
     std::cerr << "devmgr serve: --feature-gates: " << observe.status().message() << "\n";
@@ -202,6 +211,7 @@ int RunServe(const ServeOptions& o) {
   no.profile = *profile;
   no.fsync = o.fsync;
   no.max_recv_msg_size = o.max_recv_msg_size;
+  no.resource_health_status = *health_gate;
   {
     auto ids = topology::ParseNumaNodeList(o.numa_nodes);
     if (!ids.ok()) {
@@ -249,6 +259,7 @@ int RunServe(const ServeOptions& o) {
   node::Supervisor sup;
   StatusLoop status(&n, &sup, &pods, o);
   n.manager().SetChangeCallback([&status] { status.MarkDirty(); });
+  n.pod_status().SetChangeCallback([&status] { status.MarkDirty(); });
   sup.SetChangeCallback([&status] { status.MarkDirty(); });
   status.Start();
 
@@ -414,8 +425,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--metrics-file", opts->observe.metrics_file,
                   "Write the metrics (Prometheus text) to this file when serve ends");
   sub->add_option("--feature-gates", opts->observe.feature_gates,
-                  "Kubelet feature gates, e.g. KubeletPodResourcesGet=true (default: the "
-                  "--kubelet-version's defaults; see docs/observability.md)");
+                  "Kubelet feature gates, e.g. KubeletPodResourcesGet=true or "
+                  "ResourceHealthStatus=true (default: the --kubelet-version's defaults; see "
+                  "docs/observability.md and docs/resource-health.md)");
   sub->add_option("--numa-nodes", opts->numa_nodes,
                   "The node's NUMA node ids, e.g. 0,1 (non-contiguous ids allowed, 0..63)")
       ->capture_default_str();

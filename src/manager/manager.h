@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/profile.h"
 #include "manager/plugin_client.h"
+#include "manager/resource_health.h"
 #include "manager/run_container_options.h"
 #include "manager/topology_affinity.h"
 #include "manager/topology_hints.h"
@@ -84,6 +85,9 @@ struct ManagerOptions {
   // and the RPC's wall-clock duration: the kubelet's
   // kubelet_device_plugin_alloc_duration_seconds observation. Empty: none.
   std::function<void(const std::string& resource, absl::Duration)> on_allocate_rpc;
+  // The ResourceHealthStatus feature gate as the kubelet has it (see
+  // ResourceHealthStatusGate): off, no pod is ever queued for a resync.
+  bool resource_health_status = false;
 };
 
 // The admission verdict for one pod (lifecycle.PodAdmitResult).
@@ -180,6 +184,15 @@ class Manager : public ClientHandler {
   // The same for the whole pod (pod::PodLimits), from the pod's allocated
   // devices or the free ones; reusable devices play no part.
   virtual TopologyHints GetPodTopologyHints(const pod::Pod& pod) = 0;
+
+  // ---- Device health in pod status (KEP-4680, resource_health.h) ----
+
+  // UpdateAllocatedResourcesStatus: fills the allocatedResourcesStatus of
+  // the pod's (regular) container statuses from the devices they hold.
+  virtual void UpdateAllocatedResourcesStatus(const std::string& pod_uid,
+                                              std::vector<ContainerResourceStatus>* statuses) = 0;
+  // The pods to resync, queued by ListAndWatch updates while the gate is on.
+  virtual DeviceUpdateChannel& Updates() = 0;
 };
 
 std::unique_ptr<Manager> NewManager(ManagerOptions opts);

@@ -69,14 +69,22 @@ absl::Status ManagerImpl::PluginConnected(const std::string& resource_name,
 void ManagerImpl::PluginListAndWatchReceiver(const std::string& resource_name,
                                              PluginClient* client,
                                              const v1beta1::ListAndWatchResponse& resp) {
+  std::set<std::string> pods_to_update;
   {
     absl::MutexLock l(&mu_);
+    // ResourceHealthStatus: the pods holding a device whose health changed
+    // (or that is new), judged against the previous list.
+    if (opts_.resource_health_status) {
+      pods_to_update = PodsToUpdate(devices_.All(resource_name), resp.devices(), pod_devices_,
+                                    resource_name, opts_.profile.minor >= 37);
+    }
     // genericDeviceUpdateCallback: a full replacement. Devices that vanish
     // keep their podDevices entries and stay in allocatedDevices.
     devices_.Replace(resource_name, resp.devices());
     auto ep = endpoints_.find(resource_name);
     if (ep != endpoints_.end() && ep->second.e->client() == client) ++ep->second.lists_applied;
   }
+  SendPodUpdates(pods_to_update);
   // Always written, even when nothing changed; errors are only logged.
   absl::Status s = WriteCheckpoint();
   if (!s.ok()) DM_ERROR(std::string(s.message()), "Writing checkpoint encountered");

@@ -7,6 +7,7 @@
 //   devices_to_allocate.cc   devicesToAllocate, callGetPreferredAllocationIfAvailable
 //   container_options.cc     GetDeviceRunContainerOptions, PreStartContainer
 //   topology_hints.cc        GetTopologyHints, GetPodTopologyHints
+//   resource_health.cc       UpdateAllocatedResourcesStatus, the pods-to-resync channel
 #ifndef DEVMGR_MANAGER_MANAGER_IMPL_H_
 #define DEVMGR_MANAGER_MANAGER_IMPL_H_
 
@@ -14,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,9 @@ class ManagerImpl final : public Manager {
   std::vector<PodAllocation> Allocations() const override;
   TopologyHints GetTopologyHints(const pod::Pod& pod, const pod::Container& container) override;
   TopologyHints GetPodTopologyHints(const pod::Pod& pod) override;
+  void UpdateAllocatedResourcesStatus(const std::string& pod_uid,
+                                      std::vector<ContainerResourceStatus>* statuses) override;
+  DeviceUpdateChannel& Updates() override { return updates_; }
 
   // ---- Test hooks ----
   std::map<std::string, DeviceSet> AllocatedDevicesForTest() const;
@@ -130,6 +135,10 @@ class ManagerImpl final : public Manager {
 
   void NotifyChange() ABSL_LOCKS_EXCLUDED(mu_, callback_mu_);
 
+  // ---- resource_health.cc ----
+  // Queues the pods (non-blocking; logs when the channel is full).
+  void SendPodUpdates(const std::set<std::string>& pods) ABSL_LOCKS_EXCLUDED(mu_);
+
   // Constant after construction.
   const ManagerOptions opts_;
   const Clock* const clock_;
@@ -152,6 +161,8 @@ class ManagerImpl final : public Manager {
   std::optional<std::string> pending_admission_pod_ ABSL_GUARDED_BY(mu_);
   StartOptions start_opts_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+
+  DeviceUpdateChannel updates_;
 
   absl::Mutex callback_mu_;
   std::function<void()> change_cb_ ABSL_GUARDED_BY(callback_mu_);

@@ -20,6 +20,8 @@ Node::Node(NodeOptions opts) : opts_(std::move(opts)) {
   mo.fsync = opts_.fsync;
   mo.numa_nodes = opts_.numa_nodes;
   mo.on_allocate_rpc = opts_.on_allocate_rpc;
+  mo.resource_health_status =
+      opts_.resource_health_status.value_or(manager::ResourceHealthStatusDefault(opts_.profile));
   // The topology manager first: the manager reads affinities from it, and
   // it asks the manager for hints (the device manager is the first provider).
   absl::StatusOr<std::vector<topology::NumaNode>> numa =
@@ -35,7 +37,13 @@ Node::Node(NodeOptions opts) : opts_(std::move(opts)) {
     topology_status_ = numa.status();
   }
   mo.affinity_store = topology_.get();
+  PodStatusSyncOptions so;
+  so.enabled = mo.resource_health_status;
+  so.clock = opts_.clock;
+  so.sync_frequency = opts_.sync_frequency;
+  so.jitter = opts_.resync_jitter;
   manager_ = manager::NewManager(std::move(mo));
+  pod_status_ = std::make_unique<PodStatusSyncer>(manager_.get(), std::move(so));
   if (topology_ != nullptr) {
     hint_providers_.push_back(
         std::make_unique<topology::DeviceManagerHintProvider>(manager_.get()));
@@ -52,6 +60,8 @@ manager::AdmitResult Node::AdmitPod(const pod::Pod& pod) {
                                ? topology_->Admit(pod)
                                : manager_->AdmitPod(pod);
   if (opts_.on_pod_admission) opts_.on_pod_admission(r, absl::Now() - start);
+  // The pod's first sync generates its status (device health included).
+  if (r.admitted) pod_status_->PodAdmitted(pod);
   return r;
 }
 
@@ -61,13 +71,17 @@ std::optional<uint64_t> Node::NumaAffinity(const std::string& pod_uid,
   return topology_->GetAffinity(pod_uid, container_name);
 }
 
-Node::~Node() { Stop(); }
+Node::~Node() {
+  Stop();
+  pod_status_->Stop();  // also when never started
+}
 
 absl::Status Node::Start(manager::StartOptions start) {
   absl::MutexLock l(&mu_);
   if (started_) return absl::FailedPreconditionError("node already started");
   // The kubelet fails to start on a bad topology-manager configuration.
   if (!topology_status_.ok()) return topology_status_;
+  std::function<std::vector<std::string>()> active = start.active_pod_uids;
   transport::RegistrationServerOptions so;
   so.plugin_dir = opts_.plugin_dir;
   so.profile = opts_.profile;
@@ -84,6 +98,7 @@ absl::Status Node::Start(manager::StartOptions start) {
     manager_->Stop();
     return s;
   }
+  pod_status_->Start(std::move(active));
   started_ = true;
   return absl::OkStatus();
 }
@@ -96,6 +111,7 @@ void Node::Stop() {
   // the server. The manager's own Stop is idempotent.
   server_->Stop();
   manager_->Stop();
+  pod_status_->Stop();
 }
 
 std::map<std::string, int64_t> Node::RegistrationCounts() {

@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/profile.h"
 #include "manager/manager.h"
+#include "node/pod_status_sync.h"
 #include "node/status_file.h"
 #include "topology/hint_provider.h"
 #include "topology/topology_manager.h"
@@ -51,6 +52,13 @@ struct NodeOptions {
   // Static hint providers after the device manager (stand-ins for the CPU
   // and memory managers), in order.
   std::vector<topology::StaticProviderSpec> topology_hint_providers;
+  // The ResourceHealthStatus gate (device health in pod status); nullopt:
+  // the profile's default (manager::ResourceHealthStatusDefault).
+  std::optional<bool> resource_health_status;
+  // The kubelet's --sync-frequency and the resync jitter source (see
+  // PodStatusSyncOptions); periodic pod syncs follow `clock`.
+  absl::Duration sync_frequency = kDefaultSyncFrequency;
+  std::function<double()> resync_jitter;
 };
 
 // Thread-safe. Stop is idempotent and run by the destructor.
@@ -93,6 +101,15 @@ class Node {
   NodeResources UpdateNodeStatus();
   NodeResources node_resources() const;
 
+  // Device health in pod status (docs/resource-health.md): whether the
+  // ResourceHealthStatus gate is on, and pod UID -> its regular containers'
+  // allocatedResourcesStatus (empty with the gate off).
+  bool resource_health_status() const { return pod_status_->enabled(); }
+  std::map<std::string, std::vector<manager::ContainerResourceStatus>> PodResourceStatuses() const {
+    return pod_status_->Statuses();
+  }
+  PodStatusSyncer& pod_status() { return *pod_status_; }
+
  private:
   const NodeOptions opts_;
   // The topology manager outlives the manager, which reads affinities from
@@ -102,6 +119,7 @@ class Node {
   std::vector<std::unique_ptr<topology::HintProvider>> hint_providers_;
   std::unique_ptr<manager::Manager> manager_;
   std::unique_ptr<transport::RegistrationServer> server_;
+  std::unique_ptr<PodStatusSyncer> pod_status_;
   mutable absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   NodeResources node_ ABSL_GUARDED_BY(mu_);

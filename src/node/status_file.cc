@@ -77,8 +77,37 @@ nlohmann::ordered_json RunOptionsJson(const manager::RunContainerOptions& o) {
   return j;
 }
 
-nlohmann::ordered_json PodsJson(const std::vector<PodRecord>& pods,
-                                const std::vector<manager::PodAllocation>& allocations) {
+// allocatedResourcesStatus as in a v1.ContainerStatus.
+nlohmann::ordered_json AllocatedResourcesStatusJson(
+    const std::vector<manager::ResourceHealthStatus>& list) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const manager::ResourceHealthStatus& rs : list) {
+    nlohmann::ordered_json jr;
+    jr["name"] = rs.name;
+    nlohmann::ordered_json devs = nlohmann::ordered_json::array();
+    for (const manager::ResourceHealth& h : rs.resources) {
+      devs.push_back({{"resourceID", Text(h.resource_id)}, {"health", h.health}});
+    }
+    jr["resources"] = std::move(devs);
+    out.push_back(std::move(jr));
+  }
+  return out;
+}
+
+// The container's allocatedResourcesStatus, or nullptr when it has none.
+const std::vector<manager::ResourceHealthStatus>* ResourceStatusOf(
+    const StatusInput& in, const std::string& uid, const std::string& container) {
+  auto p = in.pod_statuses.find(uid);
+  if (p == in.pod_statuses.end()) return nullptr;
+  for (const manager::ContainerResourceStatus& c : p->second) {
+    if (c.name == container && c.allocated_resources_status) return &*c.allocated_resources_status;
+  }
+  return nullptr;
+}
+
+nlohmann::ordered_json PodsJson(const StatusInput& in) {
+  const std::vector<PodRecord>& pods = in.pods;
+  const std::vector<manager::PodAllocation>& allocations = in.allocations;
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const PodRecord& r : pods) {
     const manager::PodAllocation* alloc = nullptr;
@@ -126,6 +155,9 @@ nlohmann::ordered_json PodsJson(const std::vector<PodRecord>& pods,
         jc["runtimeOptions"] = nullptr;
       }
       if (!c.start_error.empty()) jc["startError"] = c.start_error;
+      if (const auto* health = ResourceStatusOf(in, r.pod.uid, c.name)) {
+        jc["allocatedResourcesStatus"] = AllocatedResourcesStatusJson(*health);
+      }
       containers.push_back(std::move(jc));
     }
     jp["containers"] = std::move(containers);
@@ -152,6 +184,7 @@ void NodeResources::Apply(const manager::CapacityResult& r) {
 nlohmann::ordered_json BuildStatus(const StatusInput& in) {
   nlohmann::ordered_json doc;
   doc["kubeletVersion"] = in.kubelet_version;
+  doc["resourceHealthStatus"] = in.resource_health_status;
   doc["pluginDir"] = in.plugin_dir;
   if (!in.registry_dir.empty()) doc["pluginsRegistryDir"] = in.registry_dir;
   doc["updated"] = Rfc3339(in.now);
@@ -209,7 +242,7 @@ nlohmann::ordered_json BuildStatus(const StatusInput& in) {
     plugins.push_back(std::move(jp));
   }
   doc["plugins"] = std::move(plugins);
-  doc["pods"] = PodsJson(in.pods, in.allocations);
+  doc["pods"] = PodsJson(in);
   return doc;
 }
 

@@ -44,6 +44,10 @@ struct StatusInput {
   std::vector<PluginProcessStatus> plugins;
   std::vector<PodRecord> pods;
   std::vector<manager::PodAllocation> allocations;
+  // Device health in pod status: the ResourceHealthStatus gate, and pod UID
+  // -> its regular containers' statuses (Node::PodResourceStatuses()).
+  bool resource_health_status = false;
+  std::map<std::string, std::vector<manager::ContainerResourceStatus>> pod_statuses;
   absl::Time now;
 };
 

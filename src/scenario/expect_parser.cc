@@ -10,6 +10,7 @@
 #include "common/status_util.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
+#include "scenario/health_check.h"
 
 namespace devmgr::scenario {
 namespace {
@@ -28,7 +29,7 @@ const Keys kContainerKeys = {"devices",      "envs",          "envs_exact",  "an
                              "annotations_exact", "mounts",   "mounts_exact", "device_specs",
                              "device_specs_exact", "cdi_devices", "cdi_devices_exact",
                              "options",      "running",       "restart_count", "start_error",
-                             "numa_affinity", "topology_hints"};
+                             "numa_affinity", "topology_hints", "allocated_resources_status"};
 const Keys kSetKeys = {"count", "ids", "subset_of", "superset_of", "disjoint_from"};
 const Keys kDeviceKeys = {"count", "ids", "subset_of", "superset_of", "disjoint_from", "numa"};
 const Keys kCheckpointKeys = {"exists", "valid", "entry_count", "entries", "entries_exact",
@@ -534,6 +535,10 @@ class ExpectParser : public ScenarioReader {
     if (v["topology_hints"]) {
       DEVMGR_RETURN_IF_ERROR(
           ProviderHintsExpect(v["topology_hints"], &c->topology_hints, &c->absent_hints));
+    }
+    if (v["allocated_resources_status"]) {
+      DEVMGR_RETURN_IF_ERROR(ParseResourceHealthExpect(*this, v["allocated_resources_status"],
+                                                       &c->allocated_resources_status.emplace()));
     }
     return absl::OkStatus();
   }

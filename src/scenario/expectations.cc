@@ -7,6 +7,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "fmt/format.h"
+#include "scenario/health_check.h"
 
 namespace devmgr::scenario {
 namespace {
@@ -264,6 +265,10 @@ class Checker {
     if (c.topology_hints || !c.absent_hints.empty()) {
       Hints(c.loc, w, c.topology_hints.value_or(std::map<std::string, ResourceHints>{}),
             c.absent_hints, rec.pod.uid, c.name);
+    }
+    if (c.allocated_resources_status) {
+      CheckResourceHealth(c.loc, w, *c.allocated_resources_status,
+                          ObservedResourceStatus(o_.pod_statuses, rec.pod.uid, c.name), out_);
     }
   }
 

@@ -43,6 +43,8 @@ struct Observed {
   // container) -> the stored NUMA affinity (absent or nullopt: none).
   std::map<std::string, std::vector<MergeObs>> merges;
   std::map<std::pair<std::string, std::string>, std::optional<std::vector<int>>> numa_affinity;
+  // pod UID -> its containers' allocatedResourcesStatus (health_check.h).
+  std::map<std::string, std::vector<manager::ContainerResourceStatus>> pod_statuses;
   // What the PodResources API answered (only when expected).
   std::optional<PodResourcesObs> pod_resources;
   // The values captured by earlier steps (name -> device ids, sorted).

@@ -12,6 +12,7 @@
 #include "podresources/observability.h"
 #include "scenario/expectations.h"
 #include "scenario/run_context.h"
+#include "manager/resource_health.h"
 #include "topology/bitmask.h"
 #include "topology/hint_provider.h"
 #include "topology/topology_manager.h"
@@ -90,7 +91,15 @@ absl::Status RunContext::PrepareDirs() {
 absl::Status RunContext::Setup() {
   if (absl::Status s = PrepareDirs(); !s.ok()) return s;
   pr_opts = podresources::OptionsForProfile(profile);
-  if (absl::Status s = podresources::ApplyFeatureGates(sc.node.feature_gates, &pr_opts); !s.ok()) {
+  std::string other_gates;
+  absl::StatusOr<bool> health_gate =
+      manager::ResourceHealthStatusGate(profile, sc.node.feature_gates, &other_gates);
+  if (!health_gate.ok()) {  // e.g. the gate under 1.30, which does not have it
+    return absl::InvalidArgumentError(
+        fmt::format("node.feature_gates: {}", std::string(health_gate.status().message())));
+  }
+  resource_health = *health_gate;
+  if (absl::Status s = podresources::ApplyFeatureGates(other_gates, &pr_opts); !s.ok()) {
     return s;  // the parser checked it
   }
   for (const PluginSpec& p : sc.plugins) {
@@ -151,6 +160,7 @@ std::unique_ptr<node::Node> RunContext::MakeNode() {
   o.topology.policy = sc.node.topology_policy;
   o.topology.scope = sc.node.topology_scope;
   o.topology.policy_options = sc.node.topology_policy_options;
+  o.resource_health_status = resource_health;
   for (const HintProviderSpec& h : sc.node.hint_providers) {
     topology::StaticProviderSpec sp;
     sp.name = h.name;
@@ -162,6 +172,7 @@ std::unique_ptr<node::Node> RunContext::MakeNode() {
   if (opts.metrics != nullptr) opts.metrics->Hook(&o);
   auto n = std::make_unique<node::Node>(o);
   n->manager().SetChangeCallback([this] { changes.Notify(); });
+  n->pod_status().SetChangeCallback([this] { changes.Notify(); });
   return n;
 }
 

@@ -42,6 +42,7 @@ Observed Observe(const Expectations& e, const ObserveContext& ctx) {
   o.pods = ctx.pods->Pods();
   o.active_pod_uids = ctx.pods->ActivePodUids();
   o.allocations = ctx.node->manager().Allocations();
+  o.pod_statuses = ctx.node->PodResourceStatuses();
   bool topo = false;
   for (const auto& p : e.pods) {
     topo |= p.topology_hints.has_value() || !p.absent_hints.empty();

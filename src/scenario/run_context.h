@@ -82,6 +82,7 @@ class RunContext {
   std::unique_ptr<node::Node> node;
   std::unique_ptr<node::PodManager> pods;
   podresources::Options pr_opts;
+  bool resource_health = false;  // the ResourceHealthStatus gate of this run
   std::string log_mark;  // the last log line before the current step
 
   // ---- node_lifecycle.cc ----

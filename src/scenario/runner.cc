@@ -6,6 +6,7 @@
 #include "fmt/format.h"
 #include "scenario/captures.h"
 #include "scenario/expectations.h"
+#include "scenario/health_check.h"
 #include "scenario/observe.h"
 #include "scenario/run_context.h"
 #include "scenario/step_handlers.h"
@@ -218,8 +219,12 @@ class Run {
     const absl::Time deadline = absl::Now() + within;
     std::vector<Failure> failures;
     for (;;) {
-      failures = Check(st.expect);
-      if (failures.empty()) return st.expect_for ? ExpectFor(st, *st.expect_for, r) : absl::OkStatus();
+      Observed observed;
+      failures = Check(st.expect, &observed);
+      if (failures.empty()) {
+        ResourceHealthNotes(st.expect, observed, &r->notes);  // health_check.h
+        return st.expect_for ? ExpectFor(st, *st.expect_for, r) : absl::OkStatus();
+      }
       if (ctx_.Cancelled()) return absl::CancelledError("interrupted");
       if (absl::Now() >= deadline) break;
       ctx_.changes.WaitBriefly();
@@ -250,10 +255,12 @@ class Run {
     }
   }
 
-  std::vector<Failure> Check(const Expectations& e) {
+  std::vector<Failure> Check(const Expectations& e, Observed* observed = nullptr) {
     Observed o = ObserveNow(e);
     o.captures = captures_;
-    return CheckExpectations(e, o);
+    std::vector<Failure> f = CheckExpectations(e, o);
+    if (observed != nullptr) *observed = std::move(o);
+    return f;
   }
 
   // Takes the step's captures (after its action and expectations).

@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "pod/pod.h"
+#include "scenario/health_expect.h"
 
 namespace devmgr::scenario {
 
@@ -213,6 +214,8 @@ struct ContainerExpect {
   std::optional<std::map<std::string, ResourceHints>> topology_hints;
   // provider -> resources that must have no hint entry at all (`absent`).
   std::map<std::string, std::vector<std::string>> absent_hints;
+  // Device health in the container's status (health_check.h).
+  std::optional<ResourceHealthExpect> allocated_resources_status;
 };
 
 struct PodExpect {

@@ -13,6 +13,7 @@
 #include "common/profile.h"
 #include "common/status_util.h"
 #include "fmt/format.h"
+#include "manager/resource_health.h"
 #include "plugin/config.h"
 #include "pod/manifest_parser.h"
 #include "podresources/options.h"
@@ -307,7 +308,12 @@ class Parser : public ScenarioReader {
     if (n["feature_gates"]) {
       DEVMGR_RETURN_IF_ERROR(String(n["feature_gates"], "node.feature_gates", &node->feature_gates));
       podresources::Options api;
-      if (absl::Status s = podresources::ApplyFeatureGates(node->feature_gates, &api); !s.ok()) {
+      std::string others;  // ResourceHealthStatus is checked per version by the runner
+      if (auto g = manager::ResourceHealthStatusGate(DefaultProfile(), node->feature_gates, &others);
+          !g.ok()) {
+        return Error(n["feature_gates"], "node.feature_gates: " + std::string(g.status().message()));
+      }
+      if (absl::Status s = podresources::ApplyFeatureGates(others, &api); !s.ok()) {
         return Error(n["feature_gates"], "node.feature_gates: " + std::string(s.message()));
       }
     }

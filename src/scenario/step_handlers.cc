@@ -134,6 +134,7 @@ absl::Status ResumePlugin(RunContext& ctx, const Step& st, StepResult*) {
 absl::Status AdvanceClock(RunContext& ctx, const Step& st, StepResult* r) {
   ctx.clock.Advance(st.advance);
   if (!ctx.kubelet_running()) return absl::OkStatus();
+  ctx.node->pod_status().SyncDuePods();  // the periodic pod resyncs now due
   node::NodeResources nr = ctx.node->UpdateNodeStatus();
   std::string s;
   for (const auto& [k, v] : nr.capacity) {

@@ -1,0 +1,204 @@
+// PodStatusSyncer: when the kubelet regenerates a pod's device health
+// (admission, the device manager's queue, the periodic resync) and which
+// containers carry it.
+#include "node/pod_status_sync.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "manager/manager_test_util.h"
+
+namespace devmgr::node {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using manager::ContainerResourceStatus;
+using manager::ResourceHealthStatus;
+using manager::testing::Ctr;
+using manager::testing::Devices;
+using manager::testing::MakePod;
+
+constexpr char kGpu[] = "vendor.com/gpu";
+constexpr char kNic[] = "vendor.com/nic";
+
+class PodStatusSyncTest : public manager::testing::ManagerFixture {
+ protected:
+  void Init(int minor, double jitter = 0) {
+    Profile p = DefaultProfile();
+    p.minor = minor;
+    manager::ManagerOptions o;
+    o.plugin_dir = dir_.path();
+    o.profile = p;
+    o.clock = &clock_;
+    o.fsync = false;
+    o.resource_health_status = true;
+    m_ = std::make_unique<manager::ManagerImpl>(o);
+    ASSERT_TRUE(m_->Start(StartOpts()).ok());
+    PodStatusSyncOptions so;
+    so.enabled = true;
+    so.clock = &clock_;
+    so.jitter = [jitter] { return jitter; };
+    so.tick = absl::Milliseconds(20);
+    syncer_ = std::make_unique<PodStatusSyncer>(m_.get(), so);
+    syncer_->SetChangeCallback([this] {
+      absl::MutexLock l(&mu_);
+      ++changes_;
+    });
+  }
+  void TearDown() override {
+    if (syncer_) syncer_->Stop();
+  }
+  void Admit(const pod::Pod& p) {
+    {
+      absl::MutexLock l(&active_mu_);
+      active_.push_back(p.uid);
+    }
+    ASSERT_TRUE(m_->AdmitPod(p).admitted);
+    syncer_->PodAdmitted(p);
+  }
+  std::optional<std::vector<ResourceHealthStatus>> Status(const std::string& uid,
+                                                          const std::string& c = "app") {
+    auto all = syncer_->Statuses();
+    auto it = all.find(uid);
+    if (it == all.end()) return std::nullopt;
+    for (const ContainerResourceStatus& cs : it->second) {
+      if (cs.name == c) return cs.allocated_resources_status;
+    }
+    return std::nullopt;
+  }
+  // Waits (on change notifications) until the pod's status is `want`.
+  bool WaitStatus(const std::string& uid, const std::vector<ResourceHealthStatus>& want) {
+    absl::MutexLock l(&mu_);
+    auto ok = [&] { return Status(uid) == want; };
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (!ok()) {
+      const int64_t seen = changes_;
+      auto changed = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return changes_ != seen; };
+      if (!mu_.AwaitWithDeadline(absl::Condition(&changed), deadline)) return ok();
+    }
+    return true;
+  }
+
+  std::unique_ptr<manager::ManagerImpl> m_;
+  std::unique_ptr<PodStatusSyncer> syncer_;
+  absl::Mutex mu_;
+  int64_t changes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+TEST_F(PodStatusSyncTest, OnlyRegularContainersCarryTheStatus) {
+  Init(36);
+  auto c = Connect(*m_, kGpu);
+  m_->PluginListAndWatchReceiver(kGpu, c.get(), Devices({{"d0"}, {"d1"}, {"d2"}}));
+  Admit(MakePod("p1", {Ctr("app", {{kGpu, 1}}), Ctr("plain", {})},
+                {Ctr("init", {{kGpu, 1}}), Ctr("sidecar", {{kGpu, 1}}, /*restartable=*/true)}));
+  auto all = syncer_->Statuses();
+  ASSERT_EQ(all.count("p1"), 1u);
+  ASSERT_THAT(all["p1"], ::testing::SizeIs(2));
+  EXPECT_EQ(all["p1"][0].name, "app");
+  ASSERT_TRUE(all["p1"][0].allocated_resources_status.has_value());
+  EXPECT_EQ(all["p1"][0].allocated_resources_status->at(0).name, kGpu);
+  EXPECT_EQ(all["p1"][1].name, "plain");
+  EXPECT_FALSE(all["p1"][1].allocated_resources_status.has_value());
+}
+
+TEST_F(PodStatusSyncTest, AQueuedUpdateResyncsThePodAtOnce) {
+  Init(36);
+  auto c = Connect(*m_, kGpu);
+  m_->PluginListAndWatchReceiver(kGpu, c.get(), Devices({{"d0"}}));
+  Admit(MakePod("p1", {Ctr("app", {{kGpu, 1}})}));
+  EXPECT_EQ(Status("p1"), (std::vector<ResourceHealthStatus>{{kGpu, {{"d0", "Healthy"}}}}));
+  syncer_->Start([this] {
+    absl::MutexLock l(&active_mu_);
+    return active_;
+  });
+  m_->PluginListAndWatchReceiver(kGpu, c.get(), Devices({{"d0", "Unhealthy"}}));
+  EXPECT_TRUE(WaitStatus("p1", {{kGpu, {{"d0", "Unhealthy"}}}}));
+  EXPECT_EQ(m_->Updates().size(), 0u);
+}
+
+TEST_F(PodStatusSyncTest, PeriodicResyncFollowsTheClockWithTheKubeletsJitter) {
+  Init(36, /*jitter=*/1.0);  // the latest: 1.5 x 1m
+  auto c = Connect(*m_, kGpu);
+  m_->PluginListAndWatchReceiver(kGpu, c.get(), Devices({{"d0"}}));
+  Admit(MakePod("p1", {Ctr("app", {{kGpu, 1}})}));
+  const int64_t after_admission = syncer_->sync_count();
+  clock_.Advance(absl::Seconds(89));
+  EXPECT_EQ(syncer_->SyncDuePods(), 0);
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_EQ(syncer_->SyncDuePods(), 1);
+  EXPECT_EQ(syncer_->sync_count(), after_admission + 1);
+  // Re-queued 90 s after that sync.
+  clock_.Advance(absl::Seconds(60));
+  EXPECT_EQ(syncer_->SyncDuePods(), 0);
+}
+
+TEST_F(PodStatusSyncTest, InactivePodsAreNeitherResyncedNorUpdated) {
+  Init(36);
+  auto c = Connect(*m_, kGpu);
+  m_->PluginListAndWatchReceiver(kGpu, c.get(), Devices({{"d0"}}));
+  Admit(MakePod("p1", {Ctr("app", {{kGpu, 1}})}));
+  syncer_->Start([] { return std::vector<std::string>{}; });  // p1 ended
+  syncer_->Stop();
+  m_->PluginListAndWatchReceiver(kGpu, c.get(), Devices({{"d0", "Unhealthy"}}));
+  syncer_->HandleUpdate(*m_->Updates().Receive(absl::ZeroDuration()));
+  clock_.Advance(absl::Minutes(5));
+  EXPECT_EQ(syncer_->SyncDuePods(), 0);
+  // It keeps its last status.
+  EXPECT_EQ(Status("p1"), (std::vector<ResourceHealthStatus>{{kGpu, {{"d0", "Healthy"}}}}));
+}
+
+// Pod "a" holds nic dev-0, pod "b" gpu dev-0; the gpu's dev-0 turns unhealthy.
+std::vector<ResourceHealthStatus> Gpu(const char* h) { return {{kGpu, {{"dev-0", h}}}}; }
+
+TEST_F(PodStatusSyncTest, Before137TheWrongPodIsResyncedAndTheRightOneWaitsForItsPeriodicSync) {
+  Init(36);
+  auto nic = Connect(*m_, kNic);
+  auto gpu = Connect(*m_, kGpu);
+  m_->PluginListAndWatchReceiver(kNic, nic.get(), Devices({{"dev-0"}}));
+  m_->PluginListAndWatchReceiver(kGpu, gpu.get(), Devices({{"dev-0"}}));
+  Admit(MakePod("a", {Ctr("app", {{kNic, 1}})}));
+  Admit(MakePod("b", {Ctr("app", {{kGpu, 1}})}));
+  const int64_t before = syncer_->sync_count();
+  m_->PluginListAndWatchReceiver(kGpu, gpu.get(), Devices({{"dev-0", "Unhealthy"}}));
+  auto update = m_->Updates().Receive(absl::ZeroDuration());
+  ASSERT_TRUE(update.has_value());
+  EXPECT_THAT(*update, ElementsAre("a"));
+  syncer_->HandleUpdate(*update);
+  EXPECT_EQ(syncer_->sync_count(), before + 1);
+  EXPECT_EQ(Status("b"), Gpu("Healthy"));  // stale
+  clock_.Advance(absl::Minutes(1));
+  EXPECT_EQ(syncer_->SyncDuePods(), 2);
+  EXPECT_EQ(Status("b"), Gpu("Unhealthy"));
+}
+
+TEST_F(PodStatusSyncTest, From137TheOwningPodIsResynced) {
+  Init(37);
+  auto nic = Connect(*m_, kNic);
+  auto gpu = Connect(*m_, kGpu);
+  m_->PluginListAndWatchReceiver(kNic, nic.get(), Devices({{"dev-0"}}));
+  m_->PluginListAndWatchReceiver(kGpu, gpu.get(), Devices({{"dev-0"}}));
+  Admit(MakePod("a", {Ctr("app", {{kNic, 1}})}));
+  Admit(MakePod("b", {Ctr("app", {{kGpu, 1}})}));
+  m_->PluginListAndWatchReceiver(kGpu, gpu.get(), Devices({{"dev-0", "Unhealthy"}}));
+  auto update = m_->Updates().Receive(absl::ZeroDuration());
+  ASSERT_TRUE(update.has_value());
+  EXPECT_THAT(*update, ElementsAre("b"));
+  syncer_->HandleUpdate(*update);
+  EXPECT_EQ(Status("b"), Gpu("Unhealthy"));
+}
+
+TEST(PodStatusSyncDisabledTest, GateOffNoStatusAtAll) {
+  manager::testing::TempDir dir;
+  manager::ManagerOptions o;
+  o.plugin_dir = dir.path();
+  o.fsync = false;
+  manager::ManagerImpl m(o);
+  PodStatusSyncer s(&m, PodStatusSyncOptions{});
+  s.Start(nullptr);
+  s.PodAdmitted(MakePod("p1", {Ctr("app", {{kGpu, 1}})}));
+  EXPECT_THAT(s.Statuses(), IsEmpty());
+  s.Stop();
+}
+
+}  // namespace
+}  // namespace devmgr::node
