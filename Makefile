@@ -37,3 +37,33 @@ bench: build
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+# ---- robustness: sanitizers, thread-safety analysis, fuzzing (docs/reliability.md) ----
+# Each has its own build directory and uses Debian's clang 14 (installed on demand).
+CLANG_CMAKE = -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DDEVMGR_BUILD_BENCH=OFF
+TSA_DIR ?= build-tsa
+ASAN_DIR ?= build-asan
+TSAN_DIR ?= build-tsan
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+.PHONY: deps-clang check-thread-safety test-sanitize test-tsan fuzz
+
+deps-clang:
+	@bash scripts/deps.sh clang libclang-rt-14-dev
+
+# Compile only: every object file, no linking.
+check-thread-safety: deps-clang
+	@[ -f $(TSA_DIR)/CMakeCache.txt ] || cmake -S . -B $(TSA_DIR) $(CLANG_CMAKE) \
+	  -DCMAKE_BUILD_TYPE=Debug -DDEVMGR_THREAD_SAFETY=ON >/dev/null
+	@cmake --build $(TSA_DIR) -j $(JOBS) --target \
+	  $$(ninja -C $(TSA_DIR) -t targets all | sed -n 's/^\(.*\.o\): .*/\1/p') -- -k 0
+	@echo "thread-safety analysis: no errors"
+
+test-sanitize: deps-clang
+	@bash tests/robustness/sanitize.sh asan $(ASAN_DIR) $(JOBS)
+
+test-tsan: deps-clang
+	@bash tests/robustness/sanitize.sh tsan $(TSAN_DIR) $(JOBS)
+
+fuzz: deps-clang
+	@bash tests/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(JOBS)

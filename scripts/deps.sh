@@ -10,6 +10,8 @@ PACKAGES=(
   libtinyxml2-dev libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
   python3 python3-grpcio util-linux
 )
+# Extra packages a make target needs (e.g. `scripts/deps.sh clang libclang-rt-14-dev`).
+PACKAGES+=("$@")
 
 missing=()
 for p in "${PACKAGES[@]}"; do
