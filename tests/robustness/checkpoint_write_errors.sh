@@ -12,17 +12,19 @@ if [ "${1:-}" != --inside ]; then
     echo "skipped: needs root and mount namespaces" >&2
     exit 77
   fi
-  exec unshare -m --propagation private bash "$0" --inside
+  exec unshare -m --propagation private bash "$(readlink -f "$0")" --inside
 fi
 
 root=$(mktemp -d /tmp/devmgr-wrerr.XXXXXX)
 d=$root/device-plugins
+keep_log=${KEEP_LOG:-}
 mkdir -p "$d"
 mount -t tmpfs -o size=1m tmpfs "$d"
 pid=
 cleanup() {
   [ -n "$pid" ] && kill -9 -- "-$pid" 2>/dev/null || true
   umount "$d" 2>/dev/null || true
+  [ -n "$keep_log" ] && cp "$root/serve.log" "$keep_log"
   rm -rf "$root"
 }
 trap cleanup EXIT
@@ -61,7 +63,7 @@ check_kept() {  # check_kept CASE
     exit 1
   fi
   kill -0 "$pid" || { echo "$1: serve exited" >&2; exit 1; }
-  echo "$1: serve logs '$(grep -m1 -io "failed to write checkpoint file[^\"]*$2" "$root/serve.log")'; old checkpoint kept, no temp file"
+  echo "$1: serve logs '$(grep -m1 -i "$2" "$root/serve.log" | sed 's/.*err="//; s/"$//')'; old checkpoint kept, no temp file"
 }
 
 # Full disk: fill the tmpfs, wait for the next rewrite's error.

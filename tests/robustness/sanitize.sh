@@ -38,7 +38,7 @@ esac
 
 gen=(); [ -f "$dir/CMakeCache.txt" ] || gen=(-G Ninja -DCMAKE_CXX_COMPILER=clang++)
 cmake -S "$src" -B "$dir" "${gen[@]}" -DDEVMGR_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug \
-  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DDEVMGR_SANITIZE=$sanitize $extra >/dev/null
+  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" -DDEVMGR_SANITIZE=$sanitize $extra >/dev/null
 [ "${4:-}" = configure-only ] && exit 0  # used by tests/fuzz/run.sh
 # Only the binaries this job runs (a library without tests has no target: skip it).
 have=$(ninja -C "$dir" -t targets all | sed -n 's/^\([a-z_]*\): CXX_EXECUTABLE_LINKER.*/\1/p')
