@@ -3,10 +3,12 @@
 // never sends its first list, registrations whose endpoint leaves the directory, hundreds of
 // resources. For each: what the kubelet does (devmgr must do the same) and that devmgr stays
 // responsive: a well-behaved plugin still registers and is served afterwards.
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -41,29 +43,46 @@ class GarbageServer {
     std::snprintf(a.sun_path, sizeof(a.sun_path), "%s", path.c_str());
     EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
     EXPECT_EQ(::listen(fd_, 16), 0);
-    thread_ = std::thread([this] {
-      while (true) {
-        const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c < 0) return;  // shut down
-        ++accepted_;
-        char buf[4096];
-        const char junk[] = "\x00\x00\x04\xff\xff\xffHTTP/1.1 400 garbage\r\n\r\n\x17\x03\x03";
-        while (::read(c, buf, sizeof(buf)) > 0) {
-          if (::write(c, junk, sizeof(junk)) < 0) break;
-        }
-        ::close(c);
-      }
-    });
+    thread_ = std::thread([this] { Serve(); });
   }
   ~GarbageServer() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
+    stop_ = true;
     thread_.join();
+    ::close(fd_);
   }
   int accepted() const { return accepted_; }
 
  private:
+  // Polls with a short timeout so that the destructor's stop_ is seen promptly.
+  void Serve() {
+    std::vector<int> conns;
+    while (!stop_) {
+      std::vector<pollfd> fds{{fd_, POLLIN, 0}};
+      for (int c : conns) fds.push_back({c, POLLIN, 0});
+      if (::poll(fds.data(), fds.size(), 50) <= 0) continue;
+      if (fds[0].revents & POLLIN) {
+        const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c >= 0) {
+          conns.push_back(c);
+          ++accepted_;
+        }
+      }
+      for (size_t i = 1; i < fds.size(); ++i) {
+        if (fds[i].revents == 0) continue;
+        char buf[4096];
+        static const char junk[] = "\x00\x00\x04\xff\xff\xffHTTP/1.1 400 garbage\r\n\r\n\x17\x03";
+        if (::read(fds[i].fd, buf, sizeof(buf)) <= 0 ||
+            ::write(fds[i].fd, junk, sizeof(junk)) < 0) {
+          ::close(fds[i].fd);
+          conns.erase(std::find(conns.begin(), conns.end(), fds[i].fd));
+        }
+      }
+    }
+    for (int c : conns) ::close(c);
+  }
+
   int fd_ = -1;
+  std::atomic<bool> stop_{false};
   std::atomic<int> accepted_{0};
   std::thread thread_;
 };

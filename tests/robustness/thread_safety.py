@@ -53,6 +53,7 @@ def main():
         for src, rc, err in ex.map(run, cmds):
             if err.strip():
                 sys.stdout.write(err)
+                sys.stdout.flush()
             if rc != 0:
                 failed += 1
     print(f"thread-safety analysis: {len(cmds)} files, {failed} with errors")
