@@ -44,7 +44,7 @@ CLANG_CMAKE = -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DDEVMGR_BUILD_BENCH=OFF
 TSA_DIR ?= build-tsa
 ASAN_DIR ?= build-asan
 TSAN_DIR ?= build-tsan
-FUZZ_DIR ?= build-fuzz
+FUZZ_DIR ?= $(ASAN_DIR)
 FUZZ_SECONDS ?= 60
 .PHONY: deps-clang check-thread-safety test-sanitize test-tsan fuzz
 
