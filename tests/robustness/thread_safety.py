@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make check-thread-safety`: clang's thread-safety analysis over every devmgr source file.
 
-Usage: thread_safety.py BUILD_DIR JOBS
+Usage: thread_safety.py BUILD_DIR JOBS [PATH_SUBSTRING...]   (substrings: only matching files)
 
 BUILD_DIR is configured by the Makefile with clang and DEVMGR_THREAD_SAFETY=ON, so its
 compile_commands.json carries -Wthread-safety -Werror=thread-safety. The analysis runs in clang's
@@ -17,14 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 
 def main():
-    build, jobs = sys.argv[1], int(sys.argv[2])
+    build, jobs, only = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
     with open(os.path.join(build, "compile_commands.json")) as f:
         entries = json.load(f)
     cmds = []
     seen = set()
     for e in entries:
         src = e["file"]
-        if "/gen/" in src or src in seen:
+        if "/gen/" in src or src in seen or (only and not any(o in src for o in only)):
             continue
         seen.add(src)
         args = shlex.split(e["command"])
