@@ -1,13 +1,104 @@
 #!/usr/bin/env bash
-# make bench: runs every benchmark in bench/ and prints its figures.
-#   device_update_bench  - a 100,000-device ListAndWatch update (target < 100 ms)
-#   checkpoint_bench     - checkpoint decode + checksum verify throughput (target >= 300 MB/s;
-#                          compared with the Go oracle when DEVMGR_ORACLE or
-#                          /tmp/oracle/bin/checksum-oracle exists)
-#   allocate_bench       - allocation from 1k/10k/100k-device pools (linear scaling)
+# make bench: devmgr's costs beside their physical floors, measured in one
+# run (docs/performance.md). Prints the figures and writes them, merged, to
+# bench/results.json, then draws bench/scaling.png from it.
+#   P1  admission of a 1-device pod vs a bare Allocate RPC on the same socket
+#   P2  checkpoint verify vs the Go reference tool on the same 10,000-entry file
+#   P3  1,000,000-device ListAndWatch update, 1-device allocation vs hashing and
+#       writing that checkpoint, peak RSS
+#   P4  10,000 admit/delete cycles over real sockets
+#   scaling: cost vs devices and entries (for the plot)
+# Set-up (as root, when missing): Debian's go-spew for the Go reference tool
+# and python3-matplotlib for the plot. Go itself: `go` on PATH, else
+# /usr/local/go/bin/go; without Go, P2's ratio is reported as absent.
 set -euo pipefail
 BUILD_DIR=${1:-build}
-for b in device_update_bench checkpoint_bench allocate_bench; do
-  printf '\n== %s\n' "$b"
-  "$BUILD_DIR/$b"
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SHARED=${DEVMGR_SHARED_DIR:-$ROOT/../shared}
+OUT=$ROOT/bench/results.json
+# Device-plugin directories on tmpfs (a page-cache write, as "fsync off" means; see
+# docs/performance.md for why not ext4 here), and a disk directory for P1's disk figures.
+if [ -z "${BENCH_TMP:-}" ] && [ -w /dev/shm ]; then TMP_ROOT=/dev/shm; else TMP_ROOT=${BENCH_TMP:-/tmp}; fi
+DISK_ROOT=${BENCH_DISK:-/tmp}
+PARTS_DIR=$(mktemp -d "$TMP_ROOT/devmgr-bench-parts-XXXXXX")
+trap 'rm -rf "$PARTS_DIR"' EXIT
+
+# ---- set-up --------------------------------------------------------------
+want=()
+for p in golang-github-davecgh-go-spew-dev python3-matplotlib; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || want+=("$p")
 done
+if [ ${#want[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "bench set-up: installing ${want[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 \
+      --no-install-recommends "${want[@]}" >/dev/null || echo "bench set-up: apt-get failed (go on)"
+  else
+    echo "bench set-up: missing ${want[*]} (run as root to install them)"
+  fi
+fi
+
+GO=$(command -v go || true)
+[ -z "$GO" ] && [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go
+ORACLE=""
+if [ -n "$GO" ] && [ -d "$SHARED/checkpoint/oracle/src/checksum-oracle" ]; then
+  ORACLE=$ROOT/$BUILD_DIR/checksum-oracle
+  if ! GO111MODULE=off GOFLAGS= GOPATH="$SHARED/checkpoint/oracle:/usr/share/gocode" \
+       GOCACHE="$ROOT/$BUILD_DIR/go-cache" "$GO" build -o "$ORACLE" checksum-oracle; then
+    echo "bench set-up: building the Go reference tool failed; P2 ratio not measured"
+    ORACLE=""
+  else
+    echo "bench set-up: Go reference tool built with $("$GO" version)"
+  fi
+else
+  echo "bench set-up: no Go toolchain (or no shared/checkpoint/oracle); P2 ratio not measured"
+fi
+
+# ---- the run ---------------------------------------------------------------
+BENCH=$ROOT/$BUILD_DIR/perf_bench
+DEVMGR=$ROOT/$BUILD_DIR/devmgr
+echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
+for part in p1 p2 p3 p4 scaling; do
+  printf '\n== %s\n' "$part"
+  "$BENCH" "$part" --tmp "$TMP_ROOT" --disk "$DISK_ROOT" --devmgr "$DEVMGR" --oracle "$ORACLE" \
+    --json "$PARTS_DIR/$part.json"
+done
+
+python3 - "$OUT" "$PARTS_DIR" <<'PY'
+import json, os, sys, time
+out, parts = sys.argv[1], sys.argv[2]
+res = {"generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+       "cores": os.cpu_count(), "load_avg_end": os.getloadavg()[0]}
+for p in ("p1", "p2", "p3", "p4", "scaling"):
+    with open(os.path.join(parts, p + ".json")) as f:
+        res.update(json.load(f))
+with open(out, "w") as f:
+    json.dump(res, f, indent=2)
+    f.write("\n")
+def fmt(v, spec):
+    return "n/a" if v is None else format(v, spec)
+print("\n== summary (ratios measured in this run)")
+rows = [
+    ("P1 admission p50 / bare Allocate p50", fmt(res["p1_ratio"], ".2f") + "x", "<= 1.5x"),
+    ("P2 Go tool time / devmgr time (verify)", fmt(res.get("p2_ratio"), ".1f") + "x", ">= 20x"),
+    ("P3 1M-device update applied + written", fmt(res["p3_update_s"], ".2f") + " s", "< 2 s"),
+    ("P3 1-device allocation / floor", fmt(res["p3_alloc_floor_ratio"], ".2f") + "x", "<= 1.5x"),
+    ("P3 peak RSS", fmt(res["p3_peak_rss_mib"], ".0f") + " MiB", "< 1024 MiB"),
+    ("P4 10,000 admit/delete cycles", fmt(res["p4_cycles_s"], ".2f") + " s", "< 10 s"),
+]
+for name, value, target in rows:
+    print(f"  {name:42s} {value:>10s}   target {target}")
+print(f"wrote {out}")
+PY
+
+# Debian's python3-matplotlib is in /usr/bin/python3, which need not be the first
+# python3 on PATH (pyenv).
+PLOT_PY=""
+for py in python3 /usr/bin/python3; do
+  if command -v "$py" >/dev/null && "$py" -c 'import matplotlib' 2>/dev/null; then PLOT_PY=$py; break; fi
+done
+if [ -n "$PLOT_PY" ]; then
+  "$PLOT_PY" "$ROOT/bench/plot.py" "$OUT" "$ROOT/docs/performance-scaling.png"
+else
+  echo "python3-matplotlib missing: plot not drawn"
+fi

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/render.h"
 
 namespace devmgr::checkpoint {
 namespace {
@@ -258,6 +259,16 @@ void EntryHead(Sink& s, const Entry& e, bool v1_rename) {
 }
 
 template <class Sink>
+void EntryV2(Sink& s, const PodDevicesEntry& e) {
+  EntryHead(s, e, false);
+  s.Put(Lits().device_ids_v2);
+  Numa(s, e.device_ids);
+  s.Put(Lits().alloc_resp);
+  Bytes(s, e.alloc_resp);
+  s.Put('}');
+}
+
+template <class Sink>
 void RenderV2(Sink& s, const CheckpointData& d) {
   s.Put(Lits().head);
   if (!d.pod_device_entries) {
@@ -268,12 +279,7 @@ void RenderV2(Sink& s, const CheckpointData& d) {
     for (const PodDevicesEntry& e : *d.pod_device_entries) {
       if (!first) s.Put(' ');
       first = false;
-      EntryHead(s, e, false);
-      s.Put(Lits().device_ids_v2);
-      Numa(s, e.device_ids);
-      s.Put(Lits().alloc_resp);
-      Bytes(s, e.alloc_resp);
-      s.Put('}');
+      EntryV2(s, e);
     }
     s.Put(']');
   }
@@ -306,6 +312,20 @@ void RenderV1(Sink& s, const CheckpointDataV1& d) {
 }
 
 }  // namespace
+
+namespace render {
+
+void AppendSpewEntry(std::string* out, const PodDevicesEntry& e) {
+  StringSink s(out);
+  EntryV2(s, e);
+}
+
+void AppendSpewList(std::string* out, const DeviceList& l) {
+  StringSink s(out);
+  List(s, l, false);
+}
+
+}  // namespace render
 
 std::string SpewV2(const CheckpointData& data) {
   std::string out;

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "checkpoint/json_codec.h"
+#include "checkpoint/render.h"
 
 namespace devmgr::checkpoint {
 namespace {
@@ -74,6 +75,25 @@ void AppendNuma(std::string* out, const DevicesPerNUMA& m) {
 }
 
 template <class Entry>
+void AppendEntry(std::string* out, const Entry& e) {
+  out->append("{\"PodUID\":");
+  AppendGoJsonString(out, e.pod_uid);
+  out->append(",\"ContainerName\":");
+  AppendGoJsonString(out, e.container_name);
+  out->append(",\"ResourceName\":");
+  AppendGoJsonString(out, e.resource_name);
+  out->append(",\"DeviceIDs\":");
+  if constexpr (std::is_same_v<Entry, PodDevicesEntry>) {
+    AppendNuma(out, e.device_ids);
+  } else {
+    AppendStringList(out, e.device_ids);
+  }
+  out->append(",\"AllocResp\":");
+  AppendBytes(out, e.alloc_resp);
+  out->push_back('}');
+}
+
+template <class Entry>
 void AppendEntries(std::string* out, const std::optional<std::vector<Entry>>& entries) {
   if (!entries) {
     out->append("null");
@@ -84,21 +104,7 @@ void AppendEntries(std::string* out, const std::optional<std::vector<Entry>>& en
   for (const Entry& e : *entries) {
     if (!first) out->push_back(',');
     first = false;
-    out->append("{\"PodUID\":");
-    AppendGoJsonString(out, e.pod_uid);
-    out->append(",\"ContainerName\":");
-    AppendGoJsonString(out, e.container_name);
-    out->append(",\"ResourceName\":");
-    AppendGoJsonString(out, e.resource_name);
-    out->append(",\"DeviceIDs\":");
-    if constexpr (std::is_same_v<Entry, PodDevicesEntry>) {
-      AppendNuma(out, e.device_ids);
-    } else {
-      AppendStringList(out, e.device_ids);
-    }
-    out->append(",\"AllocResp\":");
-    AppendBytes(out, e.alloc_resp);
-    out->push_back('}');
+    AppendEntry(out, e);
   }
   out->push_back(']');
 }
@@ -132,6 +138,14 @@ struct B64Decode {
 constexpr B64Decode kB64Decode;
 
 }  // namespace
+
+namespace render {
+
+void AppendJsonEntry(std::string* out, const PodDevicesEntry& e) { AppendEntry(out, e); }
+
+void AppendJsonList(std::string* out, const DeviceList& l) { AppendStringList(out, l); }
+
+}  // namespace render
 
 void AppendBase64(std::string* out, std::string_view bytes) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());

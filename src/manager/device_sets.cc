@@ -16,6 +16,7 @@ void DeviceSets::Replace(const std::string& resource_name,
                          const google::protobuf::RepeatedPtrField<v1beta1::Device>& devices) {
   const uint64_t epoch = ++epoch_;
   Resource& r = resources_[resource_name];
+  r.version = ++last_version_;
   r.has_all = r.has_healthy = r.has_unhealthy = true;
   r.all.reserve(devices.size());
   for (const v1beta1::Device& d : devices) {
@@ -54,6 +55,7 @@ void DeviceSets::Replace(const std::string& resource_name,
 
 void DeviceSets::MarkResourceUnhealthy(const std::string& resource_name) {
   Resource& r = resources_[resource_name];
+  r.version = ++last_version_;
   r.has_unhealthy = true;
   if (!r.has_healthy) return;
   for (auto& [id, d] : r.all) {
@@ -69,6 +71,7 @@ void DeviceSets::MarkResourceUnhealthy(const std::string& resource_name) {
 
 void DeviceSets::SetEmpty(const std::string& resource_name) {
   Resource& r = resources_[resource_name];
+  r.version = ++last_version_;
   r.has_healthy = r.has_unhealthy = true;
   for (auto& [id, d] : r.all) d.healthy = d.unhealthy = false;
   r.healthy_count = r.unhealthy_count = 0;
@@ -77,6 +80,7 @@ void DeviceSets::SetEmpty(const std::string& resource_name) {
 void DeviceSets::EraseHealthy(const std::string& resource_name) {
   auto it = resources_.find(resource_name);
   if (it == resources_.end()) return;
+  it->second.version = ++last_version_;
   it->second.has_healthy = false;
   for (auto& [id, d] : it->second.all) d.healthy = false;
   it->second.healthy_count = 0;
@@ -85,6 +89,7 @@ void DeviceSets::EraseHealthy(const std::string& resource_name) {
 void DeviceSets::EraseUnhealthy(const std::string& resource_name) {
   auto it = resources_.find(resource_name);
   if (it == resources_.end()) return;
+  it->second.version = ++last_version_;
   it->second.has_unhealthy = false;
   for (auto& [id, d] : it->second.all) d.unhealthy = false;
   it->second.unhealthy_count = 0;
@@ -93,6 +98,11 @@ void DeviceSets::EraseUnhealthy(const std::string& resource_name) {
 const DeviceSets::Resource* DeviceSets::Get(const std::string& resource_name) const {
   auto it = resources_.find(resource_name);
   return it == resources_.end() ? nullptr : &it->second;
+}
+
+uint64_t DeviceSets::Version(const std::string& resource_name) const {
+  const Resource* r = Get(resource_name);
+  return r == nullptr ? 0 : r->version;
 }
 
 bool DeviceSets::HasHealthy(const std::string& resource_name) const {

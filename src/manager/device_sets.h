@@ -54,6 +54,9 @@ class DeviceSets {
     bool has_unhealthy = false;  // unhealthyDevices has the key
     size_t healthy_count = 0;
     size_t unhealthy_count = 0;
+    // Changed by every call that may change this resource's sets (the
+    // checkpoint writer re-renders a healthy list only when it changed).
+    uint64_t version = 0;
   };
 
   // genericDeviceUpdateCallback's state change: the resource's three maps
@@ -76,6 +79,8 @@ class DeviceSets {
   void EraseHealthy(const std::string& resource_name);
   void EraseUnhealthy(const std::string& resource_name);
 
+  // The resource's Resource::version (0 for an unknown resource).
+  uint64_t Version(const std::string& resource_name) const;
   bool HasHealthy(const std::string& resource_name) const;
   bool HasUnhealthy(const std::string& resource_name) const;
   size_t HealthyCount(const std::string& resource_name) const;
@@ -102,6 +107,7 @@ class DeviceSets {
 
   std::map<std::string, Resource> resources_;
   uint64_t epoch_ = 0;
+  uint64_t last_version_ = 0;
 };
 
 }  // namespace devmgr::manager

@@ -94,19 +94,27 @@ absl::Status ManagerImpl::ReadCheckpoint() {
 
 absl::Status ManagerImpl::WriteCheckpoint() {
   absl::MutexLock w(&checkpoint_mu_);
-  checkpoint::CheckpointData data;
+  std::optional<std::vector<checkpoint::PodDevicesEntry>> entries;
+  std::vector<checkpoint::IncrementalEncoder::Resource> registered;
   {
     absl::MutexLock l(&mu_);
-    data.pod_device_entries = pod_devices_.ToCheckpointData();
-    auto& registered = data.registered_devices.emplace();
+    entries = pod_devices_.ToCheckpointData();
     // Every resource with a healthy key, unhealthy devices left out; an
-    // empty set is written as [] (never null).
+    // empty set is written as [] (never null). A list is copied only when
+    // its device sets changed since the last write: the encoder keeps the
+    // rendering of the others.
     for (const std::string& resource : devices_.HealthyResources()) {
-      registered[resource] = devices_.HealthyIds(resource);
+      checkpoint::IncrementalEncoder::Resource& r = registered.emplace_back();
+      r.name = resource;
+      r.version = devices_.Version(resource);
+      if (encoder_.NeedsIds(resource, r.version)) r.ids.emplace(devices_.HealthyIds(resource));
     }
   }
-  checkpoint::Checkpoint cp = checkpoint::MakeV2(std::move(data));
-  absl::Status s = store_.Write(checkpoint::kCheckpointName, checkpoint::Encode(cp));
+  // Rendered without mu_; the bytes equal Encode(MakeV2(data)).
+  encoder_.SetEntries(std::move(entries));
+  encoder_.SetRegistered(/*nil=*/false, std::move(registered));
+  const checkpoint::IncrementalEncoder::Output out = encoder_.Render();
+  absl::Status s = store_.Write(checkpoint::kCheckpointName, out.bytes);
   if (!s.ok()) {
     return absl::Status(s.code(), fmt::format("failed to write checkpoint file {}: {}",
                                               GoQuote(checkpoint::kCheckpointName),

@@ -20,6 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "checkpoint/file_store.h"
+#include "checkpoint/incremental_encoder.h"
 #include "manager/device_set.h"
 #include "manager/device_sets.h"
 #include "manager/endpoint.h"
@@ -75,6 +76,8 @@ class ManagerImpl final : public Manager {
     std::shared_ptr<Endpoint> e;
     // nullopt for a checkpoint placeholder (the kubelet's nil opts).
     std::optional<v1beta1::DevicePluginOptions> opts;
+    // ListAndWatch responses applied from this endpoint's client.
+    int64_t lists_applied = 0;
   };
 
   // ---- manager_checkpoint.cc ----
@@ -134,6 +137,8 @@ class ManagerImpl final : public Manager {
   const checkpoint::FileStore store_;
 
   absl::Mutex checkpoint_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // The checkpoint's renderings kept between writes (manager_checkpoint.cc).
+  checkpoint::IncrementalEncoder encoder_ ABSL_GUARDED_BY(checkpoint_mu_);
   mutable absl::Mutex mu_;
   std::map<std::string, EndpointInfo> endpoints_ ABSL_GUARDED_BY(mu_);
   DeviceSets devices_ ABSL_GUARDED_BY(mu_);

@@ -26,8 +26,15 @@ bool Active(const PodRecord& r) {
 PodManager::PodManager(Node* node) : node_(node) {}
 
 PodRecord* PodManager::FindLocked(const std::string& key) {
+  // "namespace/name" is compared in place: building it for every record
+  // made each lookup allocate once per pod ever added (issue #15, P4).
+  auto is_ns_name = [&key](const pod::Pod& p) {
+    const size_t ns = p.namespace_.size();
+    return key.size() == ns + 1 + p.name.size() && key.compare(0, ns, p.namespace_) == 0 &&
+           key[ns] == '/' && key.compare(ns + 1, std::string::npos, p.name) == 0;
+  };
   for (PodRecord& r : pods_) {
-    if (r.pod.uid == key || r.pod.namespace_ + "/" + r.pod.name == key) return &r;
+    if (r.pod.uid == key || is_ns_name(r.pod)) return &r;
   }
   return nullptr;
 }
