@@ -69,3 +69,40 @@ image: package
 # checkpoint doctor under podman (skips where podman cannot run).
 test-image: image
 	@bash tests/package/image_test.sh $(BUILD_DIR); rc=$$?; [ $$rc -eq 77 ] && exit 0; exit $$rc
+
+# ---- robustness: sanitizers, thread-safety analysis, fuzzing (docs/reliability.md) ----
+# Each has its own build directory and uses Debian's clang 14 (installed on demand).
+CLANG_CMAKE = -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DDEVMGR_BUILD_BENCH=OFF
+TSA_DIR ?= build-tsa
+ASAN_DIR ?= build-asan
+TSAN_DIR ?= build-tsan
+FUZZ_DIR ?= $(ASAN_DIR)
+FUZZ_SECONDS ?= 60
+.PHONY: deps-clang check-thread-safety test-sanitize test-tsan fuzz
+
+deps-clang:
+	@bash scripts/deps.sh clang
+
+# Compile only (clang -fsyntax-only on every source; the generated protobuf headers are built
+# first). See tests/robustness/thread_safety.py.
+check-thread-safety: deps-clang
+	@cmake -S . -B $(TSA_DIR) $$([ -f $(TSA_DIR)/CMakeCache.txt ] || echo $(CLANG_CMAKE)) \
+	  -DCMAKE_BUILD_TYPE=Debug -DDEVMGR_THREAD_SAFETY=ON >/dev/null
+	@cmake --build $(TSA_DIR) -j $(JOBS) --target \
+	  $$(ninja -C $(TSA_DIR) -t targets all | sed -n 's/^\(gen\/.*\.pb\.h\): .*/\1/p')
+	@python3 tests/robustness/thread_safety.py $(TSA_DIR) $(JOBS)
+
+test-sanitize: deps-clang
+	@bash tests/robustness/sanitize.sh asan $(ASAN_DIR) $(JOBS)
+
+test-tsan: deps-clang
+	@bash tests/robustness/sanitize.sh tsan $(TSAN_DIR) $(JOBS)
+
+fuzz: deps-clang
+	@bash tests/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(JOBS)
+
+# 1,000 SIGKILLs of `devmgr serve` during checkpoint rewrites (figures printed).
+CRASH_CYCLES ?= 1000
+.PHONY: crash-bench
+crash-bench: build
+	@DEVMGR_BIN=$(abspath $(BUILD_DIR))/devmgr bash tests/robustness/crash_consistency.sh $(CRASH_CYCLES)

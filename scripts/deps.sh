@@ -10,12 +10,13 @@ PACKAGES=(
   libtinyxml2-dev libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
   python3 python3-grpcio util-linux yamllint
 )
-
-# Extra groups for the distribution targets: `deps.sh package`, `deps.sh image`.
+# Extra groups: `deps.sh package`, `deps.sh image` (distribution targets), `deps.sh clang`
+# (check-thread-safety, test-sanitize, test-tsan, fuzz).
 for group in "$@"; do
   case $group in
     package) PACKAGES+=(dpkg-dev help2man file) ;;
     image) PACKAGES+=(debootstrap podman runc uidmap) ;;
+    clang) PACKAGES+=(clang libclang-rt-14-dev) ;;
     *) echo "deps.sh: unknown group $group" >&2; exit 2 ;;
   esac
 done

@@ -121,7 +121,8 @@ CapacityResult ManagerImpl::GetCapacity() {
     std::set<std::string> removed;
     // Deletes the endpoint and one of the resource's sets when the endpoint
     // is missing or its grace period has expired.
-    auto expire = [&](const std::string& r, const char* out_of_sync_msg) -> bool {
+    auto expire = [&](const std::string& r, const char* out_of_sync_msg)
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> bool {
       auto ep = endpoints_.find(r);
       bool missing = ep == endpoints_.end();
       if (!missing && !ep->second.e->StopGracePeriodExpired(now)) return false;

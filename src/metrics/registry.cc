@@ -191,6 +191,7 @@ std::string Registry::Render() const {
   std::map<std::string, std::string> families;
   for (const auto& c : counters_) {
     const MetricOpts& o = c->opts_;
+    c->mu_->AssertHeld();  // every family shares the registry's mu_
     std::map<std::vector<std::string>, double> values = c->values_;
     if (o.labels.empty() && values.empty()) values[{}] = 0;
     if (values.empty()) continue;
@@ -205,6 +206,7 @@ std::string Registry::Render() const {
   }
   for (const auto& h : histograms_) {
     const MetricOpts& o = h->opts_;
+    h->mu_->AssertHeld();  // every family shares the registry's mu_
     std::map<std::vector<std::string>, HistogramVec::Data> values = h->values_;
     if (o.labels.empty() && values.empty()) {
       values[{}].cumulative.assign(h->buckets_.size(), 0);

@@ -15,6 +15,7 @@
 #include "pod/quantity.h"
 #include "pod/resource_validation.h"
 #include "pod/uid.h"
+#include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
 namespace devmgr::pod {
@@ -339,10 +340,39 @@ class DocParser {
   std::string filename_;
 };
 
+// Ignores every event: used to count documents.
+class NullEvents final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 // Loads all documents; YAML syntax errors become file:line:col errors.
 absl::StatusOr<std::vector<YAML::Node>> LoadDocuments(const std::string& text,
                                                      const std::string& filename) {
   try {
+    // yaml-cpp 0.7's LoadAll never returns on some malformed streams (e.g. ",x": the parser
+    // yields empty documents without advancing; found by tests/fuzz/manifest_fuzz.cc). Every
+    // real document consumes input, so more documents than bytes means it is stuck.
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    NullEvents events;
+    for (size_t docs = 0; parser.HandleNextDocument(events);) {
+      if (++docs > text.size() + 1) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: invalid YAML: the document stream cannot be parsed", filename));
+      }
+    }
     return YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) {

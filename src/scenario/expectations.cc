@@ -123,7 +123,9 @@ class Checker {
     }
     actual += "}";
     for (const auto& [k, m] : want.entries) {
-      auto it = std::find_if(got.begin(), got.end(), [&](const auto& kv) { return kv.first == k; });
+      // [&k = k]: clang 14 cannot capture a structured binding by [&].
+      auto it = std::find_if(got.begin(), got.end(),
+                             [&k = k](const auto& kv) { return kv.first == k; });
       if (it == got.end()) {
         Fail(loc, fmt::format("{}['{}']", w, k), m.Describe(), "absent; all: " + actual);
       } else if (!m.Matches(it->second)) {
@@ -133,7 +135,7 @@ class Checker {
     if (want.exact) {
       for (const auto& [k, v] : got) {
         const bool listed = std::any_of(want.entries.begin(), want.entries.end(),
-                                        [&](const auto& e) { return e.first == k; });
+                                        [&k = k](const auto& e) { return e.first == k; });
         if (!listed) Fail(loc, w, "exactly the listed keys", fmt::format("also {}={}", k, v));
       }
     }
