@@ -37,7 +37,7 @@ namespace {
 struct ServeOptions {
   std::string dir;
   std::string registry_dir;
-  std::string kubelet_version = "1.32";
+  std::string kubelet_version = DefaultProfile().name;
   std::string status_file;
   std::vector<std::string> plugins;
   bool private_mount = false;
@@ -143,6 +143,11 @@ int RunServe(const ServeOptions& o) {
   absl::StatusOr<Profile> profile = ProfileForVersion(o.kubelet_version);
   if (!profile.ok()) {
     std::cerr << "devmgr serve: --kubelet-version: " << profile.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (!profile->notice.empty()) std::cerr << "devmgr serve: warning: " << profile->notice << "\n";
+  if (absl::Status s = profile->gates.Set(o.observe.feature_gates); !s.ok()) {
+    std::cerr << "devmgr serve: --feature-gates: " << s.message() << "\n";
     return kExitUsage;
   }
   // The directory: a fresh temporary one unless given.
@@ -357,7 +362,7 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "Default: a new temporary directory under /tmp. Only use a real node's "
                   "/var/lib/kubelet/device-plugins when its kubelet is stopped.");
   sub->add_option("--kubelet-version", opts->kubelet_version,
-                  "Behaviour profile: 1.30, 1.31, 1.32, 1.33 or 1.34+ (see docs/profiles.md)")
+                  "Behaviour profile: 1.30 ... 1.37, or v1.MINOR.PATCH (see docs/profiles.md)")
       ->capture_default_str();
   sub->add_option("--status-file", opts->status_file,
                   "Rewrite this JSON file atomically on every change (shape: README.md)");
@@ -414,8 +419,8 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--metrics-file", opts->observe.metrics_file,
                   "Write the metrics (Prometheus text) to this file when serve ends");
   sub->add_option("--feature-gates", opts->observe.feature_gates,
-                  "Kubelet feature gates, e.g. KubeletPodResourcesGet=true (default: the "
-                  "--kubelet-version's defaults; see docs/observability.md)");
+                  "Kubelet feature gates, e.g. ResourceHealthStatus=true,DRAExtendedResource=true "
+                  "(default: the --kubelet-version's defaults; table in docs/profiles.md)");
   sub->add_option("--numa-nodes", opts->numa_nodes,
                   "The node's NUMA node ids, e.g. 0,1 (non-contiguous ids allowed, 0..63)")
       ->capture_default_str();

@@ -614,13 +614,18 @@ class ExpectParser : public ScenarioReader {
         DEVMGR_RETURN_IF_ERROR(Method(e, &ce.method));
       } else {
         DEVMGR_RETURN_IF_ERROR(ExpectMap(e, "a call (a method name or {method, args})"));
-        DEVMGR_RETURN_IF_ERROR(CheckKeys(e, {"method", "args"}, "a call"));
+        DEVMGR_RETURN_IF_ERROR(CheckKeys(e, {"method", "args", "error"}, "a call"));
         if (!e["method"]) return Error(e, "a call needs method");
         DEVMGR_RETURN_IF_ERROR(Method(e["method"], &ce.method));
         if (e["args"]) {
           nlohmann::json j;
           DEVMGR_RETURN_IF_ERROR(ToJson(e["args"], &j));
           ce.args = std::move(j);
+        }
+        if (e["error"]) {
+          nlohmann::json j;
+          DEVMGR_RETURN_IF_ERROR(ToJson(e["error"], &j));
+          ce.error = std::move(j);
         }
       }
       c->sequence.push_back(std::move(ce));

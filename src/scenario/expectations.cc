@@ -461,8 +461,11 @@ class Checker {
     auto show = [&](size_t from) {
       std::string s;
       for (size_t i = from; i < considered.size() && i < from + 8; ++i) {
-        s += fmt::format("\n      {} {}", (*considered[i]).value("method", ""),
-                         (*considered[i]).value("args", nlohmann::json::object()).dump());
+        s += fmt::format("\n      {} {}{}", (*considered[i]).value("method", ""),
+                         (*considered[i]).value("args", nlohmann::json::object()).dump(),
+                         considered[i]->contains("error")
+                             ? " error: " + (*considered[i]).value("error", std::string())
+                             : std::string());
       }
       if (considered.size() > from + 8) s += fmt::format("\n      ... {} more", considered.size() - from - 8);
       return s.empty() ? std::string(" (none)") : s;
@@ -475,7 +478,8 @@ class Checker {
       for (; j < considered.size(); ++j) {
         const nlohmann::json& got = *considered[j];
         const bool ok = got.value("method", "") == want.method &&
-                        (!want.args || JsonMatches(*want.args, got.value("args", nlohmann::json::object())));
+                        (!want.args || JsonMatches(*want.args, got.value("args", nlohmann::json::object()))) &&
+                        (!want.error || JsonMatches(*want.error, got.value("error", std::string())));
         if (ok) {
           found = true;
           break;
@@ -484,7 +488,8 @@ class Checker {
       }
       if (!found) {
         Fail(want.loc, fmt::format("{}.sequence[{}]", w, i),
-             want.method + (want.args ? " " + want.args->dump() : ""),
+             want.method + (want.args ? " " + want.args->dump() : "") +
+                 (want.error ? " error: " + want.error->dump() : ""),
              fmt::format("calls{}:{}", next ? fmt::format(" after #{}", next) : "", show(next)));
         return;
       }

@@ -254,10 +254,15 @@ class Run {
       env_.plugin_dir = std::string(getcwd(cwd, sizeof cwd) ? cwd : ".") + "/" + sc_.node.dir;
     }
     if (sc_.node.plugins_registry) env_.registry_dir = work_dir_ + "/reg";
-    pr_opts_ = podresources::OptionsForProfile(profile_);
-    if (absl::Status s = podresources::ApplyFeatureGates(sc_.node.feature_gates, &pr_opts_); !s.ok()) {
-      return s;  // the parser checked it
+    // --feature-gates, then node.feature_gates, on the version's defaults.
+    for (const std::string* spec : {&opts_.feature_gates, &sc_.node.feature_gates}) {
+      if (absl::Status s = profile_.gates.Set(*spec); !s.ok()) {
+        return absl::InvalidArgumentError(fmt::format(
+            "{}feature gates under kubelet {}: {}",
+            spec == &opts_.feature_gates ? "--" : "node.", profile_.name, std::string(s.message())));
+      }
     }
+    pr_opts_ = podresources::OptionsForProfile(profile_);
     if (opts_.pod_resources_socket.empty()) {
       env_.pod_resources_socket = work_dir_ + "/pod-resources/" + podresources::kSocketName;
     } else if (opts_.pod_resources_socket != podresources::kOff) {

@@ -221,6 +221,9 @@ struct CallExpect {
   // A JSON subset the call's arguments must contain (objects: listed keys;
   // arrays: same length, element-wise; strings may be {regex: RE}).
   std::optional<nlohmann::json> args;
+  // The call's error text ("" for success; a string or {regex: RE}): for
+  // the calls a plugin sent (Register).
+  std::optional<nlohmann::json> error;
 };
 
 struct CallsExpect {
@@ -410,6 +413,10 @@ struct Scenario {
   std::string description;
   std::string file;  // as given
   std::string dir;   // the file's directory (relative paths resolve here)
+  // applies_to: the kubelet profiles the scenario's behaviour holds under
+  // (e.g. ["1.37"] or "1.30-1.36"); under any other profile it is reported
+  // skipped. Empty: every profile.
+  std::vector<std::string> applies_to;
   NodeSpec node;
   Timeouts timeouts;
   std::vector<PluginSpec> plugins;

@@ -25,7 +25,8 @@ namespace {
 
 using yaml::Contains;
 
-const Keys kTopKeys = {"name", "description", "node", "timeouts", "plugins", "steps"};
+const Keys kTopKeys = {"name",    "description", "applies_to", "node",
+                       "timeouts", "plugins",     "steps"};
 const Keys kNodeKeys = {"kubelet_version", "kubelet_versions", "dir",        "plugins_registry",
                         "fsync",           "max_recv_msg_size", "numa_nodes", "dial_timeout",
                         "numa_distances",  "topology_manager",  "hint_providers",
@@ -116,6 +117,9 @@ class Parser : public ScenarioReader {
     if (root["description"]) {
       DEVMGR_RETURN_IF_ERROR(String(root["description"], "description", &sc.description));
     }
+    if (root["applies_to"]) {
+      DEVMGR_RETURN_IF_ERROR(Versions(root["applies_to"], "applies_to", &sc.applies_to));
+    }
     if (root["node"]) DEVMGR_RETURN_IF_ERROR(ParseNode(root["node"], &sc.node));
     if (root["timeouts"]) DEVMGR_RETURN_IF_ERROR(ParseTimeouts(root["timeouts"], &sc.timeouts));
     if (root["plugins"]) DEVMGR_RETURN_IF_ERROR(ParsePlugins(root["plugins"], sc));
@@ -139,20 +143,23 @@ class Parser : public ScenarioReader {
     *out = p->name;
     return absl::OkStatus();
   }
+  // A version list: a scalar or a sequence of entries, each a version, a
+  // range ("1.34-1.36") or "all" (common/profile.h ExpandVersionList).
   absl::Status Versions(const YAML::Node& n, const std::string& where,
                         std::vector<std::string>* out) const {
-    if (n.IsScalar()) {
+    auto one = [&](const YAML::Node& e) -> absl::Status {
       std::string v;
-      DEVMGR_RETURN_IF_ERROR(Version(n, where, &v));
-      out->push_back(v);
+      DEVMGR_RETURN_IF_ERROR(String(e, where, &v));
+      absl::StatusOr<std::vector<std::string>> vs = ExpandVersionList(v);
+      if (!vs.ok()) return Error(e, fmt::format("{}: {}", where, std::string(vs.status().message())));
+      for (const std::string& x : *vs) {
+        if (std::find(out->begin(), out->end(), x) == out->end()) out->push_back(x);
+      }
       return absl::OkStatus();
-    }
+    };
+    if (n.IsScalar()) return one(n);
     DEVMGR_RETURN_IF_ERROR(ExpectSeq(n, where));
-    for (const YAML::Node& e : n) {
-      std::string v;
-      DEVMGR_RETURN_IF_ERROR(Version(e, where, &v));
-      out->push_back(v);
-    }
+    for (const YAML::Node& e : n) DEVMGR_RETURN_IF_ERROR(one(e));
     return absl::OkStatus();
   }
 
