@@ -114,8 +114,9 @@ class PerSocketTest : public VersionsTest {};
 TEST_F(PerSocketTest, NewestEndpointServesAllocateAndASurvivorIsPromoted) {
   StartNode("1.37");
   auto p1 = Start(Plugin("a.sock", 2));
-  auto p2 = Start(Plugin("b.sock", 2));
   ASSERT_TRUE(Counts(2, 2));
+  auto p2 = Start(Plugin("b.sock", 3));
+  ASSERT_TRUE(Counts(3, 3));  // b's list arrived last
   // The newest (b) is the primary: Allocate goes there.
   AdmitOrFail(*pods_, MakePod("one", {"c:1"}, "default", kRes));
   EXPECT_EQ(ReceivedCalls(*p2, "Allocate").size(), 1u);
