@@ -40,6 +40,21 @@ std::vector<PlannedRun> PlanRuns(const Scenario& sc, const std::vector<std::stri
   return out;
 }
 
+absl::StatusOr<Profile> ScenarioProfile(const Scenario& sc, const std::string& version,
+                                        const std::string& cli_gates) {
+  absl::StatusOr<Profile> p = ProfileForVersion(version);
+  if (!p.ok()) return p.status();
+  if (absl::Status s = p->gates.Set(cli_gates); !s.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("--feature-gates under kubelet {}: {}", p->name, std::string(s.message())));
+  }
+  if (absl::Status s = p->gates.Set(sc.node.feature_gates); !s.ok()) {
+    return absl::InvalidArgumentError(fmt::format("node.feature_gates under kubelet {}: {}",
+                                                  p->name, std::string(s.message())));
+  }
+  return p;
+}
+
 void RecordResult(VersionMatrix* scenarios, VersionMatrix* steps,
                   const std::string& scenario_name, const std::string& version,
                   const ScenarioResult& r) {

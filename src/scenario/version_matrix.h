@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "common/profile.h"
 #include "common/version_matrix.h"
 #include "scenario/result.h"
 #include "scenario/scenario.h"
@@ -27,6 +29,13 @@ struct PlannedRun {
 // the version. In both, a version outside applies_to is skipped.
 std::vector<PlannedRun> PlanRuns(const Scenario& sc, const std::vector<std::string>& versions,
                                  bool matrix);
+
+// The profile of `version` with the gates of `cli_gates` (run's
+// --feature-gates) and then the scenario's node.feature_gates applied.
+// InvalidArgument "node.feature_gates under kubelet 1.33: unrecognized
+// feature gate: X" (or "--feature-gates ...") when the version rejects one.
+absl::StatusOr<Profile> ScenarioProfile(const Scenario& sc, const std::string& version,
+                                        const std::string& cli_gates);
 
 // Records a scenario's result under `version` in `scenarios` (case
 // "<scenario>") and each of its steps in `steps` ("<scenario> › step N:
