@@ -3,6 +3,7 @@
 // kubelet needs. See docs/conformance.md.
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +14,8 @@
 #include "cli/commands.h"
 #include "common/logging.h"
 #include "common/profile.h"
+#include "common/version_matrix.h"
+#include "conformance/version_matrix.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
 #include "conformance/target.h"
@@ -37,7 +40,8 @@ struct ConformanceOptions {
   std::string skip;
   std::string results_dir;
   std::string metrics_file;
-  std::string kubelet_version = "1.32";
+  std::string kubelet_version = DefaultProfile().name;
+  std::string feature_gates;
   bool list = false;
   bool quiet = false;
   int verbosity = -1;
@@ -86,7 +90,9 @@ absl::Status WriteMetricsFile(const std::string& path, const metrics::KubeletMet
   return absl::FailedPreconditionError("--metrics-file: " + std::string(s.message()));
 }
 
-int RunConformanceCommand(const ConformanceOptions& o) {
+// One run under one profile. With `collect`, the report is also appended
+// there (a version matrix).
+int RunConformanceOnce(const ConformanceOptions& o, std::vector<conformance::RunReport>* collect) {
   if (o.list) return ListCatalogue();
   // Plugin and tester logs stay quiet unless asked for: the report is the output.
   log::Init(o.verbosity, log::Format::kText);
@@ -102,6 +108,13 @@ int RunConformanceCommand(const ConformanceOptions& o) {
   absl::StatusOr<Profile> profile = ProfileForVersion(o.kubelet_version);
   if (!profile.ok()) {
     std::cerr << "devmgr conformance: --kubelet-version: " << profile.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (!profile->notice.empty() && collect == nullptr) {
+    std::cerr << "devmgr conformance: warning: " << profile->notice << "\n";
+  }
+  if (absl::Status s = profile->gates.Set(o.feature_gates); !s.ok()) {
+    std::cerr << "devmgr conformance: --feature-gates: " << s.message() << "\n";
     return kExitUsage;
   }
   if (o.private_mount) {
@@ -171,6 +184,7 @@ int RunConformanceCommand(const ConformanceOptions& o) {
     }
     return kExitEnvironment;
   }
+  if (collect != nullptr) collect->push_back(*report);
   std::cout << conformance::SummaryTable(*report);
   absl::Status w;
   if (!o.junit.empty()) w.Update(conformance::WriteFile(o.junit, conformance::JUnitXml(*report)));
@@ -182,6 +196,50 @@ int RunConformanceCommand(const ConformanceOptions& o) {
     return kExitEnvironment;
   }
   return report->MustPassed() ? kExitOk : kExitFailed;
+}
+
+// --kubelet-version LIST: one run per profile, then the per-version table
+// and the differences; JUnit/JSON hold every version's checks.
+int RunConformanceCommand(const ConformanceOptions& o) {
+  if (o.list) return ListCatalogue();
+  absl::StatusOr<std::vector<std::string>> versions = ExpandVersionList(o.kubelet_version);
+  if (!versions.ok()) {
+    std::cerr << "devmgr conformance: --kubelet-version: " << versions.status().message() << "\n";
+    return kExitUsage;
+  }
+  const bool matrix = versions->size() > 1 || o.kubelet_version == "all" ||
+                      o.kubelet_version.find_first_of(",-") != std::string::npos;
+  if (!matrix) return RunConformanceOnce(o, nullptr);
+  if (!o.metrics_file.empty()) {
+    std::cerr << "devmgr conformance: --metrics-file takes one --kubelet-version, not a list\n";
+    return kExitUsage;
+  }
+  std::vector<conformance::RunReport> reports;
+  VersionMatrix m(*versions);
+  int code = kExitOk;
+  for (const std::string& v : *versions) {
+    ConformanceOptions one = o;
+    one.kubelet_version = v;
+    one.junit.clear();
+    one.json.clear();
+    if (!o.results_dir.empty()) one.results_dir = o.results_dir + "/" + v;
+    std::cout << "=== kubelet " << v << "\n";
+    const size_t before = reports.size();
+    const int c = RunConformanceOnce(one, &reports);
+    if (c == kExitUsage) return c;
+    if (reports.size() > before) conformance::RecordReport(&m, reports.back());
+    code = std::max(code, c);
+  }
+  std::cout << "\n" << conformance::MatrixSummary(m);
+  const conformance::RunReport merged = conformance::MergeVersionReports(reports);
+  absl::Status w;
+  if (!o.junit.empty()) w.Update(conformance::WriteFile(o.junit, conformance::JUnitXml(merged)));
+  if (!o.json.empty()) w.Update(conformance::WriteFile(o.json, conformance::JsonReport(merged)));
+  if (!w.ok()) {
+    std::cerr << "devmgr conformance: " << w.message() << "\n";
+    return kExitEnvironment;
+  }
+  return code;
 }
 
 }  // namespace
@@ -221,8 +279,12 @@ void AddConformanceCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--focus", o->focus, "Run only checks whose 'ID title [tags]' matches this regex");
   cmd->add_option("--skip", o->skip, "Skip checks whose 'ID title [tags]' matches this regex");
   cmd->add_option("--kubelet-version", o->kubelet_version,
-                  "Kubelet behaviour profile: 1.30, 1.31, 1.32, 1.33 or 1.34+")
+                  "Kubelet behaviour profile: 1.30 ... 1.37; a list or range (1.33,1.37 / "
+                  "1.34-1.37) or 'all' runs the checks once per profile and reports per version")
       ->capture_default_str();
+  cmd->add_option("--feature-gates", o->feature_gates,
+                  "Kubelet feature gates of the tester's kubelet, e.g. DRAExtendedResource=true "
+                  "(table in docs/profiles.md)");
   cmd->add_flag("--list", o->list, "List the catalogue and exit");
   cmd->add_flag("-q,--quiet", o->quiet, "No per-check progress lines on stderr");
   cmd->add_option("-v", o->verbosity, "Log verbosity of the tester (default: errors only)");

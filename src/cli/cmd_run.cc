@@ -29,6 +29,8 @@
 #include "scenario/run_metrics.h"
 #include "scenario/runner.h"
 #include "scenario/scenario_parser.h"
+#include "scenario/version_matrix.h"
+#include "common/version_matrix.h"
 
 namespace devmgr::cli {
 namespace {
@@ -39,7 +41,8 @@ struct RunOptions {
   std::string json;
   std::string focus;
   std::string skip;
-  std::string kubelet_version = "1.32";
+  std::string kubelet_version = DefaultProfile().name;
+  std::string feature_gates;
   bool keep_dir = false;
   bool show_log = false;
   int verbosity = 0;
@@ -94,9 +97,22 @@ int RunScenarios(const RunOptions& o) {
   log::Init(o.verbosity, log::Format::kText);
   log::SetConsoleOutput(o.show_log);
 
-  absl::StatusOr<Profile> def = ProfileForVersion(o.kubelet_version);
+  // --kubelet-version: one version, or a list/range/"all" (a version matrix).
+  absl::StatusOr<std::vector<std::string>> versions = ExpandVersionList(o.kubelet_version);
+  if (!versions.ok()) {
+    std::cerr << "devmgr run: --kubelet-version: " << versions.status().message() << "\n";
+    return kExitUsage;
+  }
+  const bool matrix = versions->size() > 1 || o.kubelet_version.find_first_of(",-") !=
+                                                  std::string::npos || o.kubelet_version == "all";
+  absl::StatusOr<Profile> def = ProfileForVersion(matrix ? versions->front() : o.kubelet_version);
   if (!def.ok()) {
     std::cerr << "devmgr run: --kubelet-version: " << def.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (!matrix && !def->notice.empty()) std::cerr << "devmgr run: warning: " << def->notice << "\n";
+  if (absl::Status s = ValidateFeatureGateSpec(o.feature_gates); !s.ok()) {
+    std::cerr << "devmgr run: --feature-gates: " << s.message() << "\n";
     return kExitUsage;
   }
   std::optional<std::regex> focus, skip;
@@ -160,6 +176,7 @@ int RunScenarios(const RunOptions& o) {
   scenario::RunnerOptions ro;
   ro.devmgr_bin = SelfExe();
   ro.default_kubelet_version = def->name;
+  ro.feature_gates = o.feature_gates;
   ro.keep_dir = o.keep_dir;
   ro.out = &std::cout;
   ro.cancel = &cancel;
@@ -178,14 +195,11 @@ int RunScenarios(const RunOptions& o) {
     // node.feature_gates).
     bool get_gate = false;
     for (const scenario::Scenario& sc : scenarios) {
-      for (const std::string& v : scenario::ScenarioVersions(sc, def->name)) {
-        absl::StatusOr<Profile> p = ProfileForVersion(v);
-        if (!p.ok()) continue;
-        podresources::Options api = podresources::OptionsForProfile(*p);
-        std::string gates = sc.node.feature_gates;
-        (void)manager::ResourceHealthStatusGate(*p, sc.node.feature_gates, &gates);
-        if (podresources::ApplyFeatureGates(gates, &api).ok()) {
-          get_gate |= api.get_enabled;
+      for (const scenario::PlannedRun& run : scenario::PlanRuns(sc, *versions, matrix)) {
+        absl::StatusOr<Profile> p = ProfileForVersion(run.version);
+        if (run.skip || !p.ok()) continue;
+        if (p->gates.Set(o.feature_gates).ok() && p->gates.Set(sc.node.feature_gates).ok()) {
+          get_gate |= podresources::OptionsForProfile(*p).get_enabled;
         }
       }
     }
@@ -208,25 +222,33 @@ int RunScenarios(const RunOptions& o) {
 
   std::vector<scenario::ScenarioResult> results;
   const absl::Time t0 = absl::Now();
+  VersionMatrix matrix_scenarios(*versions), matrix_steps(*versions);
   for (const scenario::Scenario& sc : scenarios) {
-    const std::vector<std::string> versions = scenario::ScenarioVersions(sc, def->name);
-    for (const std::string& v : versions) {
-      const std::string display =
-          sc.node.kubelet_versions.size() > 1 ? sc.name + " [" + v + "]" : sc.name;
+    for (const scenario::PlannedRun& run : scenario::PlanRuns(sc, *versions, matrix)) {
+      const std::string& v = run.version;
+      const std::string& display = run.display;
       const bool filtered = (focus && !std::regex_search(display, *focus)) ||
                             (skip && std::regex_search(display, *skip));
-      if (filtered || cancel) {
+      if (filtered || cancel || run.skip) {
         scenario::ScenarioResult r;
         r.name = display;
         r.file = sc.file;
         r.kubelet_version = v;
         r.outcome = scenario::Outcome::kSkipped;
-        r.message = cancel ? "interrupted" : filtered ? "filtered out by --focus/--skip" : "";
+        r.message = cancel     ? "interrupted"
+                    : filtered ? "filtered out by --focus/--skip"
+                               : run.reason;
         if (cancel) std::cout << "--- SKIP " << display << " (interrupted)\n";
+        if (run.skip && !filtered && !cancel) {
+          std::cout << "--- SKIP " << display << " (" << run.reason << ")\n";
+        }
         results.push_back(std::move(r));
-        continue;
+      } else {
+        results.push_back(scenario::RunScenario(sc, v, display, ro));
       }
-      results.push_back(scenario::RunScenario(sc, v, display, ro));
+      if (matrix) {
+        scenario::RecordResult(&matrix_scenarios, &matrix_steps, sc.name, v, results.back());
+      }
     }
   }
   finished = true;
@@ -241,6 +263,7 @@ int RunScenarios(const RunOptions& o) {
                 << r.name << " (" << r.file << "): " << r.message << "\n";
     }
   }
+  if (matrix) std::cout << "\n" << scenario::MatrixReport(matrix_scenarios, matrix_steps);
   int code = kExitOk;
   bool any_failed = false, any_error = false;
   for (const auto& r : results) {
@@ -284,8 +307,13 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--focus", opts->focus, "Run only scenarios whose name matches this regex");
   sub->add_option("--skip", opts->skip, "Skip scenarios whose name matches this regex");
   sub->add_option("--kubelet-version", opts->kubelet_version,
-                  "Kubelet profile for scenarios that name none (1.30 .. 1.34+)")
+                  "Kubelet profile for scenarios that name none (1.30 .. 1.37), or a version "
+                  "matrix: a list or range (1.33,1.37 / 1.34-1.37) or 'all' runs every scenario "
+                  "once per profile and reports per version (docs/profiles.md)")
       ->capture_default_str();
+  sub->add_option("--feature-gates", opts->feature_gates,
+                  "Kubelet feature gates for every run, e.g. ResourceHealthStatus=true (applied "
+                  "before a scenario's node.feature_gates; table in docs/profiles.md)");
   sub->add_flag("--keep-dir", opts->keep_dir,
                 "Keep each scenario's temp dir (device-plugin dir, plugin configs, call logs)");
   sub->add_flag("--show-log", opts->show_log, "Print devmgr's own log lines live on stderr");

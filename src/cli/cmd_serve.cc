@@ -37,7 +37,7 @@ namespace {
 struct ServeOptions {
   std::string dir;
   std::string registry_dir;
-  std::string kubelet_version = "1.32";
+  std::string kubelet_version = DefaultProfile().name;
   std::string status_file;
   std::vector<std::string> plugins;
   bool private_mount = false;
@@ -147,6 +147,11 @@ int RunServe(const ServeOptions& o) {
     std::cerr << "devmgr serve: --kubelet-version: " << profile.status().message() << "\n";
     return kExitUsage;
   }
+  if (!profile->notice.empty()) std::cerr << "devmgr serve: warning: " << profile->notice << "\n";
+  if (absl::Status s = profile->gates.Set(o.observe.feature_gates); !s.ok()) {
+    std::cerr << "devmgr serve: --feature-gates: " << s.message() << "\n";
+    return kExitUsage;
+  }
   // The directory: a fresh temporary one unless given.
   std::string dir = o.dir;
   if (dir.empty()) {
@@ -191,13 +196,8 @@ int RunServe(const ServeOptions& o) {
   // Metrics and the PodResources socket (docs/observability.md).
   podresources::ObservabilityOptions observe_opts = o.observe;
   observe_opts.force = o.force;
-  // ResourceHealthStatus is read here; the other gates by Observability.
-  absl::StatusOr<bool> health_gate = manager::ResourceHealthStatusGate(
-      *profile, o.observe.feature_gates, &observe_opts.feature_gates);
-  if (!health_gate.ok()) {
-    std::cerr << "devmgr serve: --feature-gates: " << health_gate.status().message() << "\n";
-    return kExitUsage;
-  }
+  // The profile's gates hold --feature-gates (set above).
+  const bool health_gate = profile->gates.Enabled(kGateResourceHealthStatus);
   auto observe = podresources::Observability::Create(*profile, observe_opts);
   if (!observe.ok()) {
     std::cerr << "devmgr serve: --feature-gates: " << observe.status().message() << "\n";
@@ -211,7 +211,7 @@ int RunServe(const ServeOptions& o) {
   no.profile = *profile;
   no.fsync = o.fsync;
   no.max_recv_msg_size = o.max_recv_msg_size;
-  no.resource_health_status = *health_gate;
+  no.resource_health_status = health_gate;
   {
     auto ids = topology::ParseNumaNodeList(o.numa_nodes);
     if (!ids.ok()) {
@@ -368,7 +368,7 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "Default: a new temporary directory under /tmp. Only use a real node's "
                   "/var/lib/kubelet/device-plugins when its kubelet is stopped.");
   sub->add_option("--kubelet-version", opts->kubelet_version,
-                  "Behaviour profile: 1.30, 1.31, 1.32, 1.33 or 1.34+ (see docs/profiles.md)")
+                  "Behaviour profile: 1.30 ... 1.37, or v1.MINOR.PATCH (see docs/profiles.md)")
       ->capture_default_str();
   sub->add_option("--status-file", opts->status_file,
                   "Rewrite this JSON file atomically on every change (shape: README.md)");
@@ -425,9 +425,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--metrics-file", opts->observe.metrics_file,
                   "Write the metrics (Prometheus text) to this file when serve ends");
   sub->add_option("--feature-gates", opts->observe.feature_gates,
-                  "Kubelet feature gates, e.g. KubeletPodResourcesGet=true or "
-                  "ResourceHealthStatus=true (default: the --kubelet-version's defaults; see "
-                  "docs/observability.md and docs/resource-health.md)");
+                  "Kubelet feature gates, e.g. ResourceHealthStatus=true,DRAExtendedResource=true "
+                  "(default: the --kubelet-version's defaults; table in docs/profiles.md, "
+                  "health in pod status: docs/resource-health.md)");
   sub->add_option("--numa-nodes", opts->numa_nodes,
                   "The node's NUMA node ids, e.g. 0,1 (non-contiguous ids allowed, 0..63)")
       ->capture_default_str();

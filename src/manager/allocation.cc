@@ -73,6 +73,15 @@ absl::Status ManagerImpl::AllocateContainerResources(
     DM_VINFO(3, "Looking for needed resources", {"resourceName", resource}, {"pod", pod_ref},
              {"containerName", cname}, {"needed", needed});
     if (!IsDevicePluginResource(resource)) continue;
+    // DRAExtendedResource (1.34+, gate default off until 1.36): a limit the
+    // pod's status.extendedResourceClaimStatus maps to a claim is served by
+    // DRA; the device manager neither allocates nor checkpoints it.
+    if (opts_.profile.gates.Enabled(kGateDRAExtendedResource) &&
+        pod::IsDraBackedResource(pod, cname, resource)) {
+      DM_VINFO(3, "Skipping DRA-backed extended resource", {"resourceName", resource},
+               {"pod", pod_ref}, {"containerName", cname});
+      continue;
+    }
     // Garbage-collect stranded allocations once per call, before the first
     // device-plugin resource.
     if (!allocated_devices_updated) {

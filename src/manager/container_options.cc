@@ -11,7 +11,8 @@ namespace devmgr::manager {
 bool ManagerImpl::CdiEnabled() const {
   // 1.30: behind the DevicePluginCDIDevices gate (beta, default on); 1.31+:
   // GA and always on.
-  return !opts_.profile.cdi_feature_gate || opts_.cdi_devices_gate;
+  return !opts_.profile.cdi_feature_gate ||
+         (opts_.cdi_devices_gate && opts_.profile.gates.Enabled(kGateDevicePluginCDIDevices));
 }
 
 absl::StatusOr<std::optional<RunContainerOptions>> ManagerImpl::GetDeviceRunContainerOptions(

@@ -52,13 +52,31 @@ absl::Status ManagerImpl::PluginConnected(const std::string& resource_name,
                         fmt::format("failed to get device plugin options: {}",
                                     std::string(options.status().message())));
   }
+  const std::string socket_path = client->SocketPath();
   auto e = std::make_shared<Endpoint>(resource_name, std::move(client));
   e->set_connected_since(clock_->Now());
   {
     absl::MutexLock l(&mu_);
-    // Last writer wins; the previous endpoint is neither stopped nor
-    // disconnected (kubernetes#121994 follows from this). Device sets are
-    // untouched: devices appear with the first ListAndWatch response.
+    if (opts_.profile.endpoints_per_socket) {
+      // 1.37 (#135437): endpoints are identified by (resource, socket path).
+      // A connected pair must disconnect before its socket can be reused.
+      std::map<std::string, EndpointInfo>& store = endpoint_store_[resource_name];
+      auto existing = store.find(socket_path);
+      if (existing != store.end()) {
+        DM_INFO("Device plugin registration rejected: socket already in use by a connected "
+                "endpoint; possible same-socket race",
+                {"resourceName", resource_name}, {"socketPath", socket_path},
+                {"incumbentStopped", existing->second.e->IsStopped() ? "true" : "false"});
+        return absl::UnknownError(
+            fmt::format("device plugin already connected: {}", socket_path));
+      }
+      store[socket_path] = EndpointInfo{e, *options};
+    }
+    // The newest endpoint is the primary (Allocate, PreStartContainer,
+    // GetPreferredAllocation, options). Before 1.37 the previous endpoint
+    // is simply forgotten, neither stopped nor disconnected
+    // (kubernetes#121994 follows from this). Device sets are untouched:
+    // devices appear with the first ListAndWatch response.
     endpoints_[resource_name] = EndpointInfo{std::move(e), *std::move(options)};
   }
   DM_VINFO(2, "Device plugin connected", {"resourceName", resource_name});
@@ -76,7 +94,7 @@ void ManagerImpl::PluginListAndWatchReceiver(const std::string& resource_name,
     // (or that is new), judged against the previous list.
     if (opts_.resource_health_status) {
       pods_to_update = PodsToUpdate(devices_.All(resource_name), resp.devices(), pod_devices_,
-                                    resource_name, opts_.profile.minor >= 37);
+                                    resource_name, opts_.profile.health_update_per_resource);
     }
     // genericDeviceUpdateCallback: a full replacement. Devices that vanish
     // keep their podDevices entries and stay in allocatedDevices.
@@ -94,22 +112,48 @@ void ManagerImpl::PluginListAndWatchReceiver(const std::string& resource_name,
 void ManagerImpl::PluginDisconnected(const std::string& resource_name, PluginClient* client) {
   {
     absl::MutexLock l(&mu_);
-    auto it = endpoints_.find(resource_name);
-    if (it == endpoints_.end()) return;
-    // 1.34+ tracks clients per socket: the end of a replaced client's stream
-    // no longer disconnects the current one (the fix of kubernetes#121994).
-    if (opts_.profile.clients_per_socket && client != nullptr &&
-        it->second.e->client() != client) {
-      DM_VINFO(2, "Ignoring disconnect of a replaced device plugin client",
-               {"resourceName", resource_name});
-      return;
+    if (opts_.profile.endpoints_per_socket) {
+      if (!DisconnectPerSocketLocked(resource_name, client)) return;
+    } else {
+      auto it = endpoints_.find(resource_name);
+      if (it == endpoints_.end()) return;
+      it->second.e->SetStopTime(clock_->Now());
     }
     devices_.MarkResourceUnhealthy(resource_name);
     DM_VINFO(2, "Endpoint became unhealthy", {"resourceName", resource_name});
-    it->second.e->SetStopTime(clock_->Now());
   }
   // No checkpoint write here (section 8.2).
   NotifyChange();
+}
+
+bool ManagerImpl::DisconnectPerSocketLocked(const std::string& resource_name,
+                                            PluginClient* client) {
+  if (client == nullptr) return false;
+  auto store = endpoint_store_.find(resource_name);
+  if (store == endpoint_store_.end()) return false;
+  // Keyed by the socket path alone: whichever endpoint sits there goes.
+  auto ep = store->second.find(client->SocketPath());
+  if (ep == store->second.end()) return false;
+  ep->second.e->SetStopTime(clock_->Now());
+  if (store->second.size() == 1) {
+    // The last one: the resource's devices become unhealthy and the
+    // stopped endpoint stays the primary for the grace period.
+    endpoint_store_.erase(store);
+    DM_VINFO(2, "Last device plugin for this resource disconnected", {"resource", resource_name});
+    return true;
+  }
+  store->second.erase(ep);
+  // The kubelet promotes an arbitrary survivor (Go map order); devmgr
+  // promotes the most recently connected one. Devices stay as they are.
+  const EndpointInfo* next = nullptr;
+  for (const auto& [path, info] : store->second) {
+    if (next == nullptr || info.e->connected_since() >= next->e->connected_since()) next = &info;
+  }
+  endpoints_[resource_name] = *next;
+  DM_VINFO(2, "Device plugin disconnected; another endpoint of the resource remains",
+           {"resourceName", resource_name}, {"socketPath", client->SocketPath()},
+           {"primary", next->e->SocketPath()});
+  return false;
 }
 
 CapacityResult ManagerImpl::GetCapacity() {
@@ -119,22 +163,25 @@ CapacityResult ManagerImpl::GetCapacity() {
     absl::MutexLock l(&mu_);
     const absl::Time now = clock_->Now();
     std::set<std::string> removed;
-    // Deletes the endpoint and one of the resource's sets when the endpoint
-    // is missing or its grace period has expired.
+    // 1.30-1.34 delete the endpoint and one of the resource's sets in each
+    // loop, so the second loop finds the endpoint of an expired resource
+    // gone and logs that it is out of sync (#133702). 1.35+ (#133724)
+    // delete endpoint and both sets together after both loops.
+    const bool together = !opts_.profile.capacity_out_of_sync_log;
     auto expire = [&](const std::string& r, const char* out_of_sync_msg)
                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> bool {
       auto ep = endpoints_.find(r);
       bool missing = ep == endpoints_.end();
       if (!missing && !ep->second.e->StopGracePeriodExpired(now)) return false;
       if (missing) DM_ERROR("", out_of_sync_msg, {"resourceName", r});
-      endpoints_.erase(r);
+      if (!together) endpoints_.erase(r);
       removed.insert(r);
       needs_checkpoint = true;
       return true;
     };
     for (const std::string& r : devices_.HealthyResources()) {
       if (expire(r, "Unexpected: healthyDevices and endpoints are out of sync")) {
-        devices_.EraseHealthy(r);
+        if (!together) devices_.EraseHealthy(r);
         continue;
       }
       const int64_t n = static_cast<int64_t>(devices_.HealthyCount(r));
@@ -142,13 +189,20 @@ CapacityResult ManagerImpl::GetCapacity() {
       out.allocatable[r] = n;
     }
     for (const std::string& r : devices_.UnhealthyResources()) {
-      if (expire(r, "Unexpected: unhealthyDevices and endpoints are out of sync")) {
-        devices_.EraseUnhealthy(r);
+      if (expire(r, "Unexpected: unhealthyDevices and endpoints became out of sync")) {
+        if (!together) devices_.EraseUnhealthy(r);
         continue;
       }
       // A resource with only an unhealthy entry gets capacity but no
       // allocatable entry (node status then copies capacity).
       out.capacity[r] += static_cast<int64_t>(devices_.UnhealthyCount(r));
+    }
+    if (together) {
+      for (const std::string& r : removed) {
+        endpoints_.erase(r);
+        devices_.EraseHealthy(r);
+        devices_.EraseUnhealthy(r);
+      }
     }
     out.removed.assign(removed.begin(), removed.end());
   }

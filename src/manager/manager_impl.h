@@ -134,6 +134,12 @@ class ManagerImpl final : public Manager {
   bool CdiEnabled() const;
 
   void NotifyChange() ABSL_LOCKS_EXCLUDED(mu_, callback_mu_);
+  // 1.37 PluginDisconnected for the endpoint at client's socket: true when
+  // it was the resource's last endpoint (the caller marks the devices
+  // unhealthy); false when unknown or when another endpoint remains (then
+  // promoted to primary).
+  bool DisconnectPerSocketLocked(const std::string& resource_name, PluginClient* client)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // ---- resource_health.cc ----
   // Queues the pods (non-blocking; logs when the channel is full).
@@ -149,7 +155,12 @@ class ManagerImpl final : public Manager {
   // The checkpoint's renderings kept between writes (manager_checkpoint.cc).
   checkpoint::IncrementalEncoder encoder_ ABSL_GUARDED_BY(checkpoint_mu_);
   mutable absl::Mutex mu_;
+  // The primary endpoint of each resource (the kubelet's m.endpoints).
   std::map<std::string, EndpointInfo> endpoints_ ABSL_GUARDED_BY(mu_);
+  // 1.37 only: resource -> socket path -> connected endpoint (the kubelet's
+  // m.endpointStore); an entry goes when its stream ends.
+  std::map<std::string, std::map<std::string, EndpointInfo>> endpoint_store_
+      ABSL_GUARDED_BY(mu_);
   DeviceSets devices_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, DeviceSet> allocated_devices_ ABSL_GUARDED_BY(mu_);
   PodDevices pod_devices_ ABSL_GUARDED_BY(mu_);

@@ -164,18 +164,48 @@ TEST_F(DeviceStateTest, ReRegistrationLastWriterWinsAndTheNewListReplaces) {
   EXPECT_EQ(m->GetCapacity().allocatable["vendor.com/gpu"], 3);
 }
 
-TEST_F(DeviceStateTest, OldClientDisconnectStopsTheNewEndpointUntil134) {
-  for (const char* v : {"1.33", "1.34"}) {
+TEST_F(DeviceStateTest, OldClientDisconnectStopsTheNewEndpointUntil137) {
+  for (const char* v : {"1.33", "1.36", "1.37"}) {
     SCOPED_TRACE(v);
     auto m = NewImpl(testing::ProfileFor(v));
-    auto c1 = Connect(*m, "vendor.com/gpu");
-    auto c2 = Connect(*m, "vendor.com/gpu");
+    auto c1 = Connect(*m, "vendor.com/gpu", false, false, "/tmp/old.sock");
+    auto c2 = Connect(*m, "vendor.com/gpu", false, false, "/tmp/new.sock");
     m->PluginListAndWatchReceiver("vendor.com/gpu", c2.get(), testing::HealthyDevices(2));
     m->PluginDisconnected("vendor.com/gpu", c1.get());
-    bool fixed = std::string(v) == "1.34";
+    bool fixed = std::string(v) == "1.37";
     EXPECT_EQ(m->GetCapacity().allocatable["vendor.com/gpu"], fixed ? 2 : 0);
     EXPECT_EQ(m->Snapshot()[0].stopped, !fixed);
   }
+}
+
+TEST_F(DeviceStateTest, Profile137EndpointsPerSocket) {
+  auto m = NewImpl(testing::ProfileFor("1.37"));
+  auto a = Connect(*m, "vendor.com/gpu", false, false, "/tmp/a.sock");
+  auto b = Connect(*m, "vendor.com/gpu", /*preferred=*/true, false, "/tmp/b.sock");
+  // The newest is the primary: its options count.
+  EXPECT_TRUE(m->EndpointOptionsForTest("vendor.com/gpu")->get_preferred_allocation_available());
+  // A connected (resource, socket) pair: options asked, then refused.
+  auto again = std::make_shared<FakePluginClient>("/tmp/a.sock");
+  const absl::Status st = m->PluginConnected("vendor.com/gpu", again);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnknown);
+  EXPECT_EQ(st.message(), "device plugin already connected: /tmp/a.sock");
+  EXPECT_EQ(again->calls().options, 1);
+  // Any endpoint's list replaces the set.
+  m->PluginListAndWatchReceiver("vendor.com/gpu", a.get(), testing::HealthyDevices(3));
+  EXPECT_EQ(m->GetCapacity().allocatable["vendor.com/gpu"], 3);
+  // The primary goes: a is promoted, devices stay healthy.
+  m->PluginDisconnected("vendor.com/gpu", b.get());
+  EXPECT_EQ(m->GetCapacity().allocatable["vendor.com/gpu"], 3);
+  EXPECT_EQ(m->Snapshot()[0].endpoint_socket, "/tmp/a.sock");
+  EXPECT_FALSE(m->Snapshot()[0].stopped);
+  // An unknown socket is a no-op; the last endpoint makes them unhealthy.
+  m->PluginDisconnected("vendor.com/gpu", b.get());
+  EXPECT_EQ(m->GetCapacity().allocatable["vendor.com/gpu"], 3);
+  m->PluginDisconnected("vendor.com/gpu", a.get());
+  EXPECT_EQ(m->GetCapacity().allocatable["vendor.com/gpu"], 0);
+  EXPECT_TRUE(m->Snapshot()[0].stopped);
+  // The socket is free again.
+  EXPECT_TRUE(m->PluginConnected("vendor.com/gpu", again).ok());
 }
 
 TEST_F(DeviceStateTest, VanishedDevicesKeepTheirAllocation) {

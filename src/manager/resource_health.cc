@@ -37,7 +37,10 @@ std::string Joined(const std::set<std::string>& s) {
 
 }  // namespace
 
-bool ResourceHealthStatusDefault(const Profile& profile) { return profile.minor >= 36; }
+bool ResourceHealthStatusDefault(const Profile& profile) {
+  // The profile's gate table (defaults per version, plus any --feature-gates).
+  return profile.gates.Enabled(kGateResourceHealthStatus);
+}
 
 absl::StatusOr<bool> ResourceHealthStatusGate(const Profile& profile,
                                               const std::string& feature_gates,

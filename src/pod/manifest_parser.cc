@@ -220,6 +220,47 @@ class DocParser {
                                  "\"Pending\", \"Running\", \"Succeeded\", \"Failed\"",
                                  GoQuote(phase)));
       }
+      DEVMGR_RETURN_IF_ERROR(ParseExtendedResourceClaimStatus(status, prefix, pod));
+    }
+    return absl::OkStatus();
+  }
+
+  // status.extendedResourceClaimStatus: {resourceClaimName, requestMappings:
+  // [{containerName, resourceName, requestName}]}.
+  absl::Status ParseExtendedResourceClaimStatus(const YAML::Node& status,
+                                                const std::string& prefix, Pod* pod) {
+    const std::string path = prefix + "status.extendedResourceClaimStatus";
+    const YAML::Node ercs = status["extendedResourceClaimStatus"];
+    if (!ercs.IsDefined() || ercs.IsNull()) return absl::OkStatus();
+    DEVMGR_RETURN_IF_ERROR(CheckMap(ercs, path));
+    DEVMGR_RETURN_IF_ERROR(GetString(ercs, "resourceClaimName", path + ".resourceClaimName",
+                                     &pod->extended_resource_claim_name));
+    const YAML::Node list = ercs["requestMappings"];
+    if (!list.IsDefined() || list.IsNull()) return absl::OkStatus();
+    if (!list.IsSequence()) {
+      return Error(list, fmt::format("{}.requestMappings: expected a list, got {}", path,
+                                     KindOf(list)));
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      const YAML::Node m = list[i];
+      const std::string mp = fmt::format("{}.requestMappings[{}]", path, i);
+      DEVMGR_RETURN_IF_ERROR(CheckMap(m, mp));
+      if (!m.IsMap()) return Error(m, fmt::format("{}: expected a mapping, got {}", mp, KindOf(m)));
+      ExtendedResourceMapping e;
+      DEVMGR_RETURN_IF_ERROR(GetString(m, "containerName", mp + ".containerName", &e.container_name));
+      DEVMGR_RETURN_IF_ERROR(GetString(m, "resourceName", mp + ".resourceName", &e.resource_name));
+      DEVMGR_RETURN_IF_ERROR(GetString(m, "requestName", mp + ".requestName", &e.request_name));
+      if (e.container_name.empty()) {
+        return Error(m, fmt::format("{}.containerName: Required value", mp));
+      }
+      if (e.resource_name.empty()) {
+        return Error(m, fmt::format("{}.resourceName: Required value", mp));
+      }
+      if (FindContainer(*pod, e.container_name) == nullptr) {
+        return Error(m["containerName"],
+                     fmt::format("{}.containerName: Not found: {}", mp, GoQuote(e.container_name)));
+      }
+      pod->extended_resource_mappings.push_back(std::move(e));
     }
     return absl::OkStatus();
   }

@@ -405,3 +405,58 @@ TEST(ManifestParserTest, LoadFromFile) {
 
 }  // namespace
 }  // namespace devmgr::pod
+
+namespace devmgr::pod {
+namespace {
+
+constexpr char kDraPod[] = R"(apiVersion: v1
+kind: Pod
+metadata: {name: dra}
+spec:
+  containers:
+  - name: app
+    resources: {limits: {example.com/gpu: 1, example.com/nic: 1}}
+status:
+  extendedResourceClaimStatus:
+    resourceClaimName: dra-claim
+    requestMappings:
+    - {containerName: app, resourceName: example.com/gpu, requestName: r0}
+)";
+
+TEST(ManifestParserTest, ExtendedResourceClaimStatus) {
+  absl::StatusOr<Pod> pod = ParsePodManifest(kDraPod, "dra.yaml");
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  EXPECT_EQ(pod->extended_resource_claim_name, "dra-claim");
+  ASSERT_EQ(pod->extended_resource_mappings.size(), 1u);
+  EXPECT_EQ(pod->extended_resource_mappings[0].request_name, "r0");
+  EXPECT_TRUE(IsDraBackedResource(*pod, "app", "example.com/gpu"));
+  EXPECT_FALSE(IsDraBackedResource(*pod, "app", "example.com/nic"));
+  EXPECT_FALSE(IsDraBackedResource(*pod, "other", "example.com/gpu"));
+}
+
+TEST(ManifestParserTest, ExtendedResourceClaimStatusErrors) {
+  std::string y = kDraPod;
+  std::string bad = y;
+  bad.replace(bad.find("containerName: app"), 18, "containerName: nope");
+  absl::StatusOr<Pod> pod = ParsePodManifest(bad, "dra.yaml");
+  ASSERT_FALSE(pod.ok());
+  EXPECT_THAT(std::string(pod.status().message()),
+              ::testing::HasSubstr("dra.yaml:12:23:"));
+  EXPECT_THAT(std::string(pod.status().message()),
+              ::testing::HasSubstr("status.extendedResourceClaimStatus.requestMappings[0]."
+                                   "containerName: Not found: \"nope\""));
+  std::string no_res = y;
+  no_res.replace(no_res.find("resourceName: example.com/gpu, "), 31, "");
+  pod = ParsePodManifest(no_res, "dra.yaml");
+  ASSERT_FALSE(pod.ok());
+  EXPECT_THAT(std::string(pod.status().message()),
+              ::testing::HasSubstr("requestMappings[0].resourceName: Required value"));
+  std::string not_list = y.substr(0, y.find("    requestMappings:")) + "    requestMappings: 3\n";
+  pod = ParsePodManifest(not_list, "dra.yaml");
+  ASSERT_FALSE(pod.ok());
+  EXPECT_THAT(std::string(pod.status().message()),
+              ::testing::HasSubstr("requestMappings: expected a list"));
+}
+
+}  // namespace
+}  // namespace devmgr::pod

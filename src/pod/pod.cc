@@ -65,4 +65,12 @@ std::map<std::string, int64_t> PodLimits(const Pod& pod) {
   return result;
 }
 
+bool IsDraBackedResource(const Pod& pod, std::string_view container_name,
+                         std::string_view resource_name) {
+  for (const ExtendedResourceMapping& m : pod.extended_resource_mappings) {
+    if (m.container_name == container_name && m.resource_name == resource_name) return true;
+  }
+  return false;
+}
+
 }  // namespace devmgr::pod

@@ -32,6 +32,15 @@ enum class Phase { kPending, kRunning, kSucceeded, kFailed };
 // "Pending", "Running", "Succeeded", "Failed" (the API's spelling).
 std::string_view PhaseName(Phase phase);
 
+// One entry of status.extendedResourceClaimStatus.requestMappings
+// (DRA-backed extended resources, KEP-5004): the container's limit of
+// `resource_name` is served by the claim's request `request_name`.
+struct ExtendedResourceMapping {
+  std::string container_name;
+  std::string resource_name;
+  std::string request_name;
+};
+
 struct Pod {
   std::string uid;
   std::string name;
@@ -39,6 +48,10 @@ struct Pod {
   std::vector<Container> init_containers;
   std::vector<Container> containers;
   Phase phase = Phase::kPending;
+  // status.extendedResourceClaimStatus (set by the scheduler in a real
+  // cluster; given in the manifest here). Empty: none.
+  std::string extended_resource_claim_name;
+  std::vector<ExtendedResourceMapping> extended_resource_mappings;
   // The manifest file the pod came from ("" when built in code).
   std::string source;
   // Set by the manifest parser: the UID was generated (no metadata.uid),
@@ -51,6 +64,11 @@ struct Pod {
 // initContainers then containers, in manifest order: the order in which the
 // kubelet admits (allocates for) containers. Pointers into `pod`.
 std::vector<const Container*> AllContainersInKubeletOrder(const Pod& pod);
+
+// True when status.extendedResourceClaimStatus maps (container, resource)
+// to a claim: a DRA-backed extended resource.
+bool IsDraBackedResource(const Pod& pod, std::string_view container_name,
+                         std::string_view resource_name);
 
 // True if `name` names one of pod.init_containers.
 bool IsInitContainer(const Pod& pod, std::string_view name);

@@ -10,9 +10,9 @@
 
 namespace devmgr::podresources {
 
-inline constexpr char kGetGate[] = "KubeletPodResourcesGet";
-inline constexpr char kListActivePodsGate[] = "KubeletPodResourcesListUseActivePods";
-inline constexpr char kSidecarGate[] = "SidecarContainers";
+inline constexpr const char* kGetGate = kGateKubeletPodResourcesGet;
+inline constexpr const char* kListActivePodsGate = kGateKubeletPodResourcesListUseActivePods;
+inline constexpr const char* kSidecarGate = kGateSidecarContainers;
 
 // The kubelet's socket name under <root-dir>/pod-resources.
 inline constexpr char kSocketName[] = "kubelet.sock";
@@ -31,12 +31,15 @@ struct Options {
   bool sidecar_containers = true;
 };
 
-// The defaults of a kubelet version.
+// The gates of a kubelet version (profile.gates: its defaults and any
+// --feature-gates applied to it).
 Options OptionsForProfile(const Profile& profile);
 
 // Applies a kubelet --feature-gates value ("A=true,B=false") for the gates
-// above. Errors use component-base's texts ("unrecognized feature gate:
-// %s", "missing bool value for %s", "invalid value of %s=%s, err: %v").
+// above, without knowing the version: any gate of common/feature_gates.h is
+// accepted, the others are ignored here. Errors use component-base's texts
+// ("unrecognized feature gate: %s", "missing bool value for %s", "invalid
+// value of %s=%s, err: %v").
 absl::Status ApplyFeatureGates(const std::string& spec, Options* opts);
 
 }  // namespace devmgr::podresources

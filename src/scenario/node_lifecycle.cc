@@ -90,18 +90,9 @@ absl::Status RunContext::PrepareDirs() {
 
 absl::Status RunContext::Setup() {
   if (absl::Status s = PrepareDirs(); !s.ok()) return s;
+  // The profile's gates already hold --feature-gates and node.feature_gates.
   pr_opts = podresources::OptionsForProfile(profile);
-  std::string other_gates;
-  absl::StatusOr<bool> health_gate =
-      manager::ResourceHealthStatusGate(profile, sc.node.feature_gates, &other_gates);
-  if (!health_gate.ok()) {  // e.g. the gate under 1.30, which does not have it
-    return absl::InvalidArgumentError(
-        fmt::format("node.feature_gates: {}", std::string(health_gate.status().message())));
-  }
-  resource_health = *health_gate;
-  if (absl::Status s = podresources::ApplyFeatureGates(other_gates, &pr_opts); !s.ok()) {
-    return s;  // the parser checked it
-  }
+  resource_health = profile.gates.Enabled(kGateResourceHealthStatus);
   for (const PluginSpec& p : sc.plugins) {
     if (p.private_mount) {
       if (absl::Status s = node::CheckPrivateMountSupported(); !s.ok()) {

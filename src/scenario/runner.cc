@@ -10,6 +10,7 @@
 #include "scenario/observe.h"
 #include "scenario/run_context.h"
 #include "scenario/step_handlers.h"
+#include "scenario/version_matrix.h"
 
 namespace devmgr::scenario {
 namespace {
@@ -20,7 +21,10 @@ class Run {
  public:
   Run(const Scenario& sc, const std::string& version, const std::string& display,
       const RunnerOptions& opts)
-      : sc_(sc), opts_(opts), ctx_(sc, *ProfileForVersion(version), opts) {
+      : sc_(sc),
+        opts_(opts),
+        gated_(ScenarioProfile(sc, version, opts.feature_gates)),
+        ctx_(sc, gated_.ok() ? *gated_ : *ProfileForVersion(version), opts) {
     result_.name = display;
     result_.file = sc.file;
     result_.kubelet_version = ctx_.profile.name;
@@ -146,7 +150,8 @@ class Run {
                                 names.empty() ? "" : " and plugins " + ListString(names));
     Print(fmt::format("  [0] {} ", r.description));
     const absl::Time s0 = absl::Now();
-    absl::Status s = ctx_.Setup();
+    // A feature gate this version rejects fails the set-up.
+    absl::Status s = gated_.ok() ? ctx_.Setup() : gated_.status();
     result_.work_dir = ctx_.work_dir;
     r.duration = absl::Now() - s0;
     if (!s.ok()) {
@@ -281,6 +286,8 @@ class Run {
 
   const Scenario& sc_;
   const RunnerOptions& opts_;
+  // The version's profile with --feature-gates and node.feature_gates.
+  const absl::StatusOr<Profile> gated_;
   RunContext ctx_;
   ScenarioResult result_;
   // name -> device ids (sorted), from `capture:` of passed steps.

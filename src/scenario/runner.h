@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/profile.h"
 #include "scenario/result.h"
 #include "scenario/run_metrics.h"
 #include "scenario/scenario.h"
@@ -22,7 +23,10 @@ struct RunnerOptions {
   // The devmgr binary (for sample plugins and $DEVMGR_BIN).
   std::string devmgr_bin;
   // The profile used when a scenario names none.
-  std::string default_kubelet_version = "1.32";
+  std::string default_kubelet_version = DefaultProfile().name;
+  // A kubelet --feature-gates value applied to every run (before the
+  // scenario's node.feature_gates).
+  std::string feature_gates;
   // Keep the temp dir (its path is printed and in the result).
   bool keep_dir = false;
   // Human output as steps run; nullptr: silent.

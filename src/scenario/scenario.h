@@ -419,7 +419,7 @@ struct Step {
   StepKind kind = StepKind::kCheck;
   Location loc;
   std::string name;  // optional description
-  // Runs only under these kubelet profiles ("1.30", ..., "1.34+"); empty: all.
+  // Runs only under these kubelet profiles ("1.30", ..., "1.37"); empty: all.
   std::vector<std::string> versions;
   std::optional<absl::Duration> timeout;
 
@@ -503,6 +503,10 @@ struct Scenario {
   std::string description;
   std::string file;  // as given
   std::string dir;   // the file's directory (relative paths resolve here)
+  // applies_to: the kubelet profiles the scenario's behaviour holds under
+  // (e.g. ["1.37"] or "1.30-1.36"); under any other profile it is reported
+  // skipped. Empty: every profile.
+  std::vector<std::string> applies_to;
   NodeSpec node;
   Timeouts timeouts;
   std::vector<PluginSpec> plugins;

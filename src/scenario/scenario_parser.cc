@@ -13,7 +13,6 @@
 #include "common/profile.h"
 #include "common/status_util.h"
 #include "fmt/format.h"
-#include "manager/resource_health.h"
 #include "plugin/config.h"
 #include "pod/manifest_parser.h"
 #include "podresources/options.h"
@@ -26,7 +25,8 @@ namespace {
 
 using yaml::Contains;
 
-const Keys kTopKeys = {"name", "description", "node", "timeouts", "plugins", "steps"};
+const Keys kTopKeys = {"name",    "description", "applies_to", "node",
+                       "timeouts", "plugins",     "steps"};
 const Keys kNodeKeys = {"kubelet_version", "kubelet_versions", "dir",        "plugins_registry",
                         "fsync",           "max_recv_msg_size", "numa_nodes", "dial_timeout",
                         "numa_distances",  "topology_manager",  "hint_providers",
@@ -119,6 +119,9 @@ class Parser : public ScenarioReader {
     if (root["description"]) {
       DEVMGR_RETURN_IF_ERROR(String(root["description"], "description", &sc.description));
     }
+    if (root["applies_to"]) {
+      DEVMGR_RETURN_IF_ERROR(Versions(root["applies_to"], "applies_to", &sc.applies_to));
+    }
     if (root["node"]) DEVMGR_RETURN_IF_ERROR(ParseNode(root["node"], &sc.node));
     if (root["timeouts"]) DEVMGR_RETURN_IF_ERROR(ParseTimeouts(root["timeouts"], &sc.timeouts));
     if (root["plugins"]) DEVMGR_RETURN_IF_ERROR(ParsePlugins(root["plugins"], sc));
@@ -142,20 +145,23 @@ class Parser : public ScenarioReader {
     *out = p->name;
     return absl::OkStatus();
   }
+  // A version list: a scalar or a sequence of entries, each a version, a
+  // range ("1.34-1.36") or "all" (common/profile.h ExpandVersionList).
   absl::Status Versions(const YAML::Node& n, const std::string& where,
                         std::vector<std::string>* out) const {
-    if (n.IsScalar()) {
+    auto one = [&](const YAML::Node& e) -> absl::Status {
       std::string v;
-      DEVMGR_RETURN_IF_ERROR(Version(n, where, &v));
-      out->push_back(v);
+      DEVMGR_RETURN_IF_ERROR(String(e, where, &v));
+      absl::StatusOr<std::vector<std::string>> vs = ExpandVersionList(v);
+      if (!vs.ok()) return Error(e, fmt::format("{}: {}", where, std::string(vs.status().message())));
+      for (const std::string& x : *vs) {
+        if (std::find(out->begin(), out->end(), x) == out->end()) out->push_back(x);
+      }
       return absl::OkStatus();
-    }
+    };
+    if (n.IsScalar()) return one(n);
     DEVMGR_RETURN_IF_ERROR(ExpectSeq(n, where));
-    for (const YAML::Node& e : n) {
-      std::string v;
-      DEVMGR_RETURN_IF_ERROR(Version(e, where, &v));
-      out->push_back(v);
-    }
+    for (const YAML::Node& e : n) DEVMGR_RETURN_IF_ERROR(one(e));
     return absl::OkStatus();
   }
 
@@ -308,12 +314,7 @@ class Parser : public ScenarioReader {
     if (n["feature_gates"]) {
       DEVMGR_RETURN_IF_ERROR(String(n["feature_gates"], "node.feature_gates", &node->feature_gates));
       podresources::Options api;
-      std::string others;  // ResourceHealthStatus is checked per version by the runner
-      if (auto g = manager::ResourceHealthStatusGate(DefaultProfile(), node->feature_gates, &others);
-          !g.ok()) {
-        return Error(n["feature_gates"], "node.feature_gates: " + std::string(g.status().message()));
-      }
-      if (absl::Status s = podresources::ApplyFeatureGates(others, &api); !s.ok()) {
+      if (absl::Status s = podresources::ApplyFeatureGates(node->feature_gates, &api); !s.ok()) {
         return Error(n["feature_gates"], "node.feature_gates: " + std::string(s.message()));
       }
     }

@@ -94,7 +94,7 @@ TEST(ScenarioParser, FullScenario) {
   EXPECT_EQ(s->steps[5].kind, StepKind::kPausePlugin);
   EXPECT_EQ(s->steps[6].pod_ref, "default/p");
   EXPECT_EQ(s->steps[7].truncate_to, 10);
-  EXPECT_EQ(s->steps[8].versions, (std::vector<std::string>{"1.30", "1.34+"}));
+  EXPECT_EQ(s->steps[8].versions, (std::vector<std::string>{"1.30", "1.34"}));
 }
 
 TEST(ScenarioParser, NameDefaultsToFileName) {
@@ -289,6 +289,54 @@ TEST(ScenarioParser, RegisterResultOnlyForRegister) {
     expect: {calls: {gpu: [{method: Allocate, code: UNKNOWN}]}}
 )"),
               HasSubstr("ok, error and code apply to calls the plugin made (Register)"));
+}
+
+}  // namespace
+}  // namespace devmgr::scenario
+
+#include "scenario/version_matrix.h"
+
+namespace devmgr::scenario {
+namespace {
+
+TEST(ScenarioParser, AppliesToAndVersionRanges) {
+  absl::StatusOr<Scenario> s = ParseScenario(
+      "applies_to: \"1.34-1.36\"\nsteps:\n  - node_status:\n    versions: [\"1.30\", \"1.36-1.37\"]\n",
+      "a.yaml");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(s->applies_to, ::testing::ElementsAre("1.34", "1.35", "1.36"));
+  EXPECT_THAT(s->steps[0].versions, ::testing::ElementsAre("1.30", "1.36", "1.37"));
+  EXPECT_THAT(Err("applies_to: \"1.37-1.34\"\nsteps:\n  - node_status:\n"),
+              HasSubstr("s.yaml:1:13: applies_to: kubelet version range \"1.37-1.34\""));
+  EXPECT_THAT(Err("applies_to: 1.29\nsteps:\n  - node_status:\n"),
+              HasSubstr("older than devmgr emulates"));
+}
+
+TEST(VersionMatrixPlan, AppliesToAndPinnedVersions) {
+  absl::StatusOr<Scenario> s =
+      ParseScenario("applies_to: \"1.37\"\nsteps:\n  - node_status:\n", "only.yaml");
+  ASSERT_TRUE(s.ok());
+  auto runs = PlanRuns(*s, {"1.36", "1.37"}, /*matrix=*/true);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_TRUE(runs[0].skip);
+  EXPECT_EQ(runs[0].reason, "applies to kubelet 1.37 only");
+  EXPECT_EQ(runs[0].display, "only [1.36]");
+  EXPECT_FALSE(runs[1].skip);
+  // Single version: no suffix, skipped outside applies_to.
+  runs = PlanRuns(*s, {"1.36"}, /*matrix=*/false);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_TRUE(runs[0].skip);
+  EXPECT_EQ(runs[0].display, "only");
+  absl::StatusOr<Scenario> pinned = ParseScenario(
+      "node: {kubelet_versions: [\"1.32\", \"1.34\"]}\nsteps:\n  - node_status:\n", "pin.yaml");
+  ASSERT_TRUE(pinned.ok());
+  runs = PlanRuns(*pinned, {"1.33"}, /*matrix=*/false);
+  ASSERT_EQ(runs.size(), 2u);  // the scenario's own versions
+  EXPECT_EQ(runs[1].display, "pin [1.34]");
+  runs = PlanRuns(*pinned, {"1.33", "1.34"}, /*matrix=*/true);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_TRUE(runs[0].skip);
+  EXPECT_FALSE(runs[1].skip);
 }
 
 }  // namespace

@@ -16,6 +16,8 @@ Level LevelOf(const std::string& name, const Profile& profile) {
     return profile.prefer_closest_numa_ga ? Level::kStable : Level::kBeta;
   }
   if (name == kMaxAllowableNumaNodes) {
+    // Beta from 1.31, GA from 1.35 (#134614).
+    if (profile.max_allowable_numa_nodes_ga) return Level::kStable;
     return profile.max_allowable_numa_nodes_option ? Level::kBeta : Level::kUnknown;
   }
   return Level::kUnknown;

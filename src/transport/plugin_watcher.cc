@@ -103,6 +103,15 @@ std::vector<std::string> PluginWatcher::RegisteredSockets() const {
   return out;
 }
 
+void PluginWatcher::Unregister(const std::string& path, const std::string& name,
+                               const std::string& endpoint, bool deregister) {
+  {
+    absl::MutexLock lock(&mu_);
+    actual_.erase(path);
+  }
+  if (deregister) handler_->DeRegisterPlugin(name, endpoint);
+}
+
 bool PluginWatcher::Stopping() const {
   absl::MutexLock lock(&mu_);
   return stopping_;
@@ -249,12 +258,22 @@ void PluginWatcher::RegisterOperation(const std::string& path, SocketId id) {
     if (absl::Status s = handler_->RegisterPlugin(info.name(), endpoint, versions); !s.ok()) {
       const std::string msg = fmt::format(
           "RegisterPlugin error -- plugin registration failed with err: {}", std::string(s.message()));
-      if (grpc::Status st = notify(stub.get(), false, msg); !st.ok()) {
-        return fmt::format("{}: {}", msg, GoRpcErrorText(st));
+      grpc::Status st = notify(stub.get(), false, msg);
+      if (opts_.deregister_failed_registrations) {
+        // 1.36+: out of the actual state, to be retried with backoff.
+        Unregister(path, info.name(), endpoint, /*deregister=*/false);
+        added = false;
+        return st.ok() ? msg : fmt::format("{}: {}", msg, GoRpcErrorText(st));
       }
+      if (!st.ok()) return fmt::format("{}: {}", msg, GoRpcErrorText(st));
       return "";
     }
     if (grpc::Status st = notify(stub.get(), true, ""); !st.ok()) {
+      if (opts_.deregister_failed_registrations) {
+        // 1.36+: the registered plugin is deregistered and retried.
+        Unregister(path, info.name(), endpoint, /*deregister=*/true);
+        added = false;
+      }
       return fmt::format(
           "RegisterPlugin error -- failed to send registration status at socket {}, err: {}",
           path, GoRpcErrorText(st));

@@ -54,6 +54,12 @@ struct PluginWatcherOptions {
   // does: 500 ms doubling up to 2 m 2 s.
   absl::Duration initial_retry_backoff = absl::Milliseconds(500);
   absl::Duration max_retry_backoff = absl::Minutes(2) + absl::Seconds(2);
+  // 1.36+ (kubernetes#133335): when the handler's RegisterPlugin or the
+  // NotifyRegistrationStatus call fails, the plugin is removed from the
+  // actual state, DeRegisterPlugin'd (when the handler had registered it)
+  // and retried with the backoff above. Before, it stayed in the actual
+  // state and was not retried.
+  bool deregister_failed_registrations = false;
 };
 
 // Thread-safe. Start once; Stop is idempotent and safe without Start.
@@ -101,6 +107,10 @@ class PluginWatcher {
   // The register operation for one socket (runs on its own thread).
   void RegisterOperation(const std::string& path, SocketId id);
   bool Stopping() const;
+  // 1.36+: takes a failed registration out of the actual state (and
+  // deregisters it from the handler when `deregister`).
+  void Unregister(const std::string& path, const std::string& name, const std::string& endpoint,
+                  bool deregister);
   void ReapDoneOperations();
 
   // Constant after construction.

@@ -123,5 +123,51 @@ TEST_F(PluginWatcherTest, IgnoresDotNamesAndNonSockets) {
   EXPECT_EQ(hidden.CallCount("GetInfo"), 0);
 }
 
+// A failed handler registration: 1.36+ (kubernetes#133335) takes the plugin
+// out of the actual state and retries it with backoff; before, it stays
+// registered and is not retried.
+TEST(PluginWatcherRetryTest, FailedRegistrationRetriedFrom136) {
+  for (const char* v : {"1.35", "1.36"}) {
+    SCOPED_TRACE(v);
+    testutil::TempDir dp, reg;
+    FakeClientHandler handler;
+    RegistrationServerOptions o;
+    o.plugin_dir = dp.path();
+    o.profile = *ProfileForVersion(v);
+    o.plugins_registry_dir = reg.Join("plugins_registry");
+    o.dial_timeout = absl::Milliseconds(200);
+    o.watcher.period = absl::Milliseconds(20);
+    o.watcher.initial_retry_backoff = absl::Milliseconds(50);
+    auto s = RegistrationServer::Create(o, &handler);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->Start().ok());
+    FakePluginConfig cfg;
+    cfg.serve_registration = true;
+    cfg.info.set_type("DevicePlugin");
+    cfg.info.set_name("example.com/gpu");
+    cfg.info.set_endpoint(dp.Join("late.sock"));
+    cfg.info.add_supported_versions("v1beta1");
+    FakePlugin plugin(reg.Join("plugins_registry/p.sock"), cfg);
+    ASSERT_TRUE(plugin.Start());
+    ASSERT_TRUE(plugin.WaitNotification());
+    EXPECT_FALSE(plugin.Notifications()[0].plugin_registered());
+    // The device socket appears after the first attempt failed.
+    FakePluginConfig dev;
+    dev.responses = {testutil::Devices(1)};
+    FakePlugin device(dp.Join("late.sock"), dev);
+    ASSERT_TRUE(device.Start());
+    if (std::string(v) == "1.36") {
+      ASSERT_TRUE(handler.WaitFor("list", 1));
+      EXPECT_GE(plugin.CallCount("GetInfo"), 2);
+    } else {
+      // Nothing to await: no second attempt within many backoff periods.
+      absl::SleepFor(absl::Milliseconds(400));
+      EXPECT_EQ(plugin.CallCount("GetInfo"), 1);
+      EXPECT_EQ(handler.Count("connected"), 0);
+    }
+    (*s)->Stop();
+  }
+}
+
 }  // namespace
 }  // namespace devmgr::transport

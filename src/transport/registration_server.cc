@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -141,6 +142,7 @@ absl::Status RegistrationServer::Start() {
     PluginWatcherOptions wopts = opts_.watcher;
     wopts.dir = opts_.plugins_registry_dir;
     wopts.dial_timeout = opts_.dial_timeout;
+    wopts.deregister_failed_registrations = opts_.profile.watcher_failure_deregisters;
     auto watcher = std::make_unique<PluginWatcher>(wopts, this);
     if (absl::Status s = watcher->Start(); !s.ok()) {
       std::unique_ptr<grpc::Server> srv;
@@ -162,7 +164,7 @@ absl::Status RegistrationServer::Start() {
 
 void RegistrationServer::Stop() {
   absl::MutexLock stop_lock(&stop_mu_);
-  std::map<std::string, std::shared_ptr<GrpcPluginClient>> clients;
+  std::map<std::string, std::vector<std::shared_ptr<GrpcPluginClient>>> clients;
   std::set<std::shared_ptr<GrpcPluginClient>> live;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<PluginWatcher> watcher;
@@ -178,7 +180,9 @@ void RegistrationServer::Stop() {
     server = std::move(server_);
     watcher = std::move(watcher_);
   }
-  for (auto& [key, c] : clients) DisconnectClient(c->ResourceName(), c);
+  for (auto& [name, list] : clients) {
+    for (auto& c : list) DisconnectClient(name, c);
+  }
   // Clients no longer tracked (replaced, or still dialling) keep streams the
   // kubelet would leak; cancel them so their threads can be joined.
   for (const auto& c : live) c->Close();
@@ -214,12 +218,18 @@ absl::Status RegistrationServer::HealthCheck() const {
   if (!opts_.profile.registration_healthz) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
   if (is_started_) return absl::OkStatus();
+  // 1.35+ (and the 1.34 backport, #135153): the check passes until the
+  // server has failed; devmgr's server never fails once started, and the
+  // state after a failed listen is UNCONFIRMED (taken as passing).
+  if (opts_.profile.healthz_passes_before_start) return absl::OkStatus();
   return absl::UnavailableError(kHealthzError);
 }
 
 size_t RegistrationServer::TrackedClientCount() const {
   absl::MutexLock lock(&mu_);
-  return clients_.size();
+  size_t n = 0;
+  for (const auto& [name, list] : clients_) n += list.size();
+  return n;
 }
 
 size_t RegistrationServer::RunningStreamCount() const {
@@ -294,17 +304,49 @@ void RegistrationServer::DeRegisterPlugin(const std::string& name, const std::st
   std::shared_ptr<GrpcPluginClient> c;
   {
     absl::MutexLock lock(&mu_);
-    auto it = clients_.find(ClientKey(name, endpoint));
-    if (it == clients_.end()) return;
-    c = it->second;
-    clients_.erase(it);
+    // 1.30-1.36 look the client up by name; 1.37 by (name, socket path).
+    c = GetClientLocked(name, endpoint);
+    if (c == nullptr) return;
+    DeregisterClientLocked(name, c->SocketPath());
   }
   DisconnectClient(name, c);
 }
 
-std::string RegistrationServer::ClientKey(const std::string& name,
-                                          const std::string& socket_path) const {
-  return opts_.profile.clients_per_socket ? socket_path : name;
+void RegistrationServer::RegisterClientLocked(const std::string& name,
+                                              std::shared_ptr<GrpcPluginClient> c) {
+  std::vector<std::shared_ptr<GrpcPluginClient>>& list = clients_[name];
+  // 1.37 appends (several sockets per resource); before, the new client
+  // replaces the previous one, whose stream keeps running.
+  if (!opts_.profile.endpoints_per_socket) list.clear();
+  list.push_back(std::move(c));
+}
+
+void RegistrationServer::DeregisterClientLocked(const std::string& name,
+                                                const std::string& socket_path) {
+  auto it = clients_.find(name);
+  if (it == clients_.end()) return;
+  if (!opts_.profile.endpoints_per_socket) {
+    clients_.erase(it);
+    return;
+  }
+  // Every client at that path goes, whichever instance it is (as in the
+  // kubelet, a late call for an old client evicts a newer one there).
+  std::vector<std::shared_ptr<GrpcPluginClient>>& list = it->second;
+  list.erase(std::remove_if(list.begin(), list.end(),
+                            [&](const auto& c) { return c->SocketPath() == socket_path; }),
+             list.end());
+  if (list.empty()) clients_.erase(it);
+}
+
+std::shared_ptr<GrpcPluginClient> RegistrationServer::GetClientLocked(
+    const std::string& name, const std::string& socket_path) const {
+  auto it = clients_.find(name);
+  if (it == clients_.end() || it->second.empty()) return nullptr;
+  if (!opts_.profile.endpoints_per_socket) return it->second.front();
+  for (const auto& c : it->second) {
+    if (c->SocketPath() == socket_path) return c;
+  }
+  return nullptr;
 }
 
 void RegistrationServer::ReapDoneThreads() {
@@ -329,20 +371,19 @@ absl::Status RegistrationServer::ConnectClient(const std::string& name,
   auto client = std::make_shared<GrpcPluginClient>(
       name, socket_path, ClientOptions{opts_.dial_timeout, opts_.max_recv_msg_size,
                                           opts_.profile.validates_utf8});
-  const std::string key = ClientKey(name, socket_path);
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("device plugin registration server is stopped");
-    // registerClient: replaces any previous client for the key; the old
-    // one's stream keeps running.
-    clients_[key] = client;
+    RegisterClientLocked(name, client);
     live_.insert(client);
   }
   if (absl::Status s = client->Connect(handler_); !s.ok()) {
     {
       absl::MutexLock lock(&mu_);
-      // deregisterClient by key: this also forgets a previous client.
-      clients_.erase(key);
+      // deregisterClient: this also forgets a previous client (by name
+      // before 1.37; at the same socket path in 1.37, where the rejected
+      // "already connected" registration thus untracks the running one).
+      DeregisterClientLocked(name, socket_path);
       live_.erase(client);
     }
     DM_ERROR(std::string(s.message()), "Failed to connect to new client", {"resource", name});
@@ -371,20 +412,19 @@ void RegistrationServer::RunClient(const std::string& name,
   {
     absl::MutexLock lock(&mu_);
     live_.erase(client);
-    auto it = clients_.find(ClientKey(name, client->SocketPath()));
-    // 1.30-1.33 look the client up by name only: if a newer registration
+    // 1.30-1.36 look the client up by name only: if a newer registration
     // replaced this one, the old stream's end disconnects the new client
-    // (kubernetes#121994). 1.34+ only ever disconnect the stream's own client.
-    if (it != clients_.end() &&
-        (!opts_.profile.clients_per_socket || it->second == client)) {
-      current = it->second;
-      clients_.erase(it);
-    }
+    // (kubernetes#121994). 1.37 looks it up by (name, socket path).
+    current = GetClientLocked(name, client->SocketPath());
+    if (current != nullptr) DeregisterClientLocked(name, current->SocketPath());
   }
   if (current != nullptr) {
     if (current != client) {
-      DM_WARN("ListAndWatch of a replaced device plugin client ended; disconnecting the current "
-              "client as kubelet 1.30-1.33 do (kubernetes#121994)",
+      DM_WARN(opts_.profile.endpoints_per_socket
+                  ? "ListAndWatch of an earlier device plugin client ended; disconnecting the "
+                    "client now registered on the same socket, as kubelet 1.37 does"
+                  : "ListAndWatch of a replaced device plugin client ended; disconnecting the "
+                    "current client as kubelet 1.30-1.36 do (kubernetes#121994)",
               {"resource", name}, {"endedSocket", client->SocketPath()},
               {"disconnectedSocket", current->SocketPath()});
     }

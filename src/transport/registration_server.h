@@ -87,8 +87,9 @@ class RegistrationServer final : public WatcherPluginHandler {
   int64_t RegistrationCount(const std::string& resource) const;
   std::map<std::string, int64_t> RegistrationCounts() const;
 
-  // The 1.32+ healthz check: OK once started (and while stopping), else
-  // Unavailable(kHealthzError). Profiles without the check always report OK.
+  // The 1.32+ healthz check: 1.32-1.34 fail with Unavailable(kHealthzError)
+  // until started; 1.35+ (and 1.34.3+) pass before start too. OK while
+  // stopping. Profiles without the check always report OK.
   absl::Status HealthCheck() const;
   bool Healthy() const { return HealthCheck().ok(); }
 
@@ -103,8 +104,9 @@ class RegistrationServer final : public WatcherPluginHandler {
                               const std::vector<std::string>& versions) override;
   void DeRegisterPlugin(const std::string& name, const std::string& endpoint) override;
 
-  // For tests and status: the number of clients tracked (by resource name,
-  // or per socket in the 1.34+ profile) and ListAndWatch threads running.
+  // For tests and status: the number of clients tracked (one per resource
+  // name before 1.37, one per (resource, socket) in 1.37) and ListAndWatch
+  // threads running.
   size_t TrackedClientCount() const;
   size_t RunningStreamCount() const;
 
@@ -117,7 +119,15 @@ class RegistrationServer final : public WatcherPluginHandler {
 
   RegistrationServer(RegistrationServerOptions opts, manager::ClientHandler* handler);
 
-  std::string ClientKey(const std::string& name, const std::string& socket_path) const;
+  // handler.go registerClient / deregisterClient / getClient: by resource
+  // name in 1.30-1.36, by (name, socket path) in 1.37.
+  void RegisterClientLocked(const std::string& name, std::shared_ptr<GrpcPluginClient> c)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DeregisterClientLocked(const std::string& name, const std::string& socket_path)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::shared_ptr<GrpcPluginClient> GetClientLocked(const std::string& name,
+                                                    const std::string& socket_path) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // handler.go connectClient / runClient / disconnectClient.
   absl::Status ConnectClient(const std::string& name, const std::string& socket_path);
   void RunClient(const std::string& name, std::shared_ptr<GrpcPluginClient> client,
@@ -139,7 +149,9 @@ class RegistrationServer final : public WatcherPluginHandler {
   bool is_started_ ABSL_GUARDED_BY(mu_) = false;  // the 1.32 healthz flag
   std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<PluginWatcher> watcher_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::shared_ptr<GrpcPluginClient>> clients_ ABSL_GUARDED_BY(mu_);
+  // resource name -> clients (one before 1.37; in registration order).
+  std::map<std::string, std::vector<std::shared_ptr<GrpcPluginClient>>> clients_
+      ABSL_GUARDED_BY(mu_);
   // Every client dialled or streaming, tracked or not, so Stop can cancel it.
   std::set<std::shared_ptr<GrpcPluginClient>> live_ ABSL_GUARDED_BY(mu_);
   std::list<std::unique_ptr<RunThread>> threads_ ABSL_GUARDED_BY(mu_);

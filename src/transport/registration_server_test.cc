@@ -187,8 +187,15 @@ TEST_F(ReRegistrationTest, Profile132DisconnectsTheNewClient_Kubernetes121994) {
   EXPECT_EQ(handler_.Count("disconnected"), 1);
 }
 
-TEST_F(ReRegistrationTest, Profile134DisconnectsOnlyTheEndedStreamsClient) {
-  Run("1.34");
+TEST_F(ReRegistrationTest, Profile136StillDisconnectsTheNewClient_Kubernetes121994) {
+  Run("1.36");
+  EXPECT_EQ(handler_.Last("disconnected").client, c2_);
+  EXPECT_TRUE(p2_->WaitStreamCancelled());
+  EXPECT_EQ(server_->TrackedClientCount(), 0u);
+}
+
+TEST_F(ReRegistrationTest, Profile137DisconnectsOnlyTheEndedStreamsClient) {
+  Run("1.37");
   EXPECT_EQ(handler_.Last("disconnected").client, c1_);
   EXPECT_EQ(server_->TrackedClientCount(), 1u);
   EXPECT_FALSE(p2_->WaitStreamCancelled(absl::Milliseconds(200)));
@@ -207,6 +214,39 @@ TEST_F(RegistrationServerTest, FailedReRegistrationUntracksTheOldClient) {
   p1->EndStreams();
   absl::SleepFor(absl::Milliseconds(200));  // nothing to await: asserting an absence
   EXPECT_EQ(handler_.Count("disconnected"), 0);
+}
+
+TEST_F(RegistrationServerTest, Profile137FailedRegisterUntracksOnlyItsSocket) {
+  StartServer("1.37");
+  auto p1 = StartPlugin("p1.sock");
+  ASSERT_TRUE(Register("p1.sock", "example.com/gpu").ok());
+  auto p2 = StartPlugin("p2.sock");
+  ASSERT_TRUE(Register("p2.sock", "example.com/gpu").ok());
+  EXPECT_EQ(server_->TrackedClientCount(), 2u);
+  // A failed dial on a third socket forgets nothing else.
+  ASSERT_FALSE(Register("gone.sock", "example.com/gpu").ok());
+  EXPECT_EQ(server_->TrackedClientCount(), 2u);
+  // The handler refusing p1's socket again (as the 1.37 manager does for a
+  // connected pair) untracks the client running there.
+  handler_.SetConnectError(absl::UnknownError("device plugin already connected: x"));
+  EXPECT_EQ(Register("p1.sock", "example.com/gpu").error_message(),
+            "device plugin already connected: x");
+  EXPECT_EQ(server_->TrackedClientCount(), 1u);
+}
+
+TEST_F(RegistrationServerTest, HealthCheckBeforeStartPerVersion) {
+  for (const char* v : {"1.31", "1.32", "1.34", "1.34.3", "1.35", "1.37"}) {
+    SCOPED_TRACE(v);
+    RegistrationServerOptions o;
+    o.plugin_dir = dir_.path();
+    o.profile = P(v);
+    auto s = RegistrationServer::Create(o, &handler_);
+    ASSERT_TRUE(s.ok());
+    const std::string ver = v;
+    const bool fails = ver == "1.32" || ver == "1.34";
+    EXPECT_EQ((*s)->HealthCheck().ok(), !fails);
+    if (fails) EXPECT_EQ((*s)->HealthCheck().message(), kHealthzError);
+  }
 }
 
 TEST_F(RegistrationServerTest, OversizeListEndsTheStreamAndIsLogged) {

@@ -69,9 +69,15 @@ class FakeClientHandler : public manager::ClientHandler {
                                 std::string(opts.status().message()));
     }
     absl::MutexLock lock(&mu_);
+    if (!connect_error_.ok()) return connect_error_;
     clients_.push_back(client);
     events_.push_back({"connected", resource, client.get(), client->SocketPath(), 0});
     return absl::OkStatus();
+  }
+  // Every later PluginConnected fails with `s` (after GetDevicePluginOptions).
+  void SetConnectError(absl::Status s) {
+    absl::MutexLock lock(&mu_);
+    connect_error_ = std::move(s);
   }
   void PluginDisconnected(const std::string& resource, manager::PluginClient* client) override {
     absl::MutexLock lock(&mu_);
@@ -107,6 +113,7 @@ class FakeClientHandler : public manager::ClientHandler {
   }
 
  private:
+  absl::Status connect_error_ ABSL_GUARDED_BY(mu_);
   int CountLocked(const std::string& kind) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     int n = 0;
     for (const Event& e : events_) n += e.kind == kind ? 1 : 0;

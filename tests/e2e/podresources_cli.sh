@@ -21,7 +21,7 @@ wait_for() {  # wait_for DESCRIPTION COMMAND...: polls up to 20 s
 
 mkdir -p "$tmp/device-plugins" "$tmp/manifests"
 sock="$tmp/pod-resources/kubelet.sock"
-"$DEVMGR_BIN" serve --dir "$tmp/device-plugins" --fsync false \
+"$DEVMGR_BIN" serve --dir "$tmp/device-plugins" --fsync false --kubelet-version 1.32 \
   --plugin "$DEVMGR_BIN sample-plugin --config $DEVMGR_SOURCE_DIR/examples/sample-plugin.yaml --dir $tmp/device-plugins" \
   --pod-manifest-path "$tmp/manifests" --pod-manifest-poll 0.1 \
   --metrics-address 127.0.0.1:0 --metrics-file "$tmp/metrics.txt" \

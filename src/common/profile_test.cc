@@ -1,0 +1,135 @@
+#include "common/profile.h"
+
+#include "common/feature_gates.h"
+#include "common/version_matrix.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace devmgr {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(ProfileTest, OneProfilePerMinorVersion) {
+  EXPECT_THAT(ProfileNames(),
+              ElementsAre("1.30", "1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37"));
+  for (const std::string& n : ProfileNames()) {
+    absl::StatusOr<Profile> p = ProfileForVersion(n);
+    ASSERT_TRUE(p.ok()) << n;
+    EXPECT_EQ(p->name, n);
+    EXPECT_TRUE(p->notice.empty()) << n;
+  }
+  EXPECT_EQ(ProfileForVersion("v1.35.2")->name, "1.35");
+  EXPECT_EQ(DefaultProfile().name, "1.36");
+}
+
+TEST(ProfileTest, SwitchesPerVersion) {
+  auto p = [](const char* v) { return *ProfileForVersion(v); };
+  // #121994 is fixed in 1.37 only (PR #135437).
+  EXPECT_FALSE(p("1.34").endpoints_per_socket);
+  EXPECT_FALSE(p("1.36").endpoints_per_socket);
+  EXPECT_TRUE(p("1.37").endpoints_per_socket);
+  // Healthz before start: fails in 1.32-1.34.2, passes from 1.35 and 1.34.3.
+  EXPECT_FALSE(p("1.34").healthz_passes_before_start);
+  EXPECT_TRUE(p("1.34.3").healthz_passes_before_start);
+  EXPECT_TRUE(p("1.35").healthz_passes_before_start);
+  EXPECT_FALSE(p("1.35").watcher_failure_deregisters);
+  EXPECT_TRUE(p("1.36").watcher_failure_deregisters);
+  EXPECT_TRUE(p("1.34").capacity_out_of_sync_log);
+  EXPECT_FALSE(p("1.35").capacity_out_of_sync_log);
+  EXPECT_FALSE(p("1.35").topology_hints_device_numa_only);
+  EXPECT_TRUE(p("1.36").topology_hints_device_numa_only);
+  EXPECT_FALSE(p("1.34").max_allowable_numa_nodes_ga);
+  EXPECT_TRUE(p("1.35").max_allowable_numa_nodes_ga);
+  EXPECT_TRUE(p("1.31").max_allowable_numa_nodes_option);
+  EXPECT_FALSE(p("1.33").validates_utf8);
+  EXPECT_TRUE(p("1.34").validates_utf8);
+  EXPECT_TRUE(p("1.37").health_update_per_resource);
+  EXPECT_FALSE(p("1.36").health_update_per_resource);
+}
+
+TEST(ProfileTest, DeprecatedAliasAndNewerVersions) {
+  absl::StatusOr<Profile> alias = ProfileForVersion("1.34+");
+  ASSERT_TRUE(alias.ok());
+  EXPECT_EQ(alias->name, "1.34");
+  EXPECT_THAT(alias->notice, HasSubstr("deprecated"));
+  absl::StatusOr<Profile> newer = ProfileForVersion("1.39.1");
+  ASSERT_TRUE(newer.ok());
+  EXPECT_EQ(newer->name, "1.37");
+  EXPECT_THAT(newer->notice, HasSubstr("newer than the newest profile; using 1.37"));
+  EXPECT_THAT(std::string(ProfileForVersion("1.29").status().message()),
+              HasSubstr("older than devmgr emulates"));
+  EXPECT_THAT(std::string(ProfileForVersion("2.0").status().message()),
+              HasSubstr("unknown kubelet version"));
+}
+
+TEST(ProfileTest, VersionLists) {
+  EXPECT_THAT(*ExpandVersionList("all"), ElementsAre("1.30", "1.31", "1.32", "1.33", "1.34",
+                                                     "1.35", "1.36", "1.37"));
+  EXPECT_THAT(*ExpandVersionList("1.37, 1.33"), ElementsAre("1.33", "1.37"));
+  EXPECT_THAT(*ExpandVersionList("1.34-1.36,1.35"), ElementsAre("1.34", "1.35", "1.36"));
+  EXPECT_THAT(*ExpandVersionList("1.36"), ElementsAre("1.36"));
+  EXPECT_FALSE(ExpandVersionList("1.36-1.34").ok());
+  EXPECT_FALSE(ExpandVersionList("1.33,,1.34").ok());
+  EXPECT_FALSE(ExpandVersionList("").ok());
+}
+
+TEST(FeatureGatesTest, DefaultsPerVersion) {
+  auto on = [](const char* v, const char* g) { return ProfileForVersion(v)->gates.Enabled(g); };
+  EXPECT_FALSE(on("1.35", kGateResourceHealthStatus));
+  EXPECT_TRUE(on("1.36", kGateResourceHealthStatus));
+  EXPECT_FALSE(on("1.35", kGateDRAExtendedResource));
+  EXPECT_TRUE(on("1.36", kGateDRAExtendedResource));
+  EXPECT_FALSE(on("1.33", kGateKubeletPodResourcesGet));
+  EXPECT_TRUE(on("1.34", kGateKubeletPodResourcesGet));
+  EXPECT_FALSE(on("1.33", kGateKubeletPodResourcesListUseActivePods));
+  EXPECT_TRUE(on("1.34", kGateKubeletPodResourcesListUseActivePods));
+  EXPECT_TRUE(on("1.30", kGateDevicePluginCDIDevices));
+  EXPECT_TRUE(on("1.34", kGateDevicePluginCDIDevices));  // removed after GA: always on
+}
+
+TEST(FeatureGatesTest, SetFollowsComponentBase) {
+  FeatureGates g(35);
+  ASSERT_TRUE(g.Set("ResourceHealthStatus=true, DRAExtendedResource=1").ok());
+  EXPECT_TRUE(g.Enabled(kGateResourceHealthStatus));
+  EXPECT_TRUE(g.Enabled(kGateDRAExtendedResource));
+  EXPECT_EQ(g.Overrides(), "DRAExtendedResource=true,ResourceHealthStatus=true");
+  EXPECT_EQ(g.Set("Nope=true").message(), "unrecognized feature gate: Nope");
+  EXPECT_EQ(g.Set("ResourceHealthStatus").message(), "missing bool value for ResourceHealthStatus");
+  EXPECT_EQ(g.Set("ResourceHealthStatus=yes").message(),
+            "invalid value of ResourceHealthStatus=yes, err: strconv.ParseBool: parsing \"yes\": "
+            "invalid syntax");
+  // An error changes nothing.
+  EXPECT_FALSE(g.Set("ResourceHealthStatus=false,Nope=true").ok());
+  EXPECT_TRUE(g.Enabled(kGateResourceHealthStatus));
+  FeatureGates old(30);
+  EXPECT_EQ(old.Set("ResourceHealthStatus=true").message(),
+            "unrecognized feature gate: ResourceHealthStatus");
+  FeatureGates ga(36);
+  EXPECT_EQ(ga.Set("KubeletPodResourcesGet=false").message(),
+            "cannot set feature gate KubeletPodResourcesGet to false, feature is locked to true");
+  FeatureGates removed(34);
+  EXPECT_EQ(removed.Set("DevicePluginCDIDevices=true").message(),
+            "unrecognized feature gate: DevicePluginCDIDevices");
+  EXPECT_TRUE(ValidateFeatureGateSpec("DRAExtendedResource=true").ok());
+  EXPECT_FALSE(ValidateFeatureGateSpec("Nope=true").ok());
+}
+
+TEST(VersionMatrixTest, DifferencesAndTable) {
+  VersionMatrix m({"1.33", "1.34", "1.35", "1.36", "1.37"});
+  for (const char* v : {"1.33", "1.34", "1.35", "1.36"}) {
+    m.Record("maxsurge", v, "passed");
+    m.Record("same", v, "passed");
+    m.Record("only-new", v, "skipped");
+  }
+  m.Record("maxsurge", "1.37", "failed");
+  m.Record("same", "1.37", "passed");
+  m.Record("only-new", "1.37", "passed");
+  EXPECT_THAT(m.Differences(), ElementsAre("passes on 1.33-1.36, fails on 1.37: maxsurge"));
+  EXPECT_EQ(m.Ranges({"1.33", "1.35", "1.36"}), "1.33, 1.35-1.36");
+  EXPECT_THAT(m.Table(), HasSubstr("1.37           2       1        0      0"));
+}
+
+}  // namespace
+}  // namespace devmgr
