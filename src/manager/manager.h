@@ -22,9 +22,10 @@
 #include "common/profile.h"
 #include "manager/plugin_client.h"
 #include "manager/run_container_options.h"
-#include "manager/topology_affinity.h"
-#include "manager/topology_hints.h"
 #include "pod/pod.h"
+#include "topology/affinity_store.h"
+#include "topology/hint_provider.h"
+#include "topology/topology_hint.h"
 
 namespace devmgr::manager {
 
@@ -73,7 +74,7 @@ struct ManagerOptions {
   std::vector<int> numa_nodes = {0};
   // The topology manager's affinity store; must outlive the manager.
   // nullptr: the "none" policy (never an affinity).
-  const TopologyAffinityStore* affinity_store = nullptr;
+  const topology::TopologyAffinityStore* affinity_store = nullptr;
   // The DevicePluginCDIDevices feature gate; only consulted in profiles
   // where it still exists (1.30, default on). 1.31+ always pass CDI devices.
   bool cdi_devices_gate = true;
@@ -81,13 +82,6 @@ struct ManagerOptions {
   // and the RPC's wall-clock duration: the kubelet's
   // kubelet_device_plugin_alloc_duration_seconds observation. Empty: none.
   std::function<void(const std::string& resource, absl::Duration)> on_allocate_rpc;
-};
-
-// The admission verdict for one pod (lifecycle.PodAdmitResult).
-struct AdmitResult {
-  bool admitted = true;
-  std::string reason;   // "UnexpectedAdmissionError" on an allocation error
-  std::string message;  // "Allocate failed due to <err>, which is unexpected"
 };
 
 // One container's allocation, for the status file.
@@ -120,8 +114,12 @@ struct StartOptions {
   std::set<std::string> running_container_ids;
 };
 
-// Thread-safe.
-class Manager : public ClientHandler {
+// Thread-safe. The device manager is a topology hint provider itself (the
+// kubelet's ManagerImpl implements topologymanager.HintProvider): the
+// topology manager asks it for hints and calls Allocate once the
+// container's affinity is stored. Pods are admitted only through
+// topology::TopologyManager::Admit.
+class Manager : public ClientHandler, public topology::HintProvider {
  public:
   // Reads the checkpoint (errors are logged and ignored, as the kubelet
   // does) and restores podDevices, allocated devices and registered
@@ -149,11 +147,8 @@ class Manager : public ClientHandler {
   // the plugins), keeps devicesToReuse for init containers, and writes the
   // checkpoint when an Allocate RPC was made. Errors carry the kubelet's
   // exact texts. Nothing is rolled back on error (section 6.9).
-  virtual absl::Status Allocate(const pod::Pod& pod, const pod::Container& container) = 0;
-  // The topology manager's "none" policy admission: Allocate for every
-  // container in kubelet order (init, then app); the first error rejects
-  // the pod with UnexpectedAdmissionError.
-  virtual AdmitResult AdmitPod(const pod::Pod& pod) = 0;
+  // (HintProvider::Allocate.)
+  absl::Status Allocate(const pod::Pod& pod, const pod::Container& container) override = 0;
   // GetDeviceRunContainerOptions (section 7): PreStartContainer where the
   // plugin requires it (30 s deadline), re-allocation of an active pod's
   // container with no cached devices, then the merged options (nullopt when
@@ -166,17 +161,19 @@ class Manager : public ClientHandler {
   // Every pod's allocations, sorted by pod UID.
   virtual std::vector<PodAllocation> Allocations() const = 0;
 
-  // ---- Topology hints (section 9.1) ----
+  // ---- Topology hints (section 9.1): HintProvider ----
+
+  std::string Name() const override { return "devicemanager"; }
 
   // The container's hints per device-plugin resource in its limits (after a
   // garbage collection): nil for a resource without NUMA-tagged devices, the
   // hints regenerated from the devices already allocated to the container,
   // or the hints of the free and reusable devices (empty when too few).
-  virtual TopologyHints GetTopologyHints(const pod::Pod& pod,
-                                         const pod::Container& container) = 0;
+  topology::ProviderHints GetTopologyHints(const pod::Pod& pod,
+                                           const pod::Container& container) override = 0;
   // The same for the whole pod (pod::PodLimits), from the pod's allocated
   // devices or the free ones; reusable devices play no part.
-  virtual TopologyHints GetPodTopologyHints(const pod::Pod& pod) = 0;
+  topology::ProviderHints GetPodTopologyHints(const pod::Pod& pod) override = 0;
 };
 
 std::unique_ptr<Manager> NewManager(ManagerOptions opts);

@@ -17,7 +17,7 @@ std::unique_ptr<Manager> NewManager(ManagerOptions opts) {
 }
 
 namespace {
-const NoAffinityStore kNoAffinity;
+const topology::NoAffinityStore kNoAffinity;
 }  // namespace
 
 ManagerImpl::ManagerImpl(ManagerOptions opts)
