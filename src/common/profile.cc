@@ -20,6 +20,7 @@ Profile Make(int minor) {
   p.max_allowable_numa_nodes_option = minor >= 31;
   p.prefer_closest_numa_ga = minor >= 32;
   p.validates_utf8 = minor >= 34;
+  p.topology_hints_device_numa_only = minor >= 36;
   return p;
 }
 

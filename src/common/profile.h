@@ -43,6 +43,12 @@ struct Profile {
   // unmarshal rejects invalid UTF-8 in proto3 string fields (ListAndWatch
   // and other responses, Register requests); before, gogo accepts any bytes.
   bool validates_utf8 = false;
+  // 1.36+ (kubernetes#138244): the device manager enumerates topology hints
+  // only over the NUMA nodes that hold a device of the resource (any health,
+  // allocated or not; ids cAdvisor does not know are dropped), falling back
+  // to every NUMA node when none does. Before, over every NUMA node, so
+  // masks with device-less nodes were hints too.
+  bool topology_hints_device_numa_only = false;
 };
 
 // The default profile, 1.32.

@@ -2,7 +2,9 @@
 // GetPodTopologyHints (shared/kubelet-device-manager.md section 9.1).
 #include <cstdint>
 #include <map>
+#include <set>
 #include <utility>
+#include <vector>
 
 #include "common/logging.h"
 #include "fmt/format.h"
@@ -25,6 +27,26 @@ uint64_t MaskOf(const NumaNodes& nodes) {
     if (n >= 0 && n < 64) m |= uint64_t{1} << n;
   }
   return m;
+}
+
+// The NUMA nodes hints are enumerated over: cAdvisor's, or under
+// topology_hints_device_numa_only (1.36+) those of them on which some device
+// of the resource (in allDevices, whatever its health or allocation) sits,
+// in cAdvisor's order; every node when no device names a known one.
+std::vector<int> HintNumaNodes(const std::string& resource, const DeviceMap* all,
+                               const std::vector<int>& machine, bool device_numa_only) {
+  if (!device_numa_only || all == nullptr) return machine;
+  std::set<int64_t> with_devices;
+  for (const auto& [id, d] : *all) with_devices.insert(d.numa_nodes.begin(), d.numa_nodes.end());
+  std::vector<int> nodes;
+  for (int n : machine) {
+    if (with_devices.erase(n) > 0) nodes.push_back(n);
+  }
+  for (int64_t unknown : with_devices) {
+    DM_VINFO(4, "Device NUMA node not in the machine topology; ignored for topology hints",
+             {"resource", resource}, {"numaNode", unknown});
+  }
+  return nodes.empty() ? machine : nodes;
 }
 
 std::string PodRef(const pod::Pod& pod) { return fmt::format("{}/{}", pod.namespace_, pod.name); }
@@ -61,9 +83,12 @@ std::vector<TopologyHint> ManagerImpl::GenerateDeviceTopologyHintsLocked(
     reusable_masks.push_back(MaskOf(d->numa_nodes));
   }
 
-  int min_affinity_size = static_cast<int>(opts_.numa_nodes.size());
+  const std::vector<int> nodes =
+      HintNumaNodes(resource_name, devices_.All(resource_name), opts_.numa_nodes,
+                    opts_.profile.topology_hints_device_numa_only);
+  int min_affinity_size = static_cast<int>(nodes.size());
   std::vector<TopologyHint> hints;
-  topology::IterateBitMasks(opts_.numa_nodes, [&](BitMask numa_mask) {
+  topology::IterateBitMasks(nodes, [&](BitMask numa_mask) {
     const uint64_t mask = numa_mask.bits();
     const int count = numa_mask.Count();
     int in_mask = 0;

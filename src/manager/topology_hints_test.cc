@@ -63,8 +63,11 @@ class FixedAffinity final : public topology::TopologyAffinityStore {
 
 class TopologyHintsTest : public testing::ManagerFixture {
  protected:
-  void SetUpManager(std::vector<int> numa_nodes, const topology::TopologyAffinityStore* store = nullptr) {
+  void SetUpManager(std::vector<int> numa_nodes,
+                    const topology::TopologyAffinityStore* store = nullptr,
+                    Profile profile = DefaultProfile()) {
     ManagerOptions o;
+    o.profile = profile;
     o.plugin_dir = dir_.path();
     o.clock = &clock_;
     o.fsync = false;
@@ -116,6 +119,49 @@ TEST_F(TopologyHintsTest, RequestLargerThanTheNodeGivesEmptyNotNil) {
 TEST_F(TopologyHintsTest, RequestOfZeroGivesEveryMask) {
   TwoByTwo();
   EXPECT_THAT(*Hints(0), ElementsAre(H(0b01, true), H(0b10, true), H(0b11, false)));
+}
+
+// 1.36+ (kubernetes#138244, Profile::topology_hints_device_numa_only).
+Profile DeviceNumaOnly() {
+  Profile p = DefaultProfile();
+  p.topology_hints_device_numa_only = true;
+  return p;
+}
+
+TEST_F(TopologyHintsTest, BeforeDeviceNumaOnlyMasksWithDevicelessNodesAreHints) {
+  SetUpManager({0, 1});
+  AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}});
+  EXPECT_THAT(*Hints(1), ElementsAre(H(0b01, true), H(0b11, false)));
+}
+
+TEST_F(TopologyHintsTest, DeviceNumaOnlyEnumeratesTheNodesWithDevices) {
+  SetUpManager({0, 1}, nullptr, DeviceNumaOnly());
+  AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}});
+  EXPECT_THAT(*Hints(1), ElementsAre(H(0b01, true)));
+  EXPECT_THAT(*Hints(2), ElementsAre(H(0b01, true)));
+}
+
+TEST_F(TopologyHintsTest, DeviceNumaOnlyKeepsMachineOrderAndSkipsNodesBetween) {
+  SetUpManager({0, 1, 2, 3}, nullptr, DeviceNumaOnly());
+  AddResource(kGpu, {{"b", {{1}}}, {"d", {{3}}}});
+  EXPECT_THAT(*Hints(1), ElementsAre(H(0b0010, true), H(0b1000, true), H(0b1010, false)));
+  EXPECT_THAT(*Hints(2), ElementsAre(H(0b1010, true)));
+}
+
+TEST_F(TopologyHintsTest, DeviceNumaOnlyCountsUnhealthyDevicesNodes) {
+  // allDevices decides, whatever the health: node 1 stays a candidate.
+  SetUpManager({0, 1}, nullptr, DeviceNumaOnly());
+  AddResource(kGpu, {{"a0", {{0}}}, {"b0", {{1}}, "Unhealthy"}});
+  EXPECT_THAT(*Hints(1), ElementsAre(H(0b01, true), H(0b11, false)));
+}
+
+TEST_F(TopologyHintsTest, DeviceNumaOnlyFallsBackToEveryNodeWithoutAKnownDeviceNode) {
+  // Node 5 is not the machine's: dropped, which leaves no candidate, so
+  // every machine node is enumerated again (as before 1.36).
+  SetUpManager({0, 1}, nullptr, DeviceNumaOnly());
+  AddResource(kGpu, {{"x", {{5}}}, {"y", std::nullopt}});
+  EXPECT_THAT(*Hints(0), ElementsAre(H(0b01, true), H(0b10, true), H(0b11, false)));
+  EXPECT_THAT(*Hints(1), IsEmpty());
 }
 
 TEST_F(TopologyHintsTest, DevicesWithoutTopologyGiveNil) {
