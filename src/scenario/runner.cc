@@ -21,6 +21,7 @@
 #include "common/profile.h"
 #include "fmt/format.h"
 #include "node/node.h"
+#include "node/node_options.h"
 #include "node/plugin_process.h"
 #include "node/pod_manager.h"
 #include "podresources/observability.h"
@@ -324,27 +325,24 @@ class Run {
   }
 
   std::unique_ptr<node::Node> MakeNode() {
-    node::NodeOptions o;
-    o.plugin_dir = env_.plugin_dir;
-    o.registry_dir = env_.registry_dir;
-    o.profile = profile_;
-    o.clock = &clock_;
-    o.fsync = sc_.node.fsync;
-    o.max_recv_msg_size = static_cast<int>(sc_.node.max_recv_msg_size);
-    o.dial_timeout = sc_.node.dial_timeout;
-    o.numa_nodes = sc_.node.numa_nodes;
-    o.numa_distances = sc_.node.numa_distances;
-    o.topology.policy = sc_.node.topology_policy;
-    o.topology.scope = sc_.node.topology_scope;
-    o.topology.policy_options = sc_.node.topology_policy_options;
+    node::NodeOptionsBuilder b(env_.plugin_dir, profile_);
+    b.RegistryDir(env_.registry_dir)
+        .WithClock(&clock_)
+        .Fsync(sc_.node.fsync)
+        .MaxRecvMsgSize(static_cast<int>(sc_.node.max_recv_msg_size))
+        .DialTimeout(sc_.node.dial_timeout)
+        .Numa(sc_.node.numa_nodes, sc_.node.numa_distances)
+        .Topology(sc_.node.topology_policy, sc_.node.topology_scope,
+                  sc_.node.topology_policy_options);
     for (const HintProviderSpec& h : sc_.node.hint_providers) {
       topology::StaticProviderSpec sp;
       sp.name = h.name;
       sp.hints = ToProviderHints(h.hints);
       for (const auto& [c, hints] : h.containers) sp.per_container[c] = ToProviderHints(hints);
       if (h.pod) sp.pod = ToProviderHints(*h.pod);
-      o.topology_hint_providers.push_back(std::move(sp));
+      b.AddHintProvider(std::move(sp));
     }
+    node::NodeOptions o = b.options();
     if (opts_.metrics != nullptr) opts_.metrics->Hook(&o);
     auto n = std::make_unique<node::Node>(o);
     n->manager().SetChangeCallback([this] { changes_.Notify(); });
