@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/fs.h"
 #include "common/profile.h"
 #include "manager/plugin_client.h"
 #include "manager/run_container_options.h"
@@ -70,6 +71,9 @@ struct ManagerOptions {
   Clock* clock = nullptr;
   // Passed to the checkpoint store.
   bool fsync = true;
+  // The checkpoint store's filesystem (common/fs.h); must outlive the
+  // manager. nullptr: the real one. Tests inject failures through it.
+  fs::Filesystem* filesystem = nullptr;
   // cadvisor's NUMA node ids, in order (topology hints use them).
   std::vector<int> numa_nodes = {0};
   // The topology manager's affinity store; must outlive the manager.
