@@ -8,8 +8,17 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libtinyxml2-dev libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
-  python3 python3-grpcio util-linux
+  python3 python3-grpcio util-linux yamllint
 )
+
+# Extra groups for the distribution targets: `deps.sh package`, `deps.sh image`.
+for group in "$@"; do
+  case $group in
+    package) PACKAGES+=(dpkg-dev help2man file) ;;
+    image) PACKAGES+=(debootstrap podman runc uidmap) ;;
+    *) echo "deps.sh: unknown group $group" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -404,6 +404,8 @@ void AddCheckpointCommand(CLI::App& app, int* exit_code) {
   con->add_flag("--force", convert->force, "convert even when the input checksum is wrong");
   con->footer(kExitCodesFooter);
   con->callback([convert, exit_code] { *exit_code = RunConvert(*convert); });
+
+  AddCheckpointDoctorCommand(*cp, exit_code);
 }
 
 }  // namespace devmgr::cli

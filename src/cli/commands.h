@@ -21,6 +21,8 @@ void AddCheckpointCommand(CLI::App& app, int* exit_code);
 void AddPodResourcesCommand(CLI::App& app, int* exit_code);
 void AddConformanceCommand(CLI::App& app, int* exit_code);
 void AddRunCommand(CLI::App& app, int* exit_code);
+// `checkpoint doctor`, added under the checkpoint subcommand.
+void AddCheckpointDoctorCommand(CLI::App& checkpoint, int* exit_code);
 
 }  // namespace devmgr::cli
 

@@ -7,6 +7,10 @@
 #include "cli/commands.h"
 #include "common/spellcheck.h"
 
+#ifndef DEVMGR_VERSION  // set by CMake from project(VERSION)
+#define DEVMGR_VERSION "0.0.0"
+#endif
+
 namespace {
 
 using AddFn = void (*)(CLI::App&, int*);
@@ -28,7 +32,7 @@ int main(int argc, char** argv) {
       "kubelet_internal_checkpoint files.",
       "devmgr"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "devmgr 0.1.0");
+  app.set_version_flag("--version", std::string("devmgr ") + DEVMGR_VERSION);
   int exit_code = devmgr::cli::kExitOk;
   for (AddFn add : kCommands) add(app, &exit_code);
   try {

@@ -54,6 +54,9 @@ struct ResourceStatus {
   bool stopped = false;
   absl::Time connected_since = absl::InfinitePast();
   absl::Time stopped_since = absl::InfinitePast();
+  // ListAndWatch responses applied since the current endpoint connected
+  // (0: its first device list has not arrived yet).
+  int64_t lists_applied = 0;
 };
 
 // GetCapacity's three results.

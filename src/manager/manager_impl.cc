@@ -74,6 +74,8 @@ void ManagerImpl::PluginListAndWatchReceiver(const std::string& resource_name,
     // genericDeviceUpdateCallback: a full replacement. Devices that vanish
     // keep their podDevices entries and stay in allocatedDevices.
     devices_.Replace(resource_name, resp.devices());
+    auto ep = endpoints_.find(resource_name);
+    if (ep != endpoints_.end() && ep->second.e->client() == client) ++ep->second.lists_applied;
   }
   // Always written, even when nothing changed; errors are only logged.
   absl::Status s = WriteCheckpoint();
@@ -198,6 +200,7 @@ std::vector<ResourceStatus> ManagerImpl::Snapshot() const {
       st.stopped = ep->second.e->IsStopped();
       st.connected_since = ep->second.e->connected_since();
       st.stopped_since = ep->second.e->StopTime();
+      st.lists_applied = ep->second.lists_applied;
     }
     out.push_back(std::move(st));
   }

@@ -75,6 +75,8 @@ class ManagerImpl final : public Manager {
     std::shared_ptr<Endpoint> e;
     // nullopt for a checkpoint placeholder (the kubelet's nil opts).
     std::optional<v1beta1::DevicePluginOptions> opts;
+    // ListAndWatch responses applied from this endpoint's client.
+    int64_t lists_applied = 0;
   };
 
   // ---- manager_checkpoint.cc ----

@@ -42,6 +42,8 @@ HttpServer::HttpServer(std::function<std::string()> render) : render_(std::move(
 
 HttpServer::~HttpServer() { Stop(); }
 
+void HttpServer::SetReadiness(std::function<bool(std::string*)> ready) { ready_ = std::move(ready); }
+
 absl::StatusOr<std::string> HttpServer::Start(const std::string& address) {
   if (server_) return absl::FailedPreconditionError("metrics server already started");
   std::string host;
@@ -61,6 +63,14 @@ absl::StatusOr<std::string> HttpServer::Start(const std::string& address) {
   server->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok", "text/plain; charset=utf-8");
   });
+  if (ready_) {
+    server->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+      std::string why;
+      const bool ok = ready_(&why);
+      res.status = ok ? 200 : 503;
+      res.set_content(why + "\n", "text/plain; charset=utf-8");
+    });
+  }
   if (port == 0) {
     port = server->bind_to_any_port(host);
     if (port < 0) {

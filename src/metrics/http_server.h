@@ -39,8 +39,13 @@ class HttpServer {
   absl::StatusOr<std::string> Start(const std::string& address);
   void Stop();
 
+  // Before Start: also serve GET /readyz, 200 with the reason while `ready`
+  // returns true, 503 with it otherwise (a Kubernetes readiness probe).
+  void SetReadiness(std::function<bool(std::string*)> ready);
+
  private:
   std::function<std::string()> render_;
+  std::function<bool(std::string*)> ready_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };

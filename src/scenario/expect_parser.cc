@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "common/status_util.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
@@ -21,14 +22,15 @@ const Keys kPodResourcesKeys = {"allocatable", "pod_count", "pods", "get"};
 const Keys kResourceKeys = {"capacity",      "allocatable",     "healthy",    "unhealthy",
                             "allocated",     "healthy_count",   "unhealthy_count",
                             "registered",    "connected"};
-const Keys kPodKeys = {"exists",  "admitted",   "phase",
-                       "reason",  "message",    "containers", "topology_hints"};
+const Keys kPodKeys = {"exists",  "admitted", "phase",      "reason",
+                       "message", "status_message", "containers", "topology_hints"};
 const Keys kContainerKeys = {"devices",      "envs",          "envs_exact",  "annotations",
                              "annotations_exact", "mounts",   "mounts_exact", "device_specs",
                              "device_specs_exact", "cdi_devices", "cdi_devices_exact",
                              "options",      "running",       "restart_count", "start_error",
                              "numa_affinity", "topology_hints"};
-const Keys kDeviceKeys = {"count", "ids", "subset_of", "numa"};
+const Keys kSetKeys = {"count", "ids", "subset_of", "superset_of", "disjoint_from"};
+const Keys kDeviceKeys = {"count", "ids", "subset_of", "superset_of", "disjoint_from", "numa"};
 const Keys kCheckpointKeys = {"exists", "valid", "entry_count", "entries", "entries_exact",
                               "registered"};
 const Keys kEntryKeys = {"pod", "container", "resource", "devices"};
@@ -41,7 +43,15 @@ class ExpectParser : public ScenarioReader {
  public:
   explicit ExpectParser(const ScenarioReader& reader) : ScenarioReader(reader) {}
 
+ private:
+  mutable Keys captures_;
+
+ public:
   absl::Status ParseExpect(const YAML::Node& n, const Scenario& sc, Expectations* e) const {
+    // The names `$name` may refer to: captures of earlier steps.
+    for (const Step& st : sc.steps) {
+      for (const CaptureSpec& c : st.captures) captures_.push_back(c.name);
+    }
     e->loc = Loc(n);
     DEVMGR_RETURN_IF_ERROR(ExpectMap(n, "expect"));
     DEVMGR_RETURN_IF_ERROR(CheckKeys(n, kExpectKeys, "expect"));
@@ -201,17 +211,129 @@ class ExpectParser : public ScenarioReader {
     }
     return absl::OkStatus();
   }
-  // provider -> resource -> hints
+  // provider -> resource -> hints, or `absent` (no hint entry at all).
   absl::Status ProviderHintsExpect(const YAML::Node& n,
-                                   std::optional<std::map<std::string, ResourceHints>>* out) const {
+                                   std::optional<std::map<std::string, ResourceHints>>* out,
+                                   std::map<std::string, std::vector<std::string>>* absent) const {
     DEVMGR_RETURN_IF_ERROR(ExpectMap(n, "topology_hints (provider -> resource -> hints)"));
     std::map<std::string, ResourceHints> m;
     for (auto it = n.begin(); it != n.end(); ++it) {
       std::string p;
       DEVMGR_RETURN_IF_ERROR(NonEmptyString(it->first, "provider name", &p));
-      DEVMGR_RETURN_IF_ERROR(ResHints(it->second, "topology_hints", &m[p]));
+      const YAML::Node rs = it->second;
+      DEVMGR_RETURN_IF_ERROR(ExpectMap(rs, "topology_hints (resource -> list of hints or absent)"));
+      YAML::Node present(YAML::NodeType::Map);
+      for (auto r = rs.begin(); r != rs.end(); ++r) {
+        const YAML::Node v = r->second;
+        if (v.IsScalar() && v.Scalar() == "absent") {
+          std::string name;
+          DEVMGR_RETURN_IF_ERROR(NonEmptyString(r->first, "resource name", &name));
+          (*absent)[p].push_back(name);
+        } else {
+          present[r->first] = v;
+        }
+      }
+      if (present.size() > 0 || (*absent)[p].empty()) {
+        DEVMGR_RETURN_IF_ERROR(ResHints(present, "topology_hints", &m[p]));
+      }
     }
-    *out = std::move(m);
+    if (!m.empty()) *out = std::move(m);
+    return absl::OkStatus();
+  }
+
+  // A number, or `absent`.
+  absl::Status Quantity(const YAML::Node& n, const std::string& where,
+                        std::optional<QuantityExpect>* out) const {
+    QuantityExpect q;
+    if (n.IsScalar() && n.Scalar() == "absent") {
+      q.absent = true;
+    } else {
+      absl::Status s = Int(n, where, 0, &q.value);
+      if (!s.ok() && n.IsScalar() && absl::StrContains(s.message(), "must be an integer")) {
+        return Error(n, fmt::format("{} must be an integer or absent", where));
+      }
+      DEVMGR_RETURN_IF_ERROR(s);
+    }
+    *out = q;
+    return absl::OkStatus();
+  }
+
+  // `$name`: a capture of an earlier step.
+  absl::Status CaptureRef(const YAML::Node& n, const std::string& where, std::string* out) const {
+    std::string s;
+    DEVMGR_RETURN_IF_ERROR(String(n, where + " (a list of ids or $NAME)", &s));
+    if (s.size() < 2 || s[0] != '$') {
+      return Error(n, fmt::format("{}: expected $NAME (a capture of an earlier step)", where));
+    }
+    *out = s.substr(1);
+    if (Contains(captures_, *out)) return absl::OkStatus();
+    if (captures_.empty()) {
+      return Error(n, fmt::format("{}: no earlier step captures '{}' (no step before this one "
+                                  "has capture:)",
+                                  where, *out));
+    }
+    return UnknownName(n, fmt::format("{}: no earlier step captures '{}'", where, *out), *out,
+                       captures_);
+  }
+
+  // A list of ids, or `$name`.
+  absl::Status Ref(const YAML::Node& n, const std::string& where, std::optional<SetRef>* out) const {
+    SetRef r;
+    if (n.IsSequence()) {
+      DEVMGR_RETURN_IF_ERROR(StringList(n, where, &r.ids));
+    } else if (n.IsScalar()) {
+      DEVMGR_RETURN_IF_ERROR(CaptureRef(n, where, &r.capture));
+    } else {
+      return Error(n, fmt::format("{} must be a list of ids or $NAME", where));
+    }
+    *out = std::move(r);
+    return absl::OkStatus();
+  }
+
+  // A set: `absent`, a count, a list (the exact set), `$name` (equal to a
+  // capture) or a mapping of `keys` (count, ids, subset_of, superset_of,
+  // disjoint_from; count may be $name: as many as the capture).
+  absl::Status Set(const YAML::Node& n, const std::string& where, const Keys& keys,
+                   SetExpect* out) const {
+    if (n.IsScalar() && n.Scalar() == "absent") {
+      out->absent = true;
+      return absl::OkStatus();
+    }
+    if (n.IsScalar() && !n.Scalar().empty() && n.Scalar()[0] == '$') {
+      return Ref(n, where, &out->ids);
+    }
+    if (n.IsScalar()) return OptInt(n, where + " (a count)", 0, &out->count);
+    if (n.IsSequence()) return Ref(n, where, &out->ids);
+    if (!n.IsMap()) {
+      return Error(n, fmt::format("{} must be a count, a list of ids, $NAME, absent or a mapping",
+                                  where));
+    }
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(n, keys, where));
+    if (n["count"]) {
+      const YAML::Node c = n["count"];
+      if (c.IsScalar() && !c.Scalar().empty() && c.Scalar()[0] == '$') {
+        std::string name;
+        DEVMGR_RETURN_IF_ERROR(CaptureRef(c, where + ".count", &name));
+        out->count_of = name;
+      } else {
+        DEVMGR_RETURN_IF_ERROR(OptInt(c, "count", 0, &out->count));
+      }
+    }
+    if (n["ids"]) DEVMGR_RETURN_IF_ERROR(Ref(n["ids"], where + ".ids", &out->ids));
+    if (n["subset_of"]) DEVMGR_RETURN_IF_ERROR(Ref(n["subset_of"], where + ".subset_of", &out->subset_of));
+    if (n["superset_of"]) {
+      DEVMGR_RETURN_IF_ERROR(Ref(n["superset_of"], where + ".superset_of", &out->superset_of));
+    }
+    if (n["disjoint_from"]) {
+      DEVMGR_RETURN_IF_ERROR(Ref(n["disjoint_from"], where + ".disjoint_from", &out->disjoint_from));
+    }
+    return absl::OkStatus();
+  }
+  absl::Status OptSet(const YAML::Node& n, const std::string& where,
+                      std::optional<SetExpect>* out) const {
+    SetExpect e;
+    DEVMGR_RETURN_IF_ERROR(Set(n, where, kSetKeys, &e));
+    *out = std::move(e);
     return absl::OkStatus();
   }
 
@@ -221,16 +343,16 @@ class ExpectParser : public ScenarioReader {
     const std::string where = fmt::format("expect.resources['{}']", r->resource);
     DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
     DEVMGR_RETURN_IF_ERROR(CheckKeys(v, kResourceKeys, where));
-    if (v["capacity"]) DEVMGR_RETURN_IF_ERROR(OptInt(v["capacity"], "capacity", 0, &r->capacity));
+    if (v["capacity"]) DEVMGR_RETURN_IF_ERROR(Quantity(v["capacity"], "capacity", &r->capacity));
     if (v["allocatable"]) {
-      DEVMGR_RETURN_IF_ERROR(OptInt(v["allocatable"], "allocatable", 0, &r->allocatable));
+      DEVMGR_RETURN_IF_ERROR(Quantity(v["allocatable"], "allocatable", &r->allocatable));
     }
-    if (v["healthy"]) DEVMGR_RETURN_IF_ERROR(OptStringList(v["healthy"], "healthy", &r->healthy));
+    if (v["healthy"]) DEVMGR_RETURN_IF_ERROR(OptSet(v["healthy"], where + ".healthy", &r->healthy));
     if (v["unhealthy"]) {
-      DEVMGR_RETURN_IF_ERROR(OptStringList(v["unhealthy"], "unhealthy", &r->unhealthy));
+      DEVMGR_RETURN_IF_ERROR(OptSet(v["unhealthy"], where + ".unhealthy", &r->unhealthy));
     }
     if (v["allocated"]) {
-      DEVMGR_RETURN_IF_ERROR(OptStringList(v["allocated"], "allocated", &r->allocated));
+      DEVMGR_RETURN_IF_ERROR(OptSet(v["allocated"], where + ".allocated", &r->allocated));
     }
     if (v["healthy_count"]) {
       DEVMGR_RETURN_IF_ERROR(OptInt(v["healthy_count"], "healthy_count", 0, &r->healthy_count));
@@ -264,8 +386,12 @@ class ExpectParser : public ScenarioReader {
     }
     if (v["reason"]) DEVMGR_RETURN_IF_ERROR(OptMatcher(v["reason"], "reason", &p->reason));
     if (v["message"]) DEVMGR_RETURN_IF_ERROR(OptMatcher(v["message"], "message", &p->message));
+    if (v["status_message"]) {
+      DEVMGR_RETURN_IF_ERROR(OptMatcher(v["status_message"], "status_message", &p->status_message));
+    }
     if (v["topology_hints"]) {
-      DEVMGR_RETURN_IF_ERROR(ProviderHintsExpect(v["topology_hints"], &p->topology_hints));
+      DEVMGR_RETURN_IF_ERROR(
+          ProviderHintsExpect(v["topology_hints"], &p->topology_hints, &p->absent_hints));
     }
     if (v["containers"]) {
       DEVMGR_RETURN_IF_ERROR(ExpectMap(v["containers"], where + ".containers"));
@@ -406,7 +532,8 @@ class ExpectParser : public ScenarioReader {
       }
     }
     if (v["topology_hints"]) {
-      DEVMGR_RETURN_IF_ERROR(ProviderHintsExpect(v["topology_hints"], &c->topology_hints));
+      DEVMGR_RETURN_IF_ERROR(
+          ProviderHintsExpect(v["topology_hints"], &c->topology_hints, &c->absent_hints));
     }
     return absl::OkStatus();
   }
@@ -415,15 +542,9 @@ class ExpectParser : public ScenarioReader {
                                  DeviceExpect* d) const {
     DEVMGR_RETURN_IF_ERROR(NonEmptyString(k, "resource name", &d->resource));
     d->loc = Loc(k);
-    if (v.IsScalar()) return OptInt(v, "device count", 0, &d->count);
-    if (v.IsSequence()) return OptStringList(v, "device ids", &d->ids);
     const std::string where = fmt::format("devices['{}']", d->resource);
-    if (!v.IsMap()) return Error(v, fmt::format("{} must be a count, a list of ids or a mapping", where));
-    DEVMGR_RETURN_IF_ERROR(CheckKeys(v, kDeviceKeys, where));
-    if (v["count"]) DEVMGR_RETURN_IF_ERROR(OptInt(v["count"], "count", 0, &d->count));
-    if (v["ids"]) DEVMGR_RETURN_IF_ERROR(OptStringList(v["ids"], "ids", &d->ids));
-    if (v["subset_of"]) DEVMGR_RETURN_IF_ERROR(OptStringList(v["subset_of"], "subset_of", &d->subset_of));
-    if (v["numa"]) {
+    DEVMGR_RETURN_IF_ERROR(Set(v, where, kDeviceKeys, &d->set));
+    if (v.IsMap() && v["numa"]) {
       std::vector<int64_t> ids;
       DEVMGR_RETURN_IF_ERROR(IntList(v["numa"], "numa", &ids));
       d->numa = ids;
@@ -496,9 +617,12 @@ class ExpectParser : public ScenarioReader {
         const YAML::Node d = it->second;
         if (d.IsScalar() && d.Scalar() == "none") {
           c.no_devices = true;
+        } else if (d.IsScalar() && d.Scalar() == "absent") {
+          c.absent = true;
         } else if (!d.IsNull()) {
           DEVMGR_RETURN_IF_ERROR(ExpectMap(
-              d, fmt::format("container '{}' (resource -> count, ids or a mapping; or none)", c.name)));
+              d, fmt::format("container '{}' (resource -> count, ids or a mapping; none; absent)",
+                             c.name)));
           for (auto dt = d.begin(); dt != d.end(); ++dt) {
             DeviceExpect de;
             DEVMGR_RETURN_IF_ERROR(ParseDeviceExpect(dt->first, dt->second, &de));
@@ -538,19 +662,31 @@ class ExpectParser : public ScenarioReader {
         DEVMGR_RETURN_IF_ERROR(NonEmptyString(e["pod"], "pod", &ce.pod));
         DEVMGR_RETURN_IF_ERROR(NonEmptyString(e["container"], "container", &ce.container));
         DEVMGR_RETURN_IF_ERROR(NonEmptyString(e["resource"], "resource", &ce.resource));
-        if (e["devices"]) DEVMGR_RETURN_IF_ERROR(OptStringList(e["devices"], "devices", &ce.devices));
+        if (e["devices"]) {
+          DEVMGR_RETURN_IF_ERROR(Set(e["devices"], "checkpoint entry devices", kSetKeys, &ce.devices));
+        }
         c->entries.push_back(std::move(ce));
       }
     }
     if (n["registered"]) {
-      DEVMGR_RETURN_IF_ERROR(ExpectMap(n["registered"], "checkpoint registered"));
+      const YAML::Node reg_node = n["registered"];
+      DEVMGR_RETURN_IF_ERROR(ExpectMap(reg_node, "checkpoint registered"));
+      // Only lists: the exact map. Any absent, $NAME or mapping value: a
+      // check per listed resource.
+      bool lists = true;
+      for (auto it = reg_node.begin(); it != reg_node.end(); ++it) lists &= it->second.IsSequence();
       std::map<std::string, std::vector<std::string>> reg;
-      for (auto it = n["registered"].begin(); it != n["registered"].end(); ++it) {
+      for (auto it = reg_node.begin(); it != reg_node.end(); ++it) {
         std::string r;
         DEVMGR_RETURN_IF_ERROR(NonEmptyString(it->first, "resource name", &r));
-        DEVMGR_RETURN_IF_ERROR(StringList(it->second, "registered devices", &reg[r]));
+        if (lists) {
+          DEVMGR_RETURN_IF_ERROR(StringList(it->second, "registered devices", &reg[r]));
+        } else {
+          DEVMGR_RETURN_IF_ERROR(Set(it->second, fmt::format("checkpoint.registered['{}']", r),
+                                     kSetKeys, &c->registered_sets[r]));
+        }
       }
-      c->registered = std::move(reg);
+      if (lists) c->registered = std::move(reg);
     }
     return absl::OkStatus();
   }
@@ -614,9 +750,23 @@ class ExpectParser : public ScenarioReader {
         DEVMGR_RETURN_IF_ERROR(Method(e, &ce.method));
       } else {
         DEVMGR_RETURN_IF_ERROR(ExpectMap(e, "a call (a method name or {method, args})"));
-        DEVMGR_RETURN_IF_ERROR(CheckKeys(e, {"method", "args"}, "a call"));
+        DEVMGR_RETURN_IF_ERROR(CheckKeys(e, {"method", "args", "ok", "error", "code"}, "a call"));
         if (!e["method"]) return Error(e, "a call needs method");
         DEVMGR_RETURN_IF_ERROR(Method(e["method"], &ce.method));
+        if (e["ok"]) DEVMGR_RETURN_IF_ERROR(OptBool(e["ok"], "ok", &ce.ok));
+        if (e["error"]) DEVMGR_RETURN_IF_ERROR(OptMatcher(e["error"], "error", &ce.error));
+        if (e["code"]) {
+          std::string code;
+          DEVMGR_RETURN_IF_ERROR(NonEmptyString(e["code"], "code (a gRPC code name, e.g. UNKNOWN)",
+                                                &code));
+          ce.code = code;
+        }
+        if ((ce.ok || ce.error || ce.code) && ce.method != "Register") {
+          return Error(e, "ok, error and code apply to calls the plugin made (Register)");
+        }
+        if (ce.ok && *ce.ok && (ce.error || ce.code)) {
+          return Error(e["ok"], "ok: true contradicts error/code");
+        }
         if (e["args"]) {
           nlohmann::json j;
           DEVMGR_RETURN_IF_ERROR(ToJson(e["args"], &j));

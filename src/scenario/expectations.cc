@@ -1,6 +1,7 @@
 #include "scenario/expectations.h"
 
 #include <algorithm>
+#include <iterator>
 #include <regex>
 #include <set>
 
@@ -18,6 +19,28 @@ std::vector<std::string> Sorted(std::vector<std::string> v) {
 std::string Int(int64_t v) { return std::to_string(v); }
 std::string Bool(bool b) { return b ? "true" : "false"; }
 
+struct CheckpointEntry {
+  std::string pod, container, resource;
+  std::vector<std::string> devices;  // sorted, every NUMA node's
+};
+
+std::vector<CheckpointEntry> CheckpointEntries(const checkpoint::Checkpoint& cp) {
+  std::vector<CheckpointEntry> entries;
+  if (!cp.data.pod_device_entries) return entries;
+  for (const auto& e : *cp.data.pod_device_entries) {
+    CheckpointEntry x{e.pod_uid, e.container_name, e.resource_name, {}};
+    if (e.device_ids) {
+      for (const auto& [numa, ids] : *e.device_ids) {
+        if (ids) x.devices.insert(x.devices.end(), ids->begin(), ids->end());
+      }
+    }
+    std::sort(x.devices.begin(), x.devices.end());
+    x.devices.erase(std::unique(x.devices.begin(), x.devices.end()), x.devices.end());
+    entries.push_back(std::move(x));
+  }
+  return entries;
+}
+
 class Checker {
  public:
   Checker(const Observed& o, std::vector<Failure>* out) : o_(o), out_(out) {}
@@ -32,20 +55,18 @@ class Checker {
     for (const auto& s : o_.resources) {
       if (s.resource_name == r.resource) rs = &s;
     }
-    auto node_value = [&](const std::map<std::string, int64_t>& m) -> std::string {
+    auto quantity = [&](const std::optional<QuantityExpect>& want,
+                        const std::map<std::string, int64_t>& m, const std::string& what) {
+      if (!want) return;
       auto it = m.find(r.resource);
-      return it == m.end() ? "0 (not on the node)" : Int(it->second);
+      const std::string got = it == m.end() ? "absent (not on the node)" : Int(it->second);
+      const std::string exp = want->absent ? "absent" : Int(want->value);
+      if (want->absent ? it != m.end() : (it == m.end() || it->second != want->value)) {
+        Fail(r.loc, w + "." + what, exp, got);
+      }
     };
-    auto node_int = [&](const std::map<std::string, int64_t>& m) -> int64_t {
-      auto it = m.find(r.resource);
-      return it == m.end() ? 0 : it->second;
-    };
-    if (r.capacity && node_int(o_.node.capacity) != *r.capacity) {
-      Fail(r.loc, w + ".capacity", Int(*r.capacity), node_value(o_.node.capacity));
-    }
-    if (r.allocatable && node_int(o_.node.allocatable) != *r.allocatable) {
-      Fail(r.loc, w + ".allocatable", Int(*r.allocatable), node_value(o_.node.allocatable));
-    }
+    quantity(r.capacity, o_.node.capacity, "capacity");
+    quantity(r.allocatable, o_.node.allocatable, "allocatable");
     if (r.registered && (rs != nullptr) != *r.registered) {
       Fail(r.loc, w + ".registered", Bool(*r.registered), Bool(rs != nullptr));
     }
@@ -57,16 +78,21 @@ class Checker {
     static const std::vector<std::string> kNone;
     const auto& healthy = rs ? rs->healthy : kNone;
     const auto& unhealthy = rs ? rs->unhealthy : kNone;
-    const auto& allocated = rs ? rs->allocated : kNone;
-    auto set_eq = [&](const std::optional<std::vector<std::string>>& want,
-                      const std::vector<std::string>& got, const std::string& what) {
-      if (want && Sorted(*want) != Sorted(got)) {
-        Fail(r.loc, w + "." + what, ListString(Sorted(*want)), ListString(Sorted(got)));
-      }
-    };
-    set_eq(r.healthy, healthy, "healthy");
-    set_eq(r.unhealthy, unhealthy, "unhealthy");
-    set_eq(r.allocated, allocated, "allocated");
+    // A healthy set exists when the manager reports an allocatable count.
+    using Ids = std::optional<std::vector<std::string>>;
+    if (r.healthy) {
+      CheckSet(*r.healthy, r.loc, w + ".healthy",
+               rs != nullptr && rs->allocatable ? Ids(rs->healthy) : Ids(), o_.captures, out_);
+    }
+    if (r.unhealthy) {
+      CheckSet(*r.unhealthy, r.loc, w + ".unhealthy", rs ? Ids(rs->unhealthy) : Ids(),
+               o_.captures, out_);
+    }
+    if (r.allocated) {
+      CheckSet(*r.allocated, r.loc, w + ".allocated",
+               rs != nullptr && !rs->allocated.empty() ? Ids(rs->allocated) : Ids(), o_.captures,
+               out_);
+    }
     if (r.healthy_count && static_cast<int64_t>(healthy.size()) != *r.healthy_count) {
       Fail(r.loc, w + ".healthy_count", Int(*r.healthy_count),
            fmt::format("{} {}", healthy.size(), ListString(healthy)));
@@ -112,8 +138,8 @@ class Checker {
     }
   }
 
-  // Matches listed items against actual ones: in order (each listed item
-  // after the previous one's match), and with `exact` one-to-one.
+  // Matches listed items one-to-one against actual ones, in any order;
+  // with `exact`, no other item may be there.
   template <typename Want, typename Got, typename Match, typename Show>
   void Items(const Location& loc, const std::string& w, const std::vector<Want>& want, bool exact,
              const std::vector<Got>& got, Match match, Show show) {
@@ -121,27 +147,21 @@ class Checker {
     for (size_t i = 0; i < got.size(); ++i) actual += (i ? ", " : "") + show(got[i]);
     actual += "]";
     if (exact && want.size() != got.size()) {
-      Fail(loc, w, fmt::format("exactly {} item(s)", want.size()), actual);
+      Fail(loc, w, fmt::format("exactly {} item(s), in any order", want.size()), actual);
       return;
     }
-    size_t next = 0;
+    if (MatchUnordered(want, got, match)) return;
+    // Name the first item that matches nothing at all, else the overlap.
     for (size_t i = 0; i < want.size(); ++i) {
-      size_t j = exact ? i : next;
-      bool found = false;
-      for (; j < got.size(); ++j) {
-        if (match(want[i], got[j])) {
-          found = true;
-          break;
-        }
-        if (exact) break;
-      }
-      if (!found) {
-        Fail(loc, fmt::format("{}[{}]", w, i), "an item matching the expectation (in order)",
+      const bool any =
+          std::any_of(got.begin(), got.end(), [&](const Got& g) { return match(want[i], g); });
+      if (!any) {
+        Fail(loc, fmt::format("{}[{}]", w, i), "an item matching the expectation (any order)",
              actual);
         return;
       }
-      next = j + 1;
     }
+    Fail(loc, w, fmt::format("{} distinct items matching the listed ones", want.size()), actual);
   }
 
   static bool Opt(const std::optional<StringMatcher>& m, const std::string& s) {
@@ -178,7 +198,8 @@ class Checker {
           for (const auto& [id, nodes] : t->second) numa.insert(nodes.begin(), nodes.end());
         }
       }
-      CheckDevices(d, fmt::format("{}.devices['{}']", w, d.resource), std::move(ids), numa, out_);
+      CheckDevices(d, fmt::format("{}.devices['{}']", w, d.resource), std::move(ids), numa,
+                   o_.captures, out_);
     }
     const std::optional<manager::RunContainerOptions>& opts = cr->run_options;
     if (c.no_options && opts) Fail(c.loc, w + ".options", "none", "options were handed to the runtime");
@@ -240,7 +261,10 @@ class Checker {
         Fail(c.loc, w + ".numa_affinity", Ints(c.numa_affinity), Ints(got));
       }
     }
-    if (c.topology_hints) Hints(c.loc, w, *c.topology_hints, rec.pod.uid, c.name);
+    if (c.topology_hints || !c.absent_hints.empty()) {
+      Hints(c.loc, w, c.topology_hints.value_or(std::map<std::string, ResourceHints>{}),
+            c.absent_hints, rec.pod.uid, c.name);
+    }
   }
 
   static std::string Ints(const std::optional<std::vector<int>>& v) {
@@ -251,8 +275,9 @@ class Checker {
   }
 
   void Hints(const Location& loc, const std::string& w,
-             const std::map<std::string, ResourceHints>& want, const std::string& uid,
-             const std::string& container) {
+             const std::map<std::string, ResourceHints>& want,
+             const std::map<std::string, std::vector<std::string>>& absent,
+             const std::string& uid, const std::string& container) {
     auto it = o_.merges.find(uid);
     const MergeObs* merge = nullptr;
     if (it != o_.merges.end()) {
@@ -281,7 +306,19 @@ class Checker {
         if (rit == pit->second.end() || got != hints) {
           Fail(loc, fmt::format("{}.topology_hints['{}']['{}']", w, provider, resource),
                HintListString(hints),
-               rit == pit->second.end() ? "no hints for this resource" : HintListString(got));
+               rit == pit->second.end() ? "absent (no hints for this resource)"
+                                        : HintListString(got));
+        }
+      }
+    }
+    for (const auto& [provider, resources] : absent) {
+      auto pit = merge->providers.find(provider);
+      if (pit == merge->providers.end()) continue;  // no provider: no hint either
+      for (const std::string& resource : resources) {
+        auto rit = pit->second.find(resource);
+        if (rit != pit->second.end()) {
+          Fail(loc, fmt::format("{}.topology_hints['{}']['{}']", w, provider, resource),
+               "absent (no hint entry)", HintListString(rit->second));
         }
       }
     }
@@ -315,8 +352,17 @@ class Checker {
     if (p.message && !p.message->Matches(rec->message)) {
       Fail(p.loc, w + ".message", p.message->Describe(), fmt::format("\"{}\"", rec->message));
     }
+    if (p.status_message) {
+      const std::string sm = admitted ? "" : RejectedStatusMessage(rec->message);
+      if (!p.status_message->Matches(sm)) {
+        Fail(p.loc, w + ".status_message", p.status_message->Describe(), fmt::format("\"{}\"", sm));
+      }
+    }
     for (const ContainerExpect& c : p.containers) Container(p.loc, w, *rec, c);
-    if (p.topology_hints) Hints(p.loc, w, *p.topology_hints, rec->pod.uid, "");
+    if (p.topology_hints || !p.absent_hints.empty()) {
+      Hints(p.loc, w, p.topology_hints.value_or(std::map<std::string, ResourceHints>{}),
+            p.absent_hints, rec->pod.uid, "");
+    }
   }
 
   void Disjoint(const Location& loc, const std::vector<std::string>& resources) {
@@ -356,7 +402,8 @@ class Checker {
       return;
     }
     if (!exists) {
-      if (c.valid || c.entry_count || !c.entries.empty() || c.registered) {
+      if (c.valid || c.entry_count || !c.entries.empty() || c.registered ||
+          !c.registered_sets.empty()) {
         Fail(c.loc, "checkpoint", "a checkpoint file", "no file");
       }
       return;
@@ -369,7 +416,7 @@ class Checker {
                        : fmt::format("false (checksum {} stored, {} computed)", v.stored, v.computed));
     }
     if (!v.parsed) {
-      if (c.entry_count || !c.entries.empty() || c.registered) {
+      if (c.entry_count || !c.entries.empty() || c.registered || !c.registered_sets.empty()) {
         Fail(c.loc, "checkpoint", "a readable checkpoint", v.error);
       }
       return;
@@ -377,24 +424,7 @@ class Checker {
     const checkpoint::Checkpoint cp =
         v.format == checkpoint::FormatVersion::kV1 ? checkpoint::ConvertV1ToV2(v.checkpoint)
                                                    : v.checkpoint;
-    struct Entry {
-      std::string pod, container, resource;
-      std::vector<std::string> devices;
-    };
-    std::vector<Entry> entries;
-    if (cp.data.pod_device_entries) {
-      for (const auto& e : *cp.data.pod_device_entries) {
-        Entry x{e.pod_uid, e.container_name, e.resource_name, {}};
-        if (e.device_ids) {
-          for (const auto& [numa, ids] : *e.device_ids) {
-            if (ids) x.devices.insert(x.devices.end(), ids->begin(), ids->end());
-          }
-        }
-        std::sort(x.devices.begin(), x.devices.end());
-        x.devices.erase(std::unique(x.devices.begin(), x.devices.end()), x.devices.end());
-        entries.push_back(std::move(x));
-      }
-    }
+    const std::vector<CheckpointEntry> entries = CheckpointEntries(cp);
     auto show_all = [&] {
       std::string s;
       for (const auto& e : entries) {
@@ -409,28 +439,41 @@ class Checker {
     }
     for (const auto& want : c.entries) {
       const std::string uid = PodUid(want.pod);
-      auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) {
+      auto it = std::find_if(entries.begin(), entries.end(), [&](const CheckpointEntry& e) {
         return e.pod == uid && e.container == want.container && e.resource == want.resource;
       });
       const std::string w = fmt::format("checkpoint.entries[{}/{}/{}]", want.pod, want.container,
                                         want.resource);
-      if (it == entries.end()) {
+      if (want.devices.absent) {
+        if (it != entries.end()) {
+          Fail(want.loc, w, "absent (no such entry)", ListString(it->devices));
+        }
+      } else if (it == entries.end()) {
         Fail(want.loc, w, "an entry", "absent; entries: " + show_all());
-      } else if (want.devices && Sorted(*want.devices) != it->devices) {
-        Fail(want.loc, w + ".devices", ListString(Sorted(*want.devices)), ListString(it->devices));
+      } else {
+        CheckSet(want.devices, want.loc, w + ".devices", it->devices, o_.captures, out_);
       }
     }
     if (c.entries_exact && entries.size() != c.entries.size()) {
       Fail(c.loc, "checkpoint.entries_exact", fmt::format("exactly {} entries", c.entries.size()),
            show_all());
     }
-    if (c.registered) {
-      std::map<std::string, std::vector<std::string>> got;
-      if (cp.data.registered_devices) {
-        for (const auto& [r, ids] : *cp.data.registered_devices) {
-          got[r] = ids ? Sorted(*ids) : std::vector<std::string>{};
-        }
+    Registered(c, cp);
+  }
+
+  void Registered(const CheckpointExpect& c, const checkpoint::Checkpoint& cp) {
+    std::map<std::string, std::vector<std::string>> got;
+    if (cp.data.registered_devices) {
+      for (const auto& [r, ids] : *cp.data.registered_devices) {
+        got[r] = ids ? Sorted(*ids) : std::vector<std::string>{};
       }
+    }
+    for (const auto& [r, want] : c.registered_sets) {
+      auto it = got.find(r);
+      CheckSet(want, c.loc, fmt::format("checkpoint.registered['{}']", r),
+               it == got.end() ? std::nullopt : std::optional(it->second), o_.captures, out_);
+    }
+    if (c.registered) {
       std::map<std::string, std::vector<std::string>> want;
       for (const auto& [r, ids] : *c.registered) want[r] = Sorted(ids);
       if (got != want) {
@@ -461,8 +504,12 @@ class Checker {
     auto show = [&](size_t from) {
       std::string s;
       for (size_t i = from; i < considered.size() && i < from + 8; ++i) {
-        s += fmt::format("\n      {} {}", (*considered[i]).value("method", ""),
-                         (*considered[i]).value("args", nlohmann::json::object()).dump());
+        const nlohmann::json& j = *considered[i];
+        s += fmt::format("\n      {} {}", j.value("method", ""),
+                         j.value("args", nlohmann::json::object()).dump());
+        if (j.contains("error") || j.contains("code")) {
+          s += fmt::format(" -> error {} \"{}\"", j.value("code", ""), j.value("error", ""));
+        }
       }
       if (considered.size() > from + 8) s += fmt::format("\n      ... {} more", considered.size() - from - 8);
       return s.empty() ? std::string(" (none)") : s;
@@ -475,7 +522,8 @@ class Checker {
       for (; j < considered.size(); ++j) {
         const nlohmann::json& got = *considered[j];
         const bool ok = got.value("method", "") == want.method &&
-                        (!want.args || JsonMatches(*want.args, got.value("args", nlohmann::json::object())));
+                        (!want.args || JsonMatches(*want.args, got.value("args", nlohmann::json::object()))) &&
+                        ResultMatches(want, got);
         if (ok) {
           found = true;
           break;
@@ -484,7 +532,7 @@ class Checker {
       }
       if (!found) {
         Fail(want.loc, fmt::format("{}.sequence[{}]", w, i),
-             want.method + (want.args ? " " + want.args->dump() : ""),
+             want.method + (want.args ? " " + want.args->dump() : "") + DescribeResult(want),
              fmt::format("calls{}:{}", next ? fmt::format(" after #{}", next) : "", show(next)));
         return;
       }
@@ -499,6 +547,24 @@ class Checker {
       for (const auto& j : calls) got += j.value("method", "") == m;
       if (got != n) Fail(c.loc, fmt::format("{}.counts['{}']", w, m), Int(n), Int(got));
     }
+  }
+
+  static bool ResultMatches(const CallExpect& want, const nlohmann::json& got) {
+    const std::string error = got.value("error", "");
+    const std::string code = got.value("code", "");
+    const bool failed = !error.empty() || !code.empty();
+    if (want.ok && *want.ok == failed) return false;
+    if (want.error && !want.error->Matches(error)) return false;
+    if (want.code && *want.code != code) return false;
+    return true;
+  }
+
+  static std::string DescribeResult(const CallExpect& want) {
+    std::string s;
+    if (want.ok) s += *want.ok ? " -> ok" : " -> an error";
+    if (want.code) s += " -> code " + *want.code;
+    if (want.error) s += " -> error " + want.error->Describe();
+    return s;
   }
 
   void Log(const Location& loc, const std::string& re) {
@@ -531,6 +597,10 @@ std::string HintListString(const HintList& hints) {
     s += fmt::format("{}{{{} {}}}", i ? " " : "", mask, h.preferred ? "true" : "false");
   }
   return s + "]";
+}
+
+std::string RejectedStatusMessage(const std::string& message) {
+  return "Pod was rejected: " + message;
 }
 
 std::string ListString(const std::vector<std::string>& v) {
@@ -609,24 +679,97 @@ bool JsonMatches(const nlohmann::json& expected, const nlohmann::json& actual) {
   return expected == actual;
 }
 
-void CheckDevices(const DeviceExpect& d, const std::string& where, std::vector<std::string> ids,
-                  const std::set<int64_t>& numa, std::vector<Failure>* out) {
-  ids = Sorted(std::move(ids));
-  auto fail = [&](std::string what, std::string expected, std::string actual) {
-    out->push_back(Failure{d.loc, std::move(what), std::move(expected), std::move(actual)});
-  };
-  if (d.count && static_cast<int64_t>(ids.size()) != *d.count) {
-    fail(where, fmt::format("{} device(s)", *d.count), fmt::format("{} {}", ids.size(), ListString(ids)));
+namespace internal {
+bool Augment(size_t i, const std::vector<std::vector<bool>>& ok, std::vector<bool>* seen,
+             std::vector<int64_t>* owner) {
+  for (size_t j = 0; j < ok[i].size(); ++j) {
+    if (!ok[i][j] || (*seen)[j]) continue;
+    (*seen)[j] = true;
+    if ((*owner)[j] < 0 || Augment(static_cast<size_t>((*owner)[j]), ok, seen, owner)) {
+      (*owner)[j] = static_cast<int64_t>(i);
+      return true;
+    }
   }
-  if (d.ids && Sorted(*d.ids) != ids) fail(where, ListString(Sorted(*d.ids)), ListString(ids));
-  if (d.subset_of) {
-    for (const auto& id : ids) {
-      if (std::find(d.subset_of->begin(), d.subset_of->end(), id) == d.subset_of->end()) {
-        fail(where, "ids within " + ListString(*d.subset_of), ListString(ids));
-        break;
+  return false;
+}
+}  // namespace internal
+
+void CheckSet(const SetExpect& e, const Location& loc, const std::string& where,
+              const std::optional<std::vector<std::string>>& got_opt,
+              const std::map<std::string, std::vector<std::string>>& captures,
+              std::vector<Failure>* out) {
+  auto fail = [&](std::string what, std::string expected, std::string actual) {
+    out->push_back(Failure{loc, std::move(what), std::move(expected), std::move(actual)});
+  };
+  if (e.absent) {
+    if (got_opt) fail(where, "absent", ListString(Sorted(*got_opt)));
+    return;
+  }
+  const std::vector<std::string> got = got_opt ? Sorted(*got_opt) : std::vector<std::string>{};
+  const std::string shown = got_opt ? ListString(got) : "absent";
+  // A reference's ids and its description ("[a b]" or "$name [a b]").
+  auto resolve = [&](const SetRef& r, std::vector<std::string>* ids) -> std::optional<std::string> {
+    if (r.capture.empty()) {
+      *ids = Sorted(r.ids);
+      return ListString(*ids);
+    }
+    auto it = captures.find(r.capture);
+    if (it == captures.end()) {
+      fail(where, "$" + r.capture, "no value captured under that name");
+      return std::nullopt;
+    }
+    *ids = it->second;
+    return fmt::format("${} {}", r.capture, ListString(*ids));
+  };
+  if (e.count && static_cast<int64_t>(got.size()) != *e.count) {
+    fail(where, fmt::format("{} device(s)", *e.count), fmt::format("{} {}", got.size(), shown));
+  }
+  if (e.count_of) {
+    std::vector<std::string> ids;
+    if (auto d = resolve(SetRef{{}, *e.count_of}, &ids); d && ids.size() != got.size()) {
+      fail(where, fmt::format("{} device(s), as many as {}", ids.size(), *d),
+           fmt::format("{} {}", got.size(), shown));
+    }
+  }
+  std::vector<std::string> ids;
+  if (e.ids) {
+    if (auto d = resolve(*e.ids, &ids); d && ids != got) fail(where, *d, shown);
+  }
+  auto missing = [](const std::vector<std::string>& from, const std::vector<std::string>& in) {
+    std::vector<std::string> m;
+    std::set_difference(from.begin(), from.end(), in.begin(), in.end(), std::back_inserter(m));
+    return m;
+  };
+  if (e.subset_of) {
+    if (auto d = resolve(*e.subset_of, &ids); d && !missing(got, ids).empty()) {
+      fail(where, "ids within " + *d,
+           fmt::format("{} ({} not within)", shown, ListString(missing(got, ids))));
+    }
+  }
+  if (e.superset_of) {
+    if (auto d = resolve(*e.superset_of, &ids); d && !missing(ids, got).empty()) {
+      fail(where, "ids including " + *d,
+           fmt::format("{} ({} missing)", shown, ListString(missing(ids, got))));
+    }
+  }
+  if (e.disjoint_from) {
+    if (auto d = resolve(*e.disjoint_from, &ids)) {
+      std::vector<std::string> common;
+      std::set_intersection(got.begin(), got.end(), ids.begin(), ids.end(),
+                            std::back_inserter(common));
+      if (!common.empty()) {
+        fail(where, "no id in common with " + *d,
+             fmt::format("{} ({} in common)", shown, ListString(common)));
       }
     }
   }
+}
+
+void CheckDevices(const DeviceExpect& d, const std::string& where, std::vector<std::string> ids,
+                  const std::set<int64_t>& numa,
+                  const std::map<std::string, std::vector<std::string>>& captures,
+                  std::vector<Failure>* out) {
+  CheckSet(d.set, d.loc, where, std::move(ids), captures, out);
   if (d.numa) {
     const std::set<int64_t> want(d.numa->begin(), d.numa->end());
     if (numa != want) {
@@ -635,7 +778,7 @@ void CheckDevices(const DeviceExpect& d, const std::string& where, std::vector<s
         for (int64_t x : s) v.push_back(Int(x));
         return ListString(v);
       };
-      fail(where + ".numa", show(want), show(numa));
+      out->push_back(Failure{d.loc, where + ".numa", show(want), show(numa)});
     }
   }
 }
@@ -650,7 +793,7 @@ std::vector<Failure> CheckExpectations(const Expectations& e, const Observed& o)
   for (const auto& calls : e.calls) c.Calls(calls);
   if (e.pod_resources) {
     if (o.pod_resources) {
-      CheckPodResources(*e.pod_resources, *o.pod_resources, &out);
+      CheckPodResources(*e.pod_resources, *o.pod_resources, &out, o.captures);
     } else {
       out.push_back(Failure{e.pod_resources->loc, "pod_resources", "PodResources answers",
                             "not observed"});

@@ -295,5 +295,192 @@ TEST(Expectations, LogLines) {
   EXPECT_THAT(CheckExpectations(Parse("      log: nope\n"), o), SizeIs(1));
 }
 
+// Expectations of a check step after one that captures $x and $y.
+Expectations ParseWithCaptures(const std::string& expect_yaml) {
+  const std::string text = R"(plugins:
+  - name: gpu
+    sample_plugin: {resource: example.com/gpu}
+steps:
+  - check:
+    capture:
+      x: {resource: example.com/gpu, set: healthy}
+      y: {pod: p, container: c, resource: example.com/gpu}
+  - check:
+    expect:
+)" + expect_yaml;
+  absl::StatusOr<Scenario> s = ParseScenario(text, "e.yaml");
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? s->steps[1].expect : Expectations{};
+}
+
+TEST(Expectations, SetRelationsWithCaptures) {
+  Observed o = World();
+  o.captures = {{"x", {"a", "b"}}, {"y", {"c"}}};
+  EXPECT_THAT(CheckExpectations(ParseWithCaptures(R"(      resources:
+        example.com/gpu:
+          healthy: $x
+          unhealthy: {count: $y, disjoint_from: $x, subset_of: [c, d]}
+          allocated: {subset_of: $x, superset_of: [a]}
+      pods:
+        p: {containers: {c: {devices: {example.com/gpu: {disjoint_from: $y, subset_of: $x}}}}}
+)"),
+                                o),
+              IsEmpty());
+  auto f = CheckExpectations(ParseWithCaptures(R"(      resources:
+        example.com/gpu:
+          healthy: {superset_of: [a, z]}
+          unhealthy: $x
+          allocated: {disjoint_from: $x, count: $x}
+)"),
+                             o);
+  ASSERT_THAT(f, SizeIs(4));
+  EXPECT_EQ(f[0].what, "resources['example.com/gpu'].healthy");
+  EXPECT_EQ(f[0].expected, "ids including [a z]");
+  EXPECT_EQ(f[0].actual, "[a b] ([z] missing)");
+  EXPECT_EQ(f[1].expected, "$x [a b]");
+  EXPECT_EQ(f[1].actual, "[c]");
+  EXPECT_EQ(f[2].expected, "2 device(s), as many as $x [a b]");
+  EXPECT_EQ(f[2].actual, "1 [a]");
+  EXPECT_EQ(f[3].expected, "no id in common with $x [a b]");
+  EXPECT_EQ(f[3].actual, "[a] ([a] in common)");
+}
+
+TEST(Expectations, UnknownCaptureAtRunTimeIsAFailure) {
+  std::vector<Failure> out;
+  SetExpect e;
+  e.ids = SetRef{{}, "gone"};
+  CheckSet(e, Location{}, "w", std::vector<std::string>{"a"}, {}, &out);
+  ASSERT_THAT(out, SizeIs(1));
+  EXPECT_EQ(out[0].actual, "no value captured under that name");
+}
+
+TEST(Expectations, AbsentDiffersFromZero) {
+  Observed o = World();
+  o.node.capacity["example.com/zero"] = 0;
+  EXPECT_THAT(CheckExpectations(Parse(R"(      resources:
+        example.com/zero: {capacity: 0, allocatable: absent}
+        example.com/none: {capacity: absent, allocatable: absent, healthy: absent, allocated: absent}
+)"),
+                                o),
+              IsEmpty());
+  auto f = CheckExpectations(Parse(R"(      resources:
+        example.com/zero: {capacity: absent}
+        example.com/none: {capacity: 0}
+        example.com/gpu: {healthy: absent, allocated: absent}
+)"),
+                             o);
+  ASSERT_THAT(f, SizeIs(4));
+  EXPECT_EQ(f[0].expected, "absent");
+  EXPECT_EQ(f[0].actual, "0");
+  EXPECT_EQ(f[1].expected, "0");
+  EXPECT_EQ(f[1].actual, "absent (not on the node)");
+  EXPECT_EQ(f[2].what, "resources['example.com/gpu'].healthy");
+  EXPECT_EQ(f[2].actual, "[a b]");
+  EXPECT_EQ(f[3].actual, "[a]");
+}
+
+TEST(Expectations, ListsMatchInAnyOrderOneToOne) {
+  Observed o = World();
+  manager::RunContainerOptions ro;
+  ro.mounts = {{"/b", "/b", "/host/b", false, false}, {"/a", "/a", "/host/a", true, false}};
+  ro.cdi_devices = {"v.com/gpu=1", "v.com/gpu=0"};
+  o.pods[0].containers[0].run_options = ro;
+  EXPECT_THAT(CheckExpectations(Parse(R"(      pods:
+        p:
+          containers:
+            c:
+              mounts_exact: [{container_path: /a, read_only: true}, {host_path: {regex: "^/host/"}}]
+              cdi_devices_exact: [{regex: "=[01]$"}, v.com/gpu=0]
+)"),
+                                o),
+              IsEmpty());
+  auto f = CheckExpectations(Parse(R"(      pods:
+        p:
+          containers:
+            c:
+              mounts_exact: [{container_path: /a}]
+              cdi_devices: [{regex: "gpu=0"}, v.com/gpu=0]
+              device_specs: [{container_path: /dev/x}]
+)"),
+                             o);
+  ASSERT_THAT(f, SizeIs(3));
+  EXPECT_EQ(f[0].expected, "exactly 1 item(s), in any order");
+  EXPECT_EQ(f[0].actual, "[/host/b:/b, /host/a:/a:ro]");
+  EXPECT_EQ(f[1].what, "pods['p'].containers['c'].device_specs[0]");
+  EXPECT_EQ(f[2].what, "pods['p'].containers['c'].cdi_devices");
+  EXPECT_EQ(f[2].expected, "2 distinct items matching the listed ones");
+}
+
+TEST(Expectations, MatchUnorderedFindsAnAssignmentGreedyWouldMiss) {
+  // "a*" would take "ab" first; only a full matching pairs "ab" with "?b".
+  const std::vector<std::string> want = {"a*", "?b"};
+  const std::vector<std::string> got = {"ab", "ac"};
+  auto match = [](const std::string& w, const std::string& g) {
+    if (w == "a*") return g[0] == 'a';
+    return g[1] == 'b';
+  };
+  auto m = MatchUnordered(want, got, match);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ((*m)[0], 1u);
+  EXPECT_EQ((*m)[1], 0u);
+  EXPECT_FALSE(MatchUnordered(std::vector<std::string>{"?b", "?b"}, got, match).has_value());
+}
+
+TEST(Expectations, RejectedStatusMessage) {
+  EXPECT_THAT(CheckExpectations(Parse(R"(      pods:
+        q: {status_message: "Pod was rejected: Allocate failed due to boom, which is unexpected"}
+        p: {status_message: ""}
+)"),
+                                World()),
+              IsEmpty());
+  auto f = CheckExpectations(Parse("      pods: {q: {status_message: {regex: \"^Allocate\"}}}\n"),
+                             World());
+  ASSERT_THAT(f, SizeIs(1));
+  EXPECT_EQ(f[0].actual, "\"Pod was rejected: Allocate failed due to boom, which is unexpected\"");
+}
+
+TEST(Expectations, RegisterResult) {
+  Observed o = World();
+  o.calls_since_start["gpu"] = {
+      nlohmann::json{{"method", "Register"}, {"args", {{"version", "v1alpha"}}},
+                     {"error", "requested API version \"v1alpha\" is not supported"},
+                     {"code", "UNKNOWN"}},
+      nlohmann::json{{"method", "Register"}, {"args", {{"version", "v1beta1"}}}}};
+  EXPECT_THAT(CheckExpectations(Parse(R"(      calls:
+        gpu:
+          since: start
+          sequence:
+            - {method: Register, code: UNKNOWN, error: {regex: "not supported"}}
+            - {method: Register, ok: true}
+)"),
+                                o),
+              IsEmpty());
+  auto f = CheckExpectations(
+      Parse("      calls: {gpu: {since: start, sequence: [{method: Register, ok: true}], "
+            "exact: true}}\n"),
+      o);
+  ASSERT_THAT(f, SizeIs(1));
+  EXPECT_EQ(f[0].expected, "Register -> ok");
+  EXPECT_THAT(f[0].actual, HasSubstr("-> error UNKNOWN \"requested API version"));
+}
+
+TEST(Expectations, AbsentHintAndAbsentCheckpointEntry) {
+  Observed o = World();
+  MergeObs m;
+  m.container = "c";
+  m.providers["cpu"]["example.com/gpu"] = std::nullopt;
+  o.merges["uid-1"].push_back(m);
+  auto f = CheckExpectations(Parse(R"(      pods:
+        p:
+          containers:
+            c: {topology_hints: {cpu: {example.com/nic: absent, example.com/gpu: absent}}}
+)"),
+                             o);
+  ASSERT_THAT(f, SizeIs(1));
+  EXPECT_EQ(f[0].what, "pods['p'].containers['c'].topology_hints['cpu']['example.com/gpu']");
+  EXPECT_EQ(f[0].expected, "absent (no hint entry)");
+  EXPECT_EQ(f[0].actual, "<nil>");
+}
+
 }  // namespace
 }  // namespace devmgr::scenario

@@ -44,8 +44,10 @@ Observed Observe(const Expectations& e, const ObserveContext& ctx) {
   o.allocations = ctx.node->manager().Allocations();
   bool topo = false;
   for (const auto& p : e.pods) {
-    topo |= p.topology_hints.has_value();
-    for (const auto& c : p.containers) topo |= c.has_numa_affinity || c.topology_hints;
+    topo |= p.topology_hints.has_value() || !p.absent_hints.empty();
+    for (const auto& c : p.containers) {
+      topo |= c.has_numa_affinity || c.topology_hints || !c.absent_hints.empty();
+    }
   }
   if (topo) {
     for (const auto& rec : o.pods) {

@@ -54,13 +54,19 @@ const PrPodObs* FindListed(const std::vector<PrPodObs>& pods, const std::string&
   return nullptr;
 }
 
+using Captures = std::map<std::string, std::vector<std::string>>;
+
 void Containers(const std::string& where, const PrPodExpect& want, const PrPodObs& got,
-                std::vector<Failure>* out) {
+                const Captures& captures, std::vector<Failure>* out) {
   for (const PrContainerExpect& c : want.containers) {
     const std::string w = fmt::format("{}.containers['{}']", where, c.name);
     const PrContainerObs* gc = nullptr;
     for (const auto& x : got.containers) {
       if (x.name == c.name) gc = &x;
+    }
+    if (c.absent) {
+      if (gc != nullptr) out->push_back(Failure{c.loc, w, "absent (not listed)", "listed"});
+      continue;
     }
     if (gc == nullptr) {
       std::vector<std::string> names;
@@ -77,7 +83,7 @@ void Containers(const std::string& where, const PrPodExpect& want, const PrPodOb
     }
     for (const DeviceExpect& d : c.devices) {
       CheckDevices(d, fmt::format("{}['{}']", w, d.resource), Ids(gc->devices, d.resource),
-                   Numa(gc->devices, d.resource), out);
+                   Numa(gc->devices, d.resource), captures, out);
     }
   }
 }
@@ -112,10 +118,10 @@ std::pair<std::string, std::string> SplitGetRef(const std::string& ref) {
 }
 
 void CheckPodResources(const PodResourcesExpect& e, const PodResourcesObs& o,
-                       std::vector<Failure>* out) {
+                       std::vector<Failure>* out, const Captures& captures) {
   for (const DeviceExpect& d : e.allocatable) {
     CheckDevices(d, fmt::format("pod_resources.allocatable['{}']", d.resource),
-                 Ids(o.allocatable, d.resource), Numa(o.allocatable, d.resource), out);
+                 Ids(o.allocatable, d.resource), Numa(o.allocatable, d.resource), captures, out);
   }
   if (e.pod_count && static_cast<int64_t>(o.list.size()) != *e.pod_count) {
     out->push_back(Failure{e.loc, "pod_resources.pod_count", std::to_string(*e.pod_count),
@@ -132,7 +138,7 @@ void CheckPodResources(const PodResourcesExpect& e, const PodResourcesObs& o,
       out->push_back(Failure{p.loc, w, "listed", "not listed; List returned " + Names(o.list)});
       continue;
     }
-    Containers(w, p, *got, out);
+    Containers(w, p, *got, captures, out);
   }
   for (const PrPodExpect& p : e.get) {
     const std::string w = fmt::format("pod_resources.get['{}']", p.ref);
@@ -154,7 +160,7 @@ void CheckPodResources(const PodResourcesExpect& e, const PodResourcesObs& o,
       out->push_back(Failure{p.loc, w, "the pod", fmt::format("error \"{}\"", g.error)});
       continue;
     }
-    Containers(w, p, *g.pod, out);
+    Containers(w, p, *g.pod, captures, out);
   }
 }
 

@@ -52,9 +52,11 @@ PodResourcesObs FromProto(const v1::ListPodResourcesResponse& list,
 // A Get ref ("ns/name", or "name" in namespace default) split in two.
 std::pair<std::string, std::string> SplitGetRef(const std::string& ref);
 
-// Appends a Failure for every expectation that does not hold.
+// Appends a Failure for every expectation that does not hold (`captures`:
+// the values `$name` references resolve to).
 void CheckPodResources(const PodResourcesExpect& e, const PodResourcesObs& o,
-                       std::vector<Failure>* out);
+                       std::vector<Failure>* out,
+                       const std::map<std::string, std::vector<std::string>>& captures = {});
 
 }  // namespace devmgr::scenario
 

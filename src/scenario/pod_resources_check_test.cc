@@ -134,6 +134,17 @@ TEST(PodResourcesCheck, EachMismatchIsReportedWithWhereItIs) {
   EXPECT_EQ(f[0].loc.ToString(), "pr.yaml:8:23");
 }
 
+TEST(PodResourcesCheck, AbsentContainer) {
+  EXPECT_THAT(Check("      pod_resources: {pods: {default/train: {containers: {ghost: absent}}}}\n"),
+              IsEmpty());
+  const std::vector<Failure> f =
+      Check("      pod_resources: {pods: {default/train: {containers: {side: absent}}}}\n");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].what, "pod_resources.pods['default/train'].containers['side']");
+  EXPECT_EQ(f[0].expected, "absent (not listed)");
+  EXPECT_EQ(f[0].actual, "listed");
+}
+
 TEST(PodResourcesCheck, UnlistedContainerAndDevicesWhereNoneExpected) {
   const std::vector<Failure> f = Check(R"(      pod_resources:
         pods:
@@ -170,7 +181,7 @@ TEST(PodResourcesParser, Errors) {
   EXPECT_THAT(Err("      pod_resources: {alocatable: {r: 1}}\n"),
               HasSubstr("did you mean 'allocatable'"));
   EXPECT_THAT(Err("      pod_resources: {pods: {p: {containers: {c: [a]}}}}\n"),
-              HasSubstr("container 'c' (resource -> count, ids or a mapping; or none)"));
+              HasSubstr("container 'c' (resource -> count, ids or a mapping; none; absent)"));
 }
 
 TEST(PodResourcesParser, FeatureGatesAreValidatedWithTheKubeletsTexts) {

@@ -36,6 +36,8 @@ const char* StepKindName(StepKind kind) {
     case StepKind::kRestartContainer: return "restart_container";
     case StepKind::kRestartKubelet: return "restart_kubelet";
     case StepKind::kRebootNode: return "reboot_node";
+    case StepKind::kStopKubelet: return "stop_kubelet";
+    case StepKind::kStartKubelet: return "start_kubelet";
     case StepKind::kStartPlugin: return "start_plugin";
     case StepKind::kStopPlugin: return "stop_plugin";
     case StepKind::kKillPlugin: return "kill_plugin";
@@ -73,6 +75,8 @@ std::string DescribeStep(const Step& st) {
       return fmt::format("restart container {} of pod {}", st.container, st.pod_ref);
     case StepKind::kRestartKubelet: return "restart the kubelet";
     case StepKind::kRebootNode: return "reboot the node";
+    case StepKind::kStopKubelet: return "stop the kubelet";
+    case StepKind::kStartKubelet: return "start the kubelet";
     case StepKind::kStartPlugin: return "start plugin " + st.plugin;
     case StepKind::kStopPlugin: return "stop plugin " + st.plugin + " (SIGTERM)";
     case StepKind::kKillPlugin: return "kill plugin " + st.plugin + " (SIGKILL)";
@@ -99,7 +103,13 @@ std::string DescribeStep(const Step& st) {
     case StepKind::kTruncateCheckpoint:
       return fmt::format("truncate the checkpoint to {} bytes", st.truncate_to);
     case StepKind::kCorruptCheckpoint: return "corrupt the checkpoint's checksum";
-    case StepKind::kWriteCheckpoint: return "write the checkpoint";
+    case StepKind::kWriteCheckpoint:
+      if (!st.checkpoint) return "write the checkpoint";
+      return fmt::format("write a {} checkpoint ({} entries{})", st.checkpoint->v1 ? "V1" : "V2",
+                         st.checkpoint->entries.size(),
+                         st.checkpoint->wrong_checksum || st.checkpoint->checksum
+                             ? ", a wrong checksum"
+                             : "");
     case StepKind::kRun: return "run: " + st.command;
     case StepKind::kCheck: return "check";
   }

@@ -111,15 +111,47 @@ struct HintProviderSpec {
 
 // ---- expectations ----------------------------------------------------------
 
+// A set of device ids given literally (`[a, b]`) or by a capture of an
+// earlier step (`$name`).
+struct SetRef {
+  std::vector<std::string> ids;
+  std::string capture;  // non-empty: the capture's name (without '$')
+};
+
+// Expectations on one set of device ids (a container's devices of a
+// resource, a resource's healthy/unhealthy/allocated set, a checkpoint
+// entry). `absent`: the set is not there at all (which differs from empty
+// where the kubelet tells the two apart).
+struct SetExpect {
+  bool absent = false;
+  std::optional<int64_t> count;
+  std::optional<std::string> count_of;  // the same size as this capture
+  std::optional<SetRef> ids;            // exactly these
+  std::optional<SetRef> subset_of;      // every id within
+  std::optional<SetRef> superset_of;    // every listed id present
+  std::optional<SetRef> disjoint_from;  // no id in common
+  bool empty() const {
+    return !absent && !count && !count_of && !ids && !subset_of && !superset_of &&
+           !disjoint_from;
+  }
+};
+
+// A node-status quantity: a number, or `absent` (no entry at all, which
+// node status tells apart from 0).
+struct QuantityExpect {
+  bool absent = false;
+  int64_t value = 0;
+};
+
 struct ResourceExpect {
   std::string resource;
   Location loc;
-  std::optional<int64_t> capacity;
-  std::optional<int64_t> allocatable;
-  // Exact sets of device ids.
-  std::optional<std::vector<std::string>> healthy;
-  std::optional<std::vector<std::string>> unhealthy;
-  std::optional<std::vector<std::string>> allocated;
+  std::optional<QuantityExpect> capacity;
+  std::optional<QuantityExpect> allocatable;
+  // The device manager's sets (a list is the exact set).
+  std::optional<SetExpect> healthy;
+  std::optional<SetExpect> unhealthy;
+  std::optional<SetExpect> allocated;
   std::optional<int64_t> healthy_count;
   std::optional<int64_t> unhealthy_count;
   // Known to the device manager at all (endpoint or checkpoint placeholder).
@@ -131,10 +163,8 @@ struct ResourceExpect {
 struct DeviceExpect {
   std::string resource;
   Location loc;
-  std::optional<int64_t> count;
-  std::optional<std::vector<std::string>> ids;        // exact set
-  std::optional<std::vector<std::string>> subset_of;  // every id within
-  std::optional<std::vector<int64_t>> numa;           // the NUMA nodes used
+  SetExpect set;                            // the devices' ids
+  std::optional<std::vector<int64_t>> numa;  // the NUMA nodes used
 };
 
 struct KeyValueExpect {
@@ -162,8 +192,8 @@ struct ContainerExpect {
   bool no_devices = false;
   std::optional<KeyValueExpect> envs;
   std::optional<KeyValueExpect> annotations;
-  // Each listed item must be present (in this order when `*_exact`, and
-  // nothing else then).
+  // Each listed item must match a distinct actual item, in any order (the
+  // kubelet's order is Go map order); with `*_exact`, nothing else either.
   std::optional<std::vector<MountExpect>> mounts;
   bool mounts_exact = false;
   std::optional<std::vector<DeviceSpecExpect>> device_specs;
@@ -181,6 +211,8 @@ struct ContainerExpect {
   std::optional<std::vector<int>> numa_affinity;
   // Container scope: provider -> resource -> hints of this container's merge.
   std::optional<std::map<std::string, ResourceHints>> topology_hints;
+  // provider -> resources that must have no hint entry at all (`absent`).
+  std::map<std::string, std::vector<std::string>> absent_hints;
 };
 
 struct PodExpect {
@@ -190,10 +222,15 @@ struct PodExpect {
   std::optional<bool> admitted;
   std::optional<std::string> phase;  // Pending, Running, Succeeded, Failed
   std::optional<StringMatcher> reason;
+  // The admission handler's message (what the kubelet logs and records in
+  // its event), and the pod status message the kubelet writes for a
+  // rejected pod (RejectedStatusMessage).
   std::optional<StringMatcher> message;
+  std::optional<StringMatcher> status_message;
   std::vector<ContainerExpect> containers;
   // Pod scope: provider -> resource -> hints of the pod's merge.
   std::optional<std::map<std::string, ResourceHints>> topology_hints;
+  std::map<std::string, std::vector<std::string>> absent_hints;
 };
 
 struct CheckpointEntryExpect {
@@ -201,7 +238,7 @@ struct CheckpointEntryExpect {
   std::string pod;  // name, namespace/name or UID
   std::string container;
   std::string resource;
-  std::optional<std::vector<std::string>> devices;  // exact set
+  SetExpect devices;
 };
 
 struct CheckpointExpect {
@@ -211,8 +248,12 @@ struct CheckpointExpect {
   std::optional<int64_t> entry_count;
   std::vector<CheckpointEntryExpect> entries;
   bool entries_exact = false;
-  // resource -> exact device set of registeredDevices.
+  // resource -> exact device set of registeredDevices (the map holds no
+  // other resource).
   std::optional<std::map<std::string, std::vector<std::string>>> registered;
+  // resource -> expectations on its registeredDevices entry (`absent`: no
+  // entry); other resources are not looked at.
+  std::map<std::string, SetExpect> registered_sets;
 };
 
 struct CallExpect {
@@ -221,6 +262,11 @@ struct CallExpect {
   // A JSON subset the call's arguments must contain (objects: listed keys;
   // arrays: same length, element-wise; strings may be {regex: RE}).
   std::optional<nlohmann::json> args;
+  // Sent calls (Register): the result the plugin got back. `ok`: no error;
+  // else the error message and/or the gRPC code name (e.g. UNKNOWN).
+  std::optional<bool> ok;
+  std::optional<StringMatcher> error;
+  std::optional<std::string> code;
 };
 
 struct CallsExpect {
@@ -246,6 +292,7 @@ struct PrContainerExpect {
   std::string name;
   Location loc;
   bool no_devices = false;  // `none`: listed, with no devices
+  bool absent = false;      // `absent`: the pod is listed, this container not
   std::vector<DeviceExpect> devices;
 };
 
@@ -301,6 +348,8 @@ enum class StepKind {
   kRestartContainer,
   kRestartKubelet,
   kRebootNode,
+  kStopKubelet,
+  kStartKubelet,
   kStartPlugin,
   kStopPlugin,
   kKillPlugin,
@@ -323,6 +372,41 @@ enum class StepKind {
 
 // The step's key in the YAML ("admit", "delete_pod", ...).
 const char* StepKindName(StepKind kind);
+
+// write_checkpoint from a structured description: entries and registered
+// devices become a kubelet checkpoint with the right checksum.
+struct CheckpointEntrySpec {
+  std::string pod;  // a pod ref (name, namespace/name) or a UID
+  std::string container;
+  std::string resource;
+  // NUMA node -> device ids (V1: flattened); -1 is "no topology".
+  std::map<int64_t, std::vector<std::string>> devices;
+  // The serialized ContainerAllocateResponse, base64 as in the file
+  // (nullopt: an empty response).
+  std::optional<std::string> alloc_resp;
+};
+struct CheckpointSpec {
+  bool v1 = false;  // the pre-1.20 format
+  std::vector<CheckpointEntrySpec> entries;
+  std::map<std::string, std::vector<std::string>> registered;
+  // Write this checksum instead of the right one.
+  std::optional<uint64_t> checksum;
+  bool wrong_checksum = false;  // the right one plus one
+};
+
+// A value a step names for later expectations: the devices of a container
+// (pod, container, resource), a device set of a resource (resource, set),
+// or the devices of a checkpoint entry (checkpoint: true, pod, container,
+// resource).
+struct CaptureSpec {
+  std::string name;
+  Location loc;
+  std::string pod;
+  std::string container;
+  std::string resource;
+  std::string set;  // healthy, unhealthy, allocated or devices
+  bool checkpoint = false;
+};
 
 struct Step;
 // What a step does, for output ("admit pod default/p (containers [c])").
@@ -362,13 +446,19 @@ struct Step {
   std::string control_line;
   // kTruncateCheckpoint
   int64_t truncate_to = 0;
-  // kWriteCheckpoint
+  // kWriteCheckpoint: raw bytes, or a structured description
   std::string content;
+  std::optional<CheckpointSpec> checkpoint;
   // kRun
   std::string command;
   int64_t expect_exit = 0;
 
   Expectations expect;
+  // The expectations must hold continuously for this long (from the end of
+  // the action), not just eventually.
+  std::optional<absl::Duration> expect_for;
+  // Named values taken once the step (and its expectations) passed.
+  std::vector<CaptureSpec> captures;
 };
 
 // ---- the scenario ----------------------------------------------------------

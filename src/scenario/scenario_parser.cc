@@ -35,10 +35,11 @@ const Keys kPluginKeys = {"name",     "command",     "args",        "sample_plug
                           "external", "env",         "working_dir", "private_mount",
                           "binds",    "start",       "resource",    "socket",
                           "wait_for_registration",   "call_log",    "control"};
-const Keys kStepCommonKeys = {"name", "versions", "timeout", "expect"};
+const Keys kStepCommonKeys = {"name", "versions", "timeout", "expect", "expect_for", "capture"};
 const Keys kStepActions = {
     "admit",         "delete_pod",        "set_phase",         "restart_container",
-    "restart_kubelet", "reboot_node",     "start_plugin",      "stop_plugin",
+    "restart_kubelet", "reboot_node",     "stop_kubelet",      "start_kubelet",
+    "start_plugin",    "stop_plugin",
     "kill_plugin",   "pause_plugin",      "resume_plugin",     "restart_plugin",
     "advance_clock", "node_status",       "wait_registration", "wait_devices",
     "set_health",    "control",           "delete_checkpoint", "truncate_checkpoint",
@@ -46,6 +47,7 @@ const Keys kStepActions = {
 const StepKind kStepKinds[] = {
     StepKind::kAdmit,          StepKind::kDeletePod,        StepKind::kSetPhase,
     StepKind::kRestartContainer, StepKind::kRestartKubelet, StepKind::kRebootNode,
+    StepKind::kStopKubelet,    StepKind::kStartKubelet,
     StepKind::kStartPlugin,    StepKind::kStopPlugin,       StepKind::kKillPlugin,
     StepKind::kPausePlugin,    StepKind::kResumePlugin,     StepKind::kRestartPlugin,
     StepKind::kAdvanceClock,   StepKind::kNodeStatus,       StepKind::kWaitRegistration,
@@ -159,6 +161,7 @@ class Parser : public ScenarioReader {
   // The text of an inline block `value` (the value of key `key`), with every
   // other line blanked so that positions in it are positions in the file.
   std::string BlockText(const YAML::Node& key, const YAML::Node& value) const {
+    if (value.Style() == YAML::EmitterStyle::Flow) return FlowText(value);
     const int vline = value.Mark().line;
     const int vcol = value.Mark().column;
     const int kcol = key.Mark().column;
@@ -178,6 +181,42 @@ class Parser : public ScenarioReader {
       }
       if (static_cast<int>(indent) <= kcol) break;
       out += l + "\n";
+    }
+    return out;
+  }
+
+  // The text of a flow-style value (`{...}` or `[...]`, possibly over
+  // several lines), positioned as in the file: up to its closing bracket.
+  std::string FlowText(const YAML::Node& value) const {
+    const int vline = value.Mark().line;
+    const int vcol = value.Mark().column;
+    std::string out;
+    for (int i = 0; i < vline && i < static_cast<int>(lines_.size()); ++i) out += "\n";
+    int depth = 0;
+    char quote = 0;
+    for (size_t i = vline; i < lines_.size(); ++i) {
+      const std::string& l = lines_[i];
+      size_t j = i == static_cast<size_t>(vline) ? std::min<size_t>(vcol, l.size()) : 0;
+      out += std::string(j, ' ');
+      for (; j < l.size(); ++j) {
+        const char c = l[j];
+        out += c;
+        if (quote != 0) {
+          if (c == quote) quote = 0;
+          continue;
+        }
+        if (c == '"' || c == '\'') {
+          quote = c;
+        } else if (c == '#' && (j == 0 || l[j - 1] == ' ')) {
+          out.pop_back();
+          break;
+        } else if (c == '{' || c == '[') {
+          ++depth;
+        } else if ((c == '}' || c == ']') && --depth == 0) {
+          return out + "\n";
+        }
+      }
+      out += "\n";
     }
     return out;
   }
@@ -465,6 +504,13 @@ class Parser : public ScenarioReader {
       step->timeout = d;
     }
     if (s["expect"]) DEVMGR_RETURN_IF_ERROR(ParseExpect(*this, s["expect"], sc, &step->expect));
+    if (s["expect_for"]) {
+      if (!s["expect"]) return Error(s["expect_for"], "expect_for needs expect: (what must hold)");
+      absl::Duration d;
+      DEVMGR_RETURN_IF_ERROR(Duration(s["expect_for"], "expect_for", &d));
+      step->expect_for = d;
+    }
+    if (s["capture"]) DEVMGR_RETURN_IF_ERROR(ParseCaptures(s["capture"], sc, step));
     if (action.empty()) {
       if (!s["expect"]) {
         return Error(s, fmt::format("a step needs an action ({}) or expect:",
@@ -505,28 +551,84 @@ class Parser : public ScenarioReader {
     return absl::OkStatus();
   }
 
+  absl::Status ParseAdmit(const YAML::Node& key, const YAML::Node& v, const Scenario& sc,
+                          Step* step) const {
+    if (v.IsScalar()) {
+      std::string path = v.Scalar();
+      if (path.empty()) return Error(v, "admit needs a pod manifest or a file name");
+      if (path[0] != '/') path = sc.dir + "/" + path;
+      absl::StatusOr<pod::Pod> pod = pod::LoadPodManifest(path);
+      if (!pod.ok()) {
+        return Error(v, fmt::format("admit: {}", std::string(pod.status().message())));
+      }
+      step->pod = *std::move(pod);
+      return absl::OkStatus();
+    }
+    if (!v.IsMap()) return Error(v, "admit takes an inline Pod manifest or a file name");
+    absl::StatusOr<pod::Pod> pod = pod::ParsePodManifest(BlockText(key, v), file());
+    if (!pod.ok()) return pod.status();
+    step->pod = *std::move(pod);
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseWaitRegistration(const std::string& where, const YAML::Node& v,
+                                     const Scenario& sc, Step* step) const {
+    if (v.IsScalar()) return NonEmptyString(v, "resource", &step->resource);
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"resource", "plugin", "count"}, where));
+    if (v["plugin"]) DEVMGR_RETURN_IF_ERROR(PluginRef(sc, v["plugin"], &step->plugin));
+    if (v["resource"]) {
+      DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["resource"], "resource", &step->resource));
+    } else if (!step->plugin.empty()) {
+      step->resource = FindPlugin(sc, step->plugin)->resource;
+      if (step->resource.empty()) {
+        return Error(v, fmt::format("plugin '{}' has no known resource; give resource:",
+                                    step->plugin));
+      }
+    } else {
+      return Error(v, "wait_registration needs resource or plugin");
+    }
+    if (v["count"]) DEVMGR_RETURN_IF_ERROR(OptInt(v["count"], "count", 1, &step->count));
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseWaitDevices(const std::string& where, const YAML::Node& v, Step* step) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
+    DEVMGR_RETURN_IF_ERROR(
+        CheckKeys(v, {"resource", "capacity", "allocatable", "healthy"}, where));
+    if (!v["resource"]) return Error(v, "wait_devices needs resource");
+    DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["resource"], "resource", &step->resource));
+    if (v["capacity"]) DEVMGR_RETURN_IF_ERROR(OptInt(v["capacity"], "capacity", 0, &step->capacity));
+    if (v["allocatable"]) {
+      DEVMGR_RETURN_IF_ERROR(OptInt(v["allocatable"], "allocatable", 0, &step->allocatable));
+    }
+    if (v["healthy"]) DEVMGR_RETURN_IF_ERROR(OptInt(v["healthy"], "healthy", 0, &step->healthy));
+    if (!step->capacity && !step->allocatable && !step->healthy) {
+      return Error(v, "wait_devices needs capacity, allocatable or healthy");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseSetHealth(const std::string& where, const YAML::Node& v, const Scenario& sc,
+                              Step* step) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"plugin", "device", "health", "wait"}, where));
+    if (!v["plugin"] || !v["device"] || !v["health"]) {
+      return Error(v, "set_health needs plugin, device and health");
+    }
+    DEVMGR_RETURN_IF_ERROR(PluginRef(sc, v["plugin"], &step->plugin));
+    DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["device"], "device", &step->device));
+    DEVMGR_RETURN_IF_ERROR(String(v["health"], "health", &step->health));
+    if (v["wait"]) DEVMGR_RETURN_IF_ERROR(Bool(v["wait"], "wait", &step->wait));
+    return ControlCapable(sc, v["plugin"], step->plugin);
+  }
+
   absl::Status ParseAction(const YAML::Node& key, const YAML::Node& v, const Scenario& sc,
                            Step* step) const {
     const std::string where = key.Scalar();
     switch (step->kind) {
-      case StepKind::kAdmit: {
-        if (v.IsScalar()) {
-          std::string path = v.Scalar();
-          if (path.empty()) return Error(v, "admit needs a pod manifest or a file name");
-          if (path[0] != '/') path = sc.dir + "/" + path;
-          absl::StatusOr<pod::Pod> pod = pod::LoadPodManifest(path);
-          if (!pod.ok()) {
-            return Error(v, fmt::format("admit: {}", std::string(pod.status().message())));
-          }
-          step->pod = *std::move(pod);
-          return absl::OkStatus();
-        }
-        if (!v.IsMap()) return Error(v, "admit takes an inline Pod manifest or a file name");
-        absl::StatusOr<pod::Pod> pod = pod::ParsePodManifest(BlockText(key, v), file());
-        if (!pod.ok()) return pod.status();
-        step->pod = *std::move(pod);
-        return absl::OkStatus();
-      }
+      case StepKind::kAdmit:
+        return ParseAdmit(key, v, sc, step);
       case StepKind::kDeletePod:
         return PodRefOrMap(v, where, {"pod"}, step);
       case StepKind::kSetPhase: {
@@ -549,7 +651,11 @@ class Parser : public ScenarioReader {
         DEVMGR_RETURN_IF_ERROR(PodRefOrMap(v, where, {"pod", "container"}, step));
         if (!v["container"]) return Error(v, "restart_container needs container");
         return NonEmptyString(v["container"], "container", &step->container);
+      case StepKind::kStopKubelet:
+        if (!v.IsNull()) return Error(v, "stop_kubelet takes no value");
+        return absl::OkStatus();
       case StepKind::kRestartKubelet:
+      case StepKind::kStartKubelet:
       case StepKind::kRebootNode:
         DEVMGR_RETURN_IF_ERROR(OptionalMap(v, {"wait_for_registration"}, where));
         if (v.IsMap() && v["wait_for_registration"]) {
@@ -573,52 +679,12 @@ class Parser : public ScenarioReader {
       case StepKind::kCheck:
         if (!v.IsNull()) return Error(v, fmt::format("{} takes no value", where));
         return absl::OkStatus();
-      case StepKind::kWaitRegistration: {
-        if (v.IsScalar()) return NonEmptyString(v, "resource", &step->resource);
-        DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
-        DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"resource", "plugin", "count"}, where));
-        if (v["plugin"]) DEVMGR_RETURN_IF_ERROR(PluginRef(sc, v["plugin"], &step->plugin));
-        if (v["resource"]) {
-          DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["resource"], "resource", &step->resource));
-        } else if (!step->plugin.empty()) {
-          step->resource = FindPlugin(sc, step->plugin)->resource;
-          if (step->resource.empty()) {
-            return Error(v, fmt::format("plugin '{}' has no known resource; give resource:",
-                                        step->plugin));
-          }
-        } else {
-          return Error(v, "wait_registration needs resource or plugin");
-        }
-        if (v["count"]) DEVMGR_RETURN_IF_ERROR(OptInt(v["count"], "count", 1, &step->count));
-        return absl::OkStatus();
-      }
+      case StepKind::kWaitRegistration:
+        return ParseWaitRegistration(where, v, sc, step);
       case StepKind::kWaitDevices:
-        DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
-        DEVMGR_RETURN_IF_ERROR(
-            CheckKeys(v, {"resource", "capacity", "allocatable", "healthy"}, where));
-        if (!v["resource"]) return Error(v, "wait_devices needs resource");
-        DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["resource"], "resource", &step->resource));
-        if (v["capacity"]) DEVMGR_RETURN_IF_ERROR(OptInt(v["capacity"], "capacity", 0, &step->capacity));
-        if (v["allocatable"]) {
-          DEVMGR_RETURN_IF_ERROR(OptInt(v["allocatable"], "allocatable", 0, &step->allocatable));
-        }
-        if (v["healthy"]) DEVMGR_RETURN_IF_ERROR(OptInt(v["healthy"], "healthy", 0, &step->healthy));
-        if (!step->capacity && !step->allocatable && !step->healthy) {
-          return Error(v, "wait_devices needs capacity, allocatable or healthy");
-        }
-        return absl::OkStatus();
-      case StepKind::kSetHealth: {
-        DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
-        DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"plugin", "device", "health", "wait"}, where));
-        if (!v["plugin"] || !v["device"] || !v["health"]) {
-          return Error(v, "set_health needs plugin, device and health");
-        }
-        DEVMGR_RETURN_IF_ERROR(PluginRef(sc, v["plugin"], &step->plugin));
-        DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["device"], "device", &step->device));
-        DEVMGR_RETURN_IF_ERROR(String(v["health"], "health", &step->health));
-        if (v["wait"]) DEVMGR_RETURN_IF_ERROR(Bool(v["wait"], "wait", &step->wait));
-        return ControlCapable(sc, v["plugin"], step->plugin);
-      }
+        return ParseWaitDevices(where, v, step);
+      case StepKind::kSetHealth:
+        return ParseSetHealth(where, v, sc, step);
       case StepKind::kControl:
         DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
         DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"plugin", "command"}, where));
@@ -633,7 +699,9 @@ class Parser : public ScenarioReader {
         if (v.IsNull()) return absl::OkStatus();
         return Int(v, "truncate_checkpoint (bytes to keep)", 0, &step->truncate_to);
       case StepKind::kWriteCheckpoint:
-        return String(v, "write_checkpoint (the file's content)", &step->content);
+        if (v.IsMap()) return ParseCheckpointSpec(v, step);
+        return String(v, "write_checkpoint (the file's content, or {entries, registered})",
+                      &step->content);
       case StepKind::kRun:
         if (v.IsScalar()) return NonEmptyString(v, "run", &step->command);
         DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
@@ -646,6 +714,125 @@ class Parser : public ScenarioReader {
         return absl::OkStatus();
     }
     return Error(key, "unhandled step");
+  }
+
+  // capture: {NAME: {pod, container, resource[, from: checkpoint]} |
+  //                 {resource, set: healthy|unhealthy|allocated|devices}}
+  absl::Status ParseCaptures(const YAML::Node& n, const Scenario& sc, Step* step) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(n, "capture (name -> what to capture)"));
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      CaptureSpec c;
+      c.loc = Loc(it->first);
+      DEVMGR_RETURN_IF_ERROR(NonEmptyString(it->first, "capture name", &c.name));
+      if (c.name[0] == '$') return Error(it->first, "name a capture without '$' ($NAME refers to it)");
+      for (const Step& st : sc.steps) {
+        for (const CaptureSpec& x : st.captures) {
+          if (x.name == c.name) {
+            return Error(it->first, fmt::format("capture '{}' is already taken at {}", c.name,
+                                                x.loc.ToString()));
+          }
+        }
+      }
+      const YAML::Node v = it->second;
+      const std::string where = fmt::format("capture '{}'", c.name);
+      DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
+      DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"pod", "container", "resource", "set", "from"}, where));
+      if (!v["resource"]) return Error(v, where + " needs resource");
+      DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["resource"], "resource", &c.resource));
+      if (v["set"]) {
+        if (v["pod"] || v["container"] || v["from"]) {
+          return Error(v["set"], where + ": set (of a resource) goes without pod, container, from");
+        }
+        DEVMGR_RETURN_IF_ERROR(String(v["set"], "set", &c.set));
+        static const Keys kSets = {"healthy", "unhealthy", "allocated", "devices"};
+        if (!Contains(kSets, c.set)) {
+          return UnknownName(v["set"], fmt::format("unknown set '{}'", c.set), c.set, kSets);
+        }
+      } else {
+        if (!v["pod"] || !v["container"]) {
+          return Error(v, where + " needs pod and container (a container's devices) or set");
+        }
+        DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["pod"], "pod", &c.pod));
+        DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["container"], "container", &c.container));
+        if (v["from"]) {
+          std::string from;
+          DEVMGR_RETURN_IF_ERROR(String(v["from"], "from", &from));
+          if (from != "allocation" && from != "checkpoint") {
+            return Error(v["from"], "from must be allocation or checkpoint");
+          }
+          c.checkpoint = from == "checkpoint";
+        }
+      }
+      step->captures.push_back(std::move(c));
+    }
+    return absl::OkStatus();
+  }
+
+  // write_checkpoint: {format: v1|v2, entries: [{pod, container, resource,
+  // devices: [ids] | {NUMA: [ids]}, alloc_resp}], registered: {resource:
+  // [ids]}, checksum: wrong | NUMBER}
+  absl::Status ParseCheckpointSpec(const YAML::Node& v, Step* step) const {
+    const std::string where = "write_checkpoint";
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"format", "entries", "registered", "checksum"}, where));
+    CheckpointSpec cs;
+    if (v["format"]) {
+      std::string f;
+      DEVMGR_RETURN_IF_ERROR(String(v["format"], "format", &f));
+      if (f != "v1" && f != "v2") return Error(v["format"], "format must be v1 or v2");
+      cs.v1 = f == "v1";
+    }
+    if (v["entries"]) {
+      DEVMGR_RETURN_IF_ERROR(ExpectSeq(v["entries"], "write_checkpoint entries"));
+      for (const YAML::Node& e : v["entries"]) {
+        DEVMGR_RETURN_IF_ERROR(ExpectMap(e, "an entry"));
+        DEVMGR_RETURN_IF_ERROR(
+            CheckKeys(e, {"pod", "container", "resource", "devices", "alloc_resp"}, "an entry"));
+        if (!e["pod"] || !e["container"] || !e["resource"] || !e["devices"]) {
+          return Error(e, "an entry needs pod, container, resource and devices");
+        }
+        CheckpointEntrySpec x;
+        DEVMGR_RETURN_IF_ERROR(NonEmptyString(e["pod"], "pod", &x.pod));
+        DEVMGR_RETURN_IF_ERROR(NonEmptyString(e["container"], "container", &x.container));
+        DEVMGR_RETURN_IF_ERROR(NonEmptyString(e["resource"], "resource", &x.resource));
+        const YAML::Node d = e["devices"];
+        if (d.IsSequence()) {
+          DEVMGR_RETURN_IF_ERROR(StringList(d, "devices", &x.devices[-1]));
+        } else {
+          DEVMGR_RETURN_IF_ERROR(ExpectMap(d, "devices (a list, or NUMA node -> list)"));
+          for (auto it = d.begin(); it != d.end(); ++it) {
+            int64_t numa = 0;
+            DEVMGR_RETURN_IF_ERROR(Int(it->first, "NUMA node", -1, &numa));
+            DEVMGR_RETURN_IF_ERROR(StringList(it->second, "devices", &x.devices[numa]));
+          }
+        }
+        if (e["alloc_resp"]) {
+          std::string a;
+          DEVMGR_RETURN_IF_ERROR(String(e["alloc_resp"], "alloc_resp (base64)", &a));
+          x.alloc_resp = a;
+        }
+        cs.entries.push_back(std::move(x));
+      }
+    }
+    if (v["registered"]) {
+      DEVMGR_RETURN_IF_ERROR(ExpectMap(v["registered"], "registered (resource -> ids)"));
+      for (auto it = v["registered"].begin(); it != v["registered"].end(); ++it) {
+        std::string r;
+        DEVMGR_RETURN_IF_ERROR(NonEmptyString(it->first, "resource name", &r));
+        DEVMGR_RETURN_IF_ERROR(StringList(it->second, "registered devices", &cs.registered[r]));
+      }
+    }
+    if (v["checksum"]) {
+      const YAML::Node c = v["checksum"];
+      if (c.IsScalar() && c.Scalar() == "wrong") {
+        cs.wrong_checksum = true;
+      } else {
+        int64_t n = 0;
+        DEVMGR_RETURN_IF_ERROR(Int(c, "checksum (wrong or a number)", 0, &n));
+        cs.checksum = static_cast<uint64_t>(n);
+      }
+    }
+    step->checkpoint = std::move(cs);
+    return absl::OkStatus();
   }
 
   absl::Status ControlCapable(const Scenario& sc, const YAML::Node& n,

@@ -80,7 +80,7 @@ TEST(ScenarioParser, FullScenario) {
   EXPECT_EQ(admit.loc.ToString(), "dir/demo.yaml:12:5");
   ASSERT_EQ(admit.expect.pods.size(), 1u);
   const ContainerExpect& c = admit.expect.pods[0].containers[0];
-  EXPECT_EQ(c.devices[0].count, 1);
+  EXPECT_EQ(c.devices[0].set.count, 1);
   EXPECT_TRUE(c.envs->exact);
   EXPECT_TRUE(admit.expect.pods[0].message->regex);
   ASSERT_EQ(admit.expect.calls.size(), 1u);
@@ -146,7 +146,7 @@ TEST(ScenarioParser, WrongTypesAreErrors) {
   EXPECT_EQ(Err("node: {fsync: yes please}\nsteps: []\n"),
             "s.yaml:1:15: node.fsync must be true or false");
   EXPECT_EQ(Err("steps:\n  - check:\n    expect: {resources: {r: {capacity: two}}}\n"),
-            "s.yaml:3:40: capacity must be an integer");
+            "s.yaml:3:40: capacity must be an integer or absent");
   EXPECT_EQ(Err("steps: {}\n"), "s.yaml:1:8: steps must be a list");
   EXPECT_EQ(Err("steps:\n  - restart_kubelet: now\n"),
             "s.yaml:2:22: restart_kubelet takes no value or a mapping");
@@ -191,6 +191,104 @@ TEST(ScenarioParser, SyntaxErrorsHavePositions) {
 TEST(ScenarioParser, MissingFile) {
   absl::StatusOr<Scenario> s = LoadScenario("/nonexistent/x.yaml");
   EXPECT_EQ(s.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ScenarioParser, InlineSamplePluginInsideAFlowStylePluginEntry) {
+  absl::StatusOr<Scenario> s = ParseScenario(R"(plugins:
+  - {name: r1, sample_plugin: {resource: example.com/r, devices: [{id: a}]}}
+  - {name: r2, sample_plugin: {resource: example.com/s,   # a comment }
+                               devices: [{id: "x}"}, {id: y}]}, start: manual}
+steps:
+  - check:
+)",
+                                             "s.yaml");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->plugins.size(), 2u);
+  EXPECT_EQ(s->plugins[0].resource, "example.com/r");
+  EXPECT_EQ(s->plugins[0].initial_devices, 1);
+  EXPECT_EQ(s->plugins[1].resource, "example.com/s");
+  EXPECT_EQ(s->plugins[1].initial_devices, 2);
+  EXPECT_EQ(s->plugins[1].start, PluginStart::kManual);
+}
+
+TEST(ScenarioParser, FlowStyleSamplePluginErrorsPointIntoTheFile) {
+  EXPECT_THAT(Err(R"(plugins:
+  - {name: r1, sample_plugin: {resource: example.com/r, devices: [{id: a}], bogus: 1}}
+steps: []
+)"),
+              HasSubstr("s.yaml:2:"));
+}
+
+TEST(ScenarioParser, ExpectForCapturesAndKubeletWindow) {
+  absl::StatusOr<Scenario> s = ParseScenario(std::string(kPlugin) + R"(steps:
+  - check:
+    capture:
+      before: {pod: p, container: c, resource: example.com/gpu}
+      cp: {pod: p, container: c, resource: example.com/gpu, from: checkpoint}
+      free: {resource: example.com/gpu, set: healthy}
+  - stop_kubelet:
+  - write_checkpoint:
+      format: v1
+      entries: [{pod: p, container: c, resource: example.com/gpu, devices: [a]}]
+      registered: {example.com/gpu: [a, b]}
+      checksum: wrong
+  - start_kubelet: {wait_for_registration: false}
+    expect:
+      resources: {example.com/gpu: {capacity: absent, allocated: {superset_of: $before, count: $cp}}}
+    expect_for: 2s
+)",
+                                             "s.yaml");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->steps.size(), 4u);
+  ASSERT_EQ(s->steps[0].captures.size(), 3u);
+  EXPECT_TRUE(s->steps[0].captures[1].checkpoint);
+  EXPECT_EQ(s->steps[0].captures[2].set, "healthy");
+  EXPECT_EQ(s->steps[1].kind, StepKind::kStopKubelet);
+  ASSERT_TRUE(s->steps[2].checkpoint.has_value());
+  EXPECT_TRUE(s->steps[2].checkpoint->v1);
+  EXPECT_TRUE(s->steps[2].checkpoint->wrong_checksum);
+  EXPECT_EQ(s->steps[2].checkpoint->entries[0].devices.at(-1), (std::vector<std::string>{"a"}));
+  const Step& start = s->steps[3];
+  EXPECT_EQ(start.kind, StepKind::kStartKubelet);
+  EXPECT_FALSE(start.wait_for_registration);
+  EXPECT_EQ(*start.expect_for, absl::Seconds(2));
+  const ResourceExpect& r = start.expect.resources[0];
+  EXPECT_TRUE(r.capacity->absent);
+  EXPECT_EQ(r.allocated->superset_of->capture, "before");
+  EXPECT_EQ(*r.allocated->count_of, "cp");
+}
+
+TEST(ScenarioParser, CaptureErrors) {
+  EXPECT_THAT(Err(std::string(kPlugin) + R"(steps:
+  - check:
+    capture: {before: {resource: example.com/gpu, set: healthy}}
+  - check:
+    expect: {resources: {example.com/gpu: {healthy: $befor}}}
+)"),
+              HasSubstr("s.yaml:12:53: expect.resources['example.com/gpu'].healthy: no earlier "
+                        "step captures 'befor' (did you mean 'before'?)"));
+  EXPECT_THAT(Err(std::string(kPlugin) + R"(steps:
+  - check:
+    capture: {x: {resource: example.com/gpu, set: healty}}
+)"),
+              HasSubstr("unknown set 'healty'"));
+  EXPECT_THAT(Err(std::string(kPlugin) + R"(steps:
+  - check:
+    capture: {x: {resource: example.com/gpu, set: healthy}}
+  - check:
+    capture: {x: {resource: example.com/gpu, set: healthy}}
+)"),
+              HasSubstr("capture 'x' is already taken at s.yaml:10:15"));
+  EXPECT_THAT(Err(std::string(kPlugin) + "steps:\n  - check:\n    expect_for: 1s\n"),
+              HasSubstr("expect_for needs expect:"));
+}
+
+TEST(ScenarioParser, RegisterResultOnlyForRegister) {
+  EXPECT_THAT(Err(std::string(kPlugin) + R"(steps:
+  - check:
+    expect: {calls: {gpu: [{method: Allocate, code: UNKNOWN}]}}
+)"),
+              HasSubstr("ok, error and code apply to calls the plugin made (Register)"));
 }
 
 }  // namespace
