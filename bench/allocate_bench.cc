@@ -21,6 +21,7 @@
 #include "manager/fake_plugin_client.h"
 #include "manager/manager_impl.h"
 #include "pod/pod.h"
+#include "topology/topology_manager.h"
 
 namespace {
 
@@ -76,6 +77,10 @@ Result Run(int pool, int request, int iterations) {
     auto client = std::make_shared<FakePluginClient>();
     if (!m.PluginConnected("vendor.com/gpu", client).ok()) std::abort();
     m.PluginListAndWatchReceiver("vendor.com/gpu", client.get(), MakeList(pool));
+    // Pods are admitted through the topology manager (policy none).
+    auto tm = devmgr::topology::TopologyManager::Create({}, {});
+    if (!tm.ok()) std::abort();
+    (*tm)->AddHintProvider(&m);
     std::vector<double> wall;
     std::vector<double> cpu;
     for (int i = 0; i < iterations; ++i) {
@@ -90,7 +95,7 @@ Result Run(int pool, int request, int iterations) {
       active.push_back(pod.uid);
       double c0 = CpuMs();
       auto start = std::chrono::steady_clock::now();
-      if (!m.AdmitPod(pod).admitted) std::abort();
+      if (!(*tm)->Admit(pod).admitted) std::abort();
       auto end = std::chrono::steady_clock::now();
       cpu.push_back(CpuMs() - c0);
       wall.push_back(std::chrono::duration<double, std::milli>(end - start).count());

@@ -1,7 +1,8 @@
 // Atomic storage of checkpoint files in one directory, as the kubelet's
 // checkpointmanager filestore does: write to a "."-prefixed temp file in the
 // same directory (mode 0600), fsync, close, rename over the target, fsync the
-// directory; the temp file is removed on any failure.
+// directory; the temp file is removed on any failure, and the old file is
+// kept. All I/O goes through the filesystem seam (common/fs.h).
 #ifndef DEVMGR_CHECKPOINT_FILE_STORE_H_
 #define DEVMGR_CHECKPOINT_FILE_STORE_H_
 
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/fs.h"
 
 namespace devmgr::checkpoint {
 
@@ -17,8 +19,9 @@ namespace devmgr::checkpoint {
 class FileStore {
  public:
   // `dir` must exist when Write is called. With fsync false, the fsyncs are
-  // skipped (fast CI runs; no durability across power loss).
-  explicit FileStore(std::string dir, bool fsync = true);
+  // skipped (fast CI runs; no durability across power loss). `fs` (not
+  // owned; nullptr: fs::Default()) must outlive the store.
+  explicit FileStore(std::string dir, bool fsync = true, fs::Filesystem* fs = nullptr);
 
   // Returns NotFound when the file does not exist, the bytes otherwise.
   absl::StatusOr<std::string> Read(std::string_view name) const;
@@ -33,6 +36,7 @@ class FileStore {
  private:
   std::string dir_;
   bool fsync_;
+  fs::Filesystem* fs_;
 };
 
 }  // namespace devmgr::checkpoint

@@ -4,12 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/testdata_util.h"
+#include "common/fs_testing.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace devmgr::checkpoint {
@@ -91,6 +94,48 @@ TEST_F(FileStoreTest, FailedWriteLeavesNoTempFile) {
   EXPECT_EQ(CountEntries(), 1) << s;  // just "target"
   ASSERT_EQ(::rmdir((dir_ + "/target/x").c_str()), 0);
   EXPECT_FALSE(store2.Write("../escape", "x").ok());
+}
+
+// Failures injected through the filesystem seam: the old file stays, no
+// temp file is left, and the error names the operation, file and errno.
+TEST_F(FileStoreTest, InjectedEnospcKeepsTheOldCheckpointWithAClearError) {
+  using Op = fs::FaultInjectingFs::Op;
+  fs::FaultInjectingFs faults;
+  FileStore store(dir_, true, &faults);
+  ASSERT_TRUE(store.Write(kCheckpointName, "old").ok());
+  faults.Fail(Op::kAppend, ENOSPC);
+  const absl::Status s = store.Write(kCheckpointName, "new");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::MatchesRegex("write " + dir_ +
+                                      "/\\.kubelet_internal_checkpoint\\.[A-Za-z0-9]{6}: No "
+                                      "space left on device"));
+  EXPECT_EQ(*store.Read(kCheckpointName), "old");
+  EXPECT_EQ(CountEntries(), 1);
+  EXPECT_EQ(faults.Calls(Op::kRename), 1);  // only the first write renamed
+}
+
+TEST_F(FileStoreTest, InjectedEioOnFsyncOrRenameKeepsTheOldFile) {
+  using Op = fs::FaultInjectingFs::Op;
+  fs::FaultInjectingFs faults;
+  FileStore store(dir_, true, &faults);
+  ASSERT_TRUE(store.Write(kCheckpointName, "old").ok());
+  faults.Fail(Op::kSync, EIO);
+  absl::Status s = store.Write(kCheckpointName, "new");
+  EXPECT_THAT(std::string(s.message()), ::testing::StartsWith("fsync " + dir_ + "/."));
+  EXPECT_THAT(std::string(s.message()), ::testing::EndsWith(": Input/output error"));
+  faults.Fail(Op::kRename, EIO);
+  s = store.Write(kCheckpointName, "new");
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr(" to " + dir_ + "/" +
+                                                             kCheckpointName +
+                                                             ": Input/output error"));
+  EXPECT_EQ(*store.Read(kCheckpointName), "old");
+  EXPECT_EQ(CountEntries(), 1);
+  // Without fsync, an injected fsync failure is never reached.
+  FileStore fast(dir_, false, &faults);
+  faults.Fail(Op::kSync, EIO);
+  EXPECT_TRUE(fast.Write(kCheckpointName, "newer").ok());
+  EXPECT_EQ(*fast.Read(kCheckpointName), "newer");
 }
 
 TEST_F(FileStoreTest, ReadAndVerifyMirrorsKubeletReadCheckpoint) {

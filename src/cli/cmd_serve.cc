@@ -12,23 +12,22 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <set>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "cli/commands.h"
 #include "common/logging.h"
 #include "common/profile.h"
 #include "fmt/format.h"
 #include "node/node.h"
-#include "node/status_file.h"
+#include "node/node_options.h"
 #include "node/pod_manager.h"
+#include "node/static_pods.h"
+#include "node/status_loop.h"
 #include "node/supervisor.h"
 #include "pod/static_pod_dir.h"
-#include "topology/config_text.h"
-#include "topology/topology_manager.h"
 #include "podresources/observability.h"
 
 namespace devmgr::cli {
@@ -59,299 +58,175 @@ struct ServeOptions {
   podresources::ObservabilityOptions observe;
 };
 
-// Rewrites the status file when told something changed, and runs the
-// node-status loop (GetCapacity every interval), until stopped.
-class StatusLoop {
- public:
-  StatusLoop(node::Node* n, node::Supervisor* sup, node::PodManager* pods,
-             const ServeOptions& o)
-      : node_(n), sup_(sup), pods_(pods), opts_(o) {}
-  ~StatusLoop() { Stop(); }
-
-  void Start() { thread_ = std::thread([this] { Run(); }); }
-  void MarkDirty() {
-    absl::MutexLock l(&mu_);
-    dirty_ = true;
-  }
-  void Stop() {
-    {
-      absl::MutexLock l(&mu_);
-      stop_ = true;
-    }
-    if (thread_.joinable()) thread_.join();
-  }
-  // One final write, after the node has stopped.
-  void WriteNow() { Write(); }
-
- private:
-  void Run() {
-    const absl::Duration period = absl::Seconds(opts_.node_status_seconds);
-    absl::Time next_status = absl::Now();
-    for (;;) {
-      {
-        absl::MutexLock l(&mu_);
-        auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return dirty_ || stop_; };
-        mu_.AwaitWithDeadline(absl::Condition(&ready), next_status);
-        if (stop_) return;
-        dirty_ = false;
-      }
-      if (absl::Now() >= next_status) next_status = absl::Now() + period;
-      Write();
-    }
-  }
-
-  void Write() {
-    node::NodeResources res = node_->UpdateNodeStatus();
-    if (opts_.status_file.empty()) return;
-    node::StatusInput in;
-    in.kubelet_version = node_->options().profile.name;
-    in.plugin_dir = node_->options().plugin_dir;
-    in.registry_dir = node_->options().registry_dir;
-    in.node = std::move(res);
-    in.resources = node_->manager().Snapshot();
-    in.plugins = sup_->Status();
-    in.pods = pods_->Pods();
-    in.allocations = node_->manager().Allocations();
-    in.resource_health_status = node_->resource_health_status();
-    in.pod_statuses = node_->PodResourceStatuses();
-    in.now = absl::Now();
-    const std::string text =
-        node::BuildStatus(in).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-        "\n";
-    if (absl::Status s = node::WriteFileAtomically(opts_.status_file, text); !s.ok()) {
-      DM_ERROR(std::string(s.message()), "Failed to write the status file",
-               {"path", opts_.status_file});
-    }
-  }
-
-  node::Node* node_;
-  node::Supervisor* sup_;
-  node::PodManager* pods_;
-  const ServeOptions& opts_;
-  absl::Mutex mu_;
-  bool dirty_ ABSL_GUARDED_BY(mu_) = true;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
-};
-
 std::string Absolute(const std::string& p) {
   std::error_code ec;
   auto abs = std::filesystem::absolute(p, ec);
   return ec ? p : abs.lexically_normal().string();
 }
 
-int RunServe(const ServeOptions& o) {
-  log::Init(o.verbosity, o.logging_format == "json" ? log::Format::kJson : log::Format::kText);
-  absl::StatusOr<Profile> profile = ProfileForVersion(o.kubelet_version);
-  if (!profile.ok()) {
-    std::cerr << "devmgr serve: --kubelet-version: " << profile.status().message() << "\n";
-    return kExitUsage;
-  }
-  if (!profile->notice.empty()) std::cerr << "devmgr serve: warning: " << profile->notice << "\n";
-  if (absl::Status s = profile->gates.Set(o.observe.feature_gates); !s.ok()) {
-    std::cerr << "devmgr serve: --feature-gates: " << s.message() << "\n";
-    return kExitUsage;
-  }
-  // The directory: a fresh temporary one unless given.
-  std::string dir = o.dir;
-  if (dir.empty()) {
+// A usage or environment error, printed as "devmgr serve: <message>".
+struct Failure {
+  int code;
+  std::string message;
+};
+
+// The device-plugin directory (a fresh temporary one unless given), checked
+// for a socket path that fits and for a live kubelet.
+std::optional<Failure> PrepareDir(const ServeOptions& o, std::string* dir) {
+  *dir = o.dir;
+  if (dir->empty()) {
     char tmpl[] = "/tmp/devmgr-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) {
-      std::cerr << "devmgr serve: cannot create a temporary directory: " << std::strerror(errno)
-                << "\n";
-      return kExitEnvironment;
+      return Failure{kExitEnvironment, fmt::format("cannot create a temporary directory: {}",
+                                                   std::strerror(errno))};
     }
-    dir = tmpl;
+    *dir = tmpl;
   }
-  dir = Absolute(dir);
-  std::string registry_dir = o.registry_dir.empty() ? "" : Absolute(o.registry_dir);
-  const std::string kubelet_sock = dir + "/kubelet.sock";
+  *dir = Absolute(*dir);
+  const std::string kubelet_sock = *dir + "/kubelet.sock";
   if (kubelet_sock.size() >= 108) {
-    std::cerr << "devmgr serve: " << kubelet_sock
-              << " is too long for a unix socket path (107 bytes at most); use a shorter --dir\n";
-    return kExitUsage;
+    return Failure{kExitUsage, kubelet_sock + " is too long for a unix socket path (107 bytes "
+                                              "at most); use a shorter --dir"};
   }
   if (!o.force && node::SocketAnswers(kubelet_sock)) {
-    std::cerr << "devmgr serve: " << kubelet_sock
-              << " answers: a kubelet (or another devmgr) is serving this directory. Starting "
-                 "would delete its plugins' sockets. Use another --dir, or --force.\n";
-    return kExitEnvironment;
+    return Failure{kExitEnvironment,
+                   kubelet_sock + " answers: a kubelet (or another devmgr) is serving this "
+                                  "directory. Starting would delete its plugins' sockets. Use "
+                                  "another --dir, or --force."};
   }
   if (o.private_mount && !o.plugins.empty()) {
     if (absl::Status s = node::CheckPrivateMountSupported(); !s.ok()) {
-      std::cerr << "devmgr serve: " << s.message() << "\n";
-      return kExitEnvironment;
+      return Failure{kExitEnvironment, std::string(s.message())};
     }
   }
+  return std::nullopt;
+}
 
-  // Signals are taken synchronously by this thread; every thread started
-  // from here on inherits the mask.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-
-  // Metrics and the PodResources socket (docs/observability.md).
-  podresources::ObservabilityOptions observe_opts = o.observe;
-  observe_opts.force = o.force;
-  // The profile's gates hold --feature-gates (set above).
-  const bool health_gate = profile->gates.Enabled(kGateResourceHealthStatus);
-  auto observe = podresources::Observability::Create(*profile, observe_opts);
-  if (!observe.ok()) {
-    std::cerr << "devmgr serve: --feature-gates: " << observe.status().message() << "\n";
-    return kExitUsage;
+// The node's options from the flags; the kubelet refuses to start on a bad
+// topology-manager configuration.
+absl::StatusOr<node::NodeOptions> NodeOptionsFor(const ServeOptions& o, const std::string& dir,
+                                                 const Profile& profile) {
+  node::NodeOptionsBuilder b(dir, profile);
+  b.RegistryDir(o.registry_dir.empty() ? "" : Absolute(o.registry_dir))
+      .Fsync(o.fsync)
+      .MaxRecvMsgSize(o.max_recv_msg_size)
+      .Topology(o.topology_policy, o.topology_scope, {});
+  if (absl::Status s = b.ParseNumaFlags(o.numa_nodes, o.numa_distances); !s.ok()) return s;
+  if (absl::Status s = b.ParsePolicyOptionsFlag(o.topology_policy_options); !s.ok()) return s;
+  if (absl::Status s = b.ValidateTopology(); !s.ok()) {
+    return absl::InvalidArgumentError("topology manager: " + std::string(s.message()));
   }
+  return b.options();
+}
 
-  node::NodeOptions no;
-  (*observe)->Hook(&no);
-  no.plugin_dir = dir;
-  no.registry_dir = registry_dir;
-  no.profile = *profile;
-  no.fsync = o.fsync;
-  no.max_recv_msg_size = o.max_recv_msg_size;
-  no.resource_health_status = health_gate;
-  {
-    auto ids = topology::ParseNumaNodeList(o.numa_nodes);
-    if (!ids.ok()) {
-      std::cerr << "devmgr serve: --numa-nodes: " << ids.status().message() << "\n";
-      return kExitUsage;
-    }
-    auto distances = topology::ParseNumaDistances(o.numa_distances);
-    if (!distances.ok()) {
-      std::cerr << "devmgr serve: --numa-distances: " << distances.status().message() << "\n";
-      return kExitUsage;
-    }
-    auto options = topology::ParsePolicyOptions(o.topology_policy_options);
-    if (!options.ok()) {
-      std::cerr << "devmgr serve: --topology-manager-policy-options: "
-                << options.status().message() << "\n";
-      return kExitUsage;
-    }
-    no.numa_nodes = *ids;
-    no.numa_distances = *distances;
-    no.topology.policy = o.topology_policy;
-    no.topology.scope = o.topology_scope;
-    no.topology.policy_options = *options;
-    // The kubelet refuses to start on a bad topology-manager configuration.
-    auto numa = topology::MakeNumaTopology(no.numa_nodes, no.numa_distances);
-    absl::Status valid = numa.status();
-    if (valid.ok()) valid = topology::TopologyManager::Create(no.topology, *numa, *profile).status();
-    if (!valid.ok()) {
-      std::cerr << "devmgr serve: topology manager: " << valid.message() << "\n";
-      return kExitUsage;
-    }
-  }
-  node::Node n(no);
-  node::PodManager pods(&n);
-  if (absl::Status s = n.Start(pods.MakeStartOptions(/*node_rebooted=*/false)); !s.ok()) {
-    std::cerr << "devmgr serve: cannot start: " << s.message() << "\n";
-    return kExitEnvironment;
-  }
-  DM_INFO("devmgr is serving the kubelet device-plugin API", {"socket", kubelet_sock},
-          {"kubeletVersion", profile->name});
-  if (absl::Status s = (*observe)->Start(dir, &n, &pods); !s.ok()) {
-    std::cerr << "devmgr serve: " << s.message() << "\n";
-    return s.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitEnvironment;
-  }
-
-  node::Supervisor sup;
-  StatusLoop status(&n, &sup, &pods, o);
-  n.manager().SetChangeCallback([&status] { status.MarkDirty(); });
-  n.pod_status().SetChangeCallback([&status] { status.MarkDirty(); });
-  sup.SetChangeCallback([&status] { status.MarkDirty(); });
-  status.Start();
-
-  int code = kExitOk;
+absl::Status StartPlugins(const ServeOptions& o, const node::NodeOptions& no,
+                          node::Supervisor* sup) {
   for (const std::string& cmd : o.plugins) {
     node::PluginProcessOptions po;
     po.command = cmd;
     po.private_mount = o.private_mount;
-    po.plugin_dir = dir;
-    po.registry_dir = registry_dir;
+    po.plugin_dir = no.plugin_dir;
+    po.registry_dir = no.registry_dir;
     po.log_prefix = "[plugin] ";
-    if (absl::Status s = sup.Add(std::move(po)); !s.ok()) {
-      std::cerr << "devmgr serve: " << s.message() << "\n";
-      code = kExitEnvironment;
-      break;
-    }
+    if (absl::Status s = sup->Add(std::move(po)); !s.ok()) return s;
   }
-  // Static pods: a manifest appearing is admitted, one disappearing deleted.
-  std::unique_ptr<pod::StaticPodDir> static_pods;
-  if (code == kExitOk && !o.pod_manifest_path.empty()) {
-    pod::StaticPodDirOptions spo;
-    spo.path = Absolute(o.pod_manifest_path);
-    spo.period = absl::Seconds(o.pod_manifest_poll_seconds);
-    static_pods = std::make_unique<pod::StaticPodDir>(spo);
-    absl::Status s = static_pods->Start([&](const std::vector<pod::ManifestChange>& changes) {
-      for (const pod::ManifestChange& c : changes) {
-        if (c.kind != pod::ManifestChange::Kind::kAdded) {
-          // Removed, or changed (the old version goes away first).
-          for (const pod::Pod& p : c.pods) {
-            if (c.kind == pod::ManifestChange::Kind::kRemoved) {
-              DM_INFO("Static pod manifest removed; deleting pod", {"path", c.path},
-                      {"pod", p.namespace_ + "/" + p.name});
-              (void)pods.DeletePod(p.uid);
-            }
-          }
-        }
-        // A changed file: pods no longer in it (an edited pod has a new
-        // UID) are deleted; pods still in it unchanged are kept as they are.
-        std::set<std::string> unchanged;
-        if (c.kind == pod::ManifestChange::Kind::kChanged) {
-          std::set<std::string> now;
-          for (const pod::Pod& p : c.pods) now.insert(p.uid);
-          for (const node::PodRecord& r : pods.Pods()) {
-            if (r.pod.source != c.path || r.deleted) continue;
-            if (now.count(r.pod.uid) != 0) {
-              unchanged.insert(r.pod.uid);
-            } else {
-              DM_INFO("Static pod changed; deleting the old pod", {"path", c.path},
-                      {"pod", r.pod.namespace_ + "/" + r.pod.name}, {"uid", r.pod.uid});
-              (void)pods.DeletePod(r.pod.uid);
-            }
-          }
-        }
-        if (!c.error.ok()) {
-          DM_ERROR(std::string(c.error.message()), "Could not process manifest file",
-                   {"path", c.path});
-          continue;
-        }
-        if (c.kind == pod::ManifestChange::Kind::kRemoved) continue;
-        for (const pod::Pod& p : c.pods) {
-          if (unchanged.count(p.uid) != 0) continue;
-          DM_INFO("Admitting static pod", {"pod", p.namespace_ + "/" + p.name}, {"uid", p.uid},
-                  {"path", c.path});
-          auto rec = pods.AddPod(p);
-          if (!rec.ok()) {
-            DM_ERROR(std::string(rec.status().message()), "Could not add static pod",
-                     {"path", c.path});
-          }
-        }
-      }
-      status.MarkDirty();
-    });
-    if (!s.ok()) {
-      std::cerr << "devmgr serve: --pod-manifest-path: " << s.message() << "\n";
-      code = kExitEnvironment;
-    }
+  return absl::OkStatus();
+}
+
+// Static pods: a manifest appearing is admitted, one disappearing deleted.
+absl::StatusOr<std::unique_ptr<pod::StaticPodDir>> StartStaticPods(const ServeOptions& o,
+                                                                    node::PodManager* pods,
+                                                                    node::StatusLoop* status) {
+  if (o.pod_manifest_path.empty()) return nullptr;
+  pod::StaticPodDirOptions spo;
+  spo.path = Absolute(o.pod_manifest_path);
+  spo.period = absl::Seconds(o.pod_manifest_poll_seconds);
+  auto dir = std::make_unique<pod::StaticPodDir>(spo);
+  absl::Status s = dir->Start([pods, status](const std::vector<pod::ManifestChange>& changes) {
+    node::ReconcileStaticPods(*pods, changes);
+    status->MarkDirty();
+  });
+  if (!s.ok()) return absl::Status(s.code(), "--pod-manifest-path: " + std::string(s.message()));
+  return dir;
+}
+
+// Until SIGINT/SIGTERM/SIGHUP (blocked in every thread since startup), or
+// --exit-after.
+void WaitForSignal(const ServeOptions& o, const sigset_t& sigs) {
+  timespec limit{};
+  limit.tv_sec = static_cast<time_t>(o.exit_after_seconds);
+  limit.tv_nsec = static_cast<long>((o.exit_after_seconds - limit.tv_sec) * 1e9);
+  const int sig = o.exit_after_seconds > 0 ? sigtimedwait(&sigs, nullptr, &limit)
+                                           : sigwaitinfo(&sigs, nullptr);
+  if (sig > 0) DM_INFO("Received signal; shutting down", {"signal", strsignal(sig)});
+}
+
+int Fail(const Failure& f) {
+  std::cerr << "devmgr serve: " << f.message << "\n";
+  return f.code;
+}
+
+int RunServe(const ServeOptions& o) {
+  log::Init(o.verbosity, o.logging_format == "json" ? log::Format::kJson : log::Format::kText);
+  absl::StatusOr<Profile> profile = ProfileForVersion(o.kubelet_version);
+  if (!profile.ok()) {
+    return Fail({kExitUsage, "--kubelet-version: " + std::string(profile.status().message())});
   }
-  if (code == kExitOk) {
-    timespec limit{};
-    const bool timed = o.exit_after_seconds > 0;
-    limit.tv_sec = static_cast<time_t>(o.exit_after_seconds);
-    limit.tv_nsec = static_cast<long>((o.exit_after_seconds - limit.tv_sec) * 1e9);
-    const int sig = timed ? sigtimedwait(&sigs, nullptr, &limit) : sigwaitinfo(&sigs, nullptr);
-    if (sig > 0) DM_INFO("Received signal; shutting down", {"signal", strsignal(sig)});
+  if (!profile->notice.empty()) std::cerr << "devmgr serve: warning: " << profile->notice << "\n";
+  // The profile's gates take --feature-gates; the node reads them from there
+  // (ResourceHealthStatus among them).
+  if (absl::Status s = profile->gates.Set(o.observe.feature_gates); !s.ok()) {
+    return Fail({kExitUsage, "--feature-gates: " + std::string(s.message())});
   }
-  if (static_pods) static_pods->Stop();
+  std::string dir;
+  if (auto f = PrepareDir(o, &dir)) return Fail(*f);
+  // Signals are taken synchronously by this thread; every thread started
+  // from here on inherits the mask.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&sigs, sig);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  // Metrics and the PodResources socket (docs/observability.md).
+  podresources::ObservabilityOptions observe_opts = o.observe;
+  observe_opts.force = o.force;
+  auto observe = podresources::Observability::Create(*profile, observe_opts);
+  if (!observe.ok()) {
+    return Fail({kExitUsage, "--feature-gates: " + std::string(observe.status().message())});
+  }
+  absl::StatusOr<node::NodeOptions> no = NodeOptionsFor(o, dir, *profile);
+  if (!no.ok()) return Fail({kExitUsage, std::string(no.status().message())});
+  (*observe)->Hook(&*no);
+  node::Node n(*no);
+  node::PodManager pods(&n);
+  if (absl::Status s = n.Start(pods.MakeStartOptions(/*node_rebooted=*/false)); !s.ok()) {
+    return Fail({kExitEnvironment, "cannot start: " + std::string(s.message())});
+  }
+  DM_INFO("devmgr is serving the kubelet device-plugin API", {"socket", dir + "/kubelet.sock"},
+          {"kubeletVersion", profile->name});
+  if (absl::Status s = (*observe)->Start(dir, &n, &pods); !s.ok()) {
+    return Fail({s.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitEnvironment,
+                 std::string(s.message())});
+  }
+  node::Supervisor sup;
+  node::StatusLoop status(&n, &sup, &pods,
+                          {absl::Seconds(o.node_status_seconds), o.status_file});
+  n.manager().SetChangeCallback([&status] { status.MarkDirty(); });
+  n.pod_status().SetChangeCallback([&status] { status.MarkDirty(); });
+  sup.SetChangeCallback([&status] { status.MarkDirty(); });
+  status.Start();
+  absl::StatusOr<std::unique_ptr<pod::StaticPodDir>> static_pods = nullptr;
+  absl::Status started = StartPlugins(o, *no, &sup);
+  if (started.ok()) static_pods = StartStaticPods(o, &pods, &status);
+  if (started.ok()) started = static_pods.status();
+  if (started.ok()) WaitForSignal(o, sigs);
+  if (!started.ok()) std::cerr << "devmgr serve: " << started.message() << "\n";
+  if (static_pods.ok() && *static_pods) (*static_pods)->Stop();
   sup.Stop();
   (void)(*observe)->Stop();  // serving ends; --metrics-file is written
   n.Stop();
   status.Stop();
-  status.WriteNow();
-  return code;
+  status.PassNow();
+  return started.ok() ? kExitOk : kExitEnvironment;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/fs.h"
 #include "common/go_format.h"
 #include "common/logging.h"
 #include "common/resource_name.h"
@@ -30,22 +31,10 @@ bool IsSocket(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
+// os.MkdirAll(path, 0750); errors are FailedPrecondition.
 absl::Status MkdirAll(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    return S_ISDIR(st.st_mode)
-               ? absl::OkStatus()
-               : absl::FailedPreconditionError(fmt::format("mkdir {}: not a directory", path));
-  }
-  const size_t slash = path.find_last_of('/');
-  if (slash != std::string::npos && slash > 0) {
-    if (absl::Status s = MkdirAll(path.substr(0, slash)); !s.ok()) return s;
-  }
-  if (::mkdir(path.c_str(), 0750) != 0 && errno != EEXIST) {
-    return absl::FailedPreconditionError(
-        fmt::format("mkdir {}: {}", path, std::strerror(errno)));
-  }
-  return absl::OkStatus();
+  absl::Status s = fs::MkdirAll(*fs::Default(), path, 0750);
+  return s.ok() ? s : absl::FailedPreconditionError(s.message());
 }
 
 }  // namespace

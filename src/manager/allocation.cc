@@ -203,22 +203,6 @@ void ManagerImpl::UpdateAllocatedDevices() {
   allocated_devices_ = pod_devices_.Devices();
 }
 
-AdmitResult ManagerImpl::AdmitPod(const pod::Pod& pod) {
-  // The topology manager's "none" policy: every container in kubelet order,
-  // the first error rejecting the pod.
-  for (const pod::Container* c : pod::AllContainersInKubeletOrder(pod)) {
-    absl::Status s = Allocate(pod, *c);
-    if (!s.ok()) {
-      AdmitResult r;
-      r.admitted = false;
-      r.reason = "UnexpectedAdmissionError";
-      r.message = fmt::format("Allocate failed due to {}, which is unexpected", std::string(s.message()));
-      return r;
-    }
-  }
-  return AdmitResult{};
-}
-
 std::vector<PodAllocation> ManagerImpl::Allocations() const {
   absl::MutexLock l(&mu_);
   std::vector<PodAllocation> out;

@@ -27,7 +27,7 @@ TEST_F(AllocationTest, SingleGpuPod) {
   SetUpManager(2);
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("cuda", {{kGpu, 1}, {"cpu", 1}})});
-  AdmitResult r = m_->AdmitPod(pod);
+  topology::AdmitResult r = testing::AdmitPod(*m_, pod);
   EXPECT_TRUE(r.admitted);
   auto calls = c_->calls();
   ASSERT_THAT(calls.allocate, SizeIs(1));
@@ -48,7 +48,7 @@ TEST_F(AllocationTest, MoreThanHealthyFailsWithTheExactText) {
   SetUpManager(2);
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 3}})});
-  AdmitResult r = m_->AdmitPod(pod);
+  topology::AdmitResult r = testing::AdmitPod(*m_, pod);
   EXPECT_FALSE(r.admitted);
   EXPECT_EQ(r.reason, "UnexpectedAdmissionError");
   EXPECT_EQ(r.message,
@@ -61,7 +61,7 @@ TEST_F(AllocationTest, NonDevicePluginResourcesAreIgnored) {
   SetUpManager(1);
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("c", {{"example.com/other", 5}})});
-  EXPECT_TRUE(m_->AdmitPod(pod).admitted);
+  EXPECT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   EXPECT_EQ(m_->PodDevicesForTest().size(), 0u);
 }
 
@@ -69,7 +69,7 @@ TEST_F(AllocationTest, InitContainerDevicesAreReusedByAppContainers) {
   SetUpManager(2);
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("app", {{kGpu, 2}})}, {Ctr("init", {{kGpu, 2}})});
-  ASSERT_TRUE(m_->AdmitPod(pod).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   EXPECT_THAT(Devs("p", "app"), UnorderedElementsAreArray(Devs("p", "init")));
   EXPECT_THAT(c_->calls().allocate, SizeIs(2));
 }
@@ -81,7 +81,7 @@ TEST_F(AllocationTest, SidecarDevicesAreNotReused) {
   // app (1) reuses the other.
   auto pod = MakePod("p", {Ctr("app", {{kGpu, 1}})},
                      {Ctr("init", {{kGpu, 2}}), Ctr("sidecar", {{kGpu, 1}}, true)});
-  ASSERT_TRUE(m_->AdmitPod(pod).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   DeviceSet side = Devs("p", "sidecar");
   DeviceSet app = Devs("p", "app");
   ASSERT_THAT(side, SizeIs(1));
@@ -92,7 +92,7 @@ TEST_F(AllocationTest, SidecarDevicesAreNotReused) {
   SetActive({"p", "q"});
   auto q = MakePod("q", {Ctr("app", {{kGpu, 1}})}, {Ctr("sidecar", {{kGpu, 1}}, true)});
   m_->PluginListAndWatchReceiver(kGpu, c_.get(), testing::HealthyDevices(4));
-  ASSERT_TRUE(m_->AdmitPod(q).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, q).admitted);
   EXPECT_NE(*Devs("q", "sidecar").begin(), *Devs("q", "app").begin());
 }
 
@@ -100,7 +100,7 @@ TEST_F(AllocationTest, TwoAppContainersShareNothing) {
   SetUpManager(2);
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("a", {{kGpu, 1}}), Ctr("b", {{kGpu, 1}}), Ctr("c", {{kGpu, 1}})});
-  AdmitResult r = m_->AdmitPod(pod);
+  topology::AdmitResult r = testing::AdmitPod(*m_, pod);
   EXPECT_FALSE(r.admitted);
   EXPECT_EQ(r.message,
             "Allocate failed due to requested number of devices unavailable for vendor.com/gpu. "
@@ -119,7 +119,7 @@ TEST_F(AllocationTest, PreferredAllocationIsHonoured) {
     return resp;
   };
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 2}})});
-  ASSERT_TRUE(m_->AdmitPod(pod).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   EXPECT_THAT(Devs("p", "c"), UnorderedElementsAre("dev2", "dev3"));
   auto calls = c_->calls();
   ASSERT_THAT(calls.preferred, SizeIs(1));
@@ -142,7 +142,7 @@ TEST_F(AllocationTest, PreferredAllocationPartialOrInvalidIsFilledUp) {
     return resp;
   };
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 3}})});
-  ASSERT_TRUE(m_->AdmitPod(pod).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   DeviceSet got = Devs("p", "c");
   EXPECT_THAT(got, SizeIs(3));
   EXPECT_TRUE(got.contains("dev1"));
@@ -153,7 +153,7 @@ TEST_F(AllocationTest, PreferredAllocationSizeIncludesReusedDevicesAsMustInclude
   SetUpManager(4, /*preferred=*/true);
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("app", {{kGpu, 3}})}, {Ctr("init", {{kGpu, 1}})});
-  ASSERT_TRUE(m_->AdmitPod(pod).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   auto calls = c_->calls();
   ASSERT_THAT(calls.preferred, SizeIs(2));
   const auto& req = calls.preferred[1].container_requests(0);
@@ -170,7 +170,7 @@ TEST_F(AllocationTest, PreferredAllocationFailing) {
     return absl::UnknownError("rpc error: code = Unknown desc = no preference");
   };
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
-  AdmitResult r = m_->AdmitPod(pod);
+  topology::AdmitResult r = testing::AdmitPod(*m_, pod);
   EXPECT_EQ(r.message,
             "Allocate failed due to device plugin GetPreferredAllocation rpc failed with err: rpc "
             "error: code = Unknown desc = no preference, which is unexpected");
@@ -187,7 +187,7 @@ TEST_F(AllocationTest, LockIsReleasedDuringGetPreferredAllocation) {
     return v1beta1::PreferredAllocationResponse();
   };
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
-  EXPECT_TRUE(m_->AdmitPod(pod).admitted);
+  EXPECT_TRUE(testing::AdmitPod(*m_, pod).admitted);
 }
 
 TEST_F(AllocationTest, AllocateRpcFailureReleasesTheChosenDevices) {
@@ -197,7 +197,7 @@ TEST_F(AllocationTest, AllocateRpcFailureReleasesTheChosenDevices) {
     return absl::UnknownError("rpc error: code = Unknown desc = allocation refused");
   };
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
-  AdmitResult r = m_->AdmitPod(pod);
+  topology::AdmitResult r = testing::AdmitPod(*m_, pod);
   EXPECT_EQ(r.message,
             "Allocate failed due to rpc error: code = Unknown desc = allocation refused, which is "
             "unexpected");
@@ -209,7 +209,7 @@ TEST_F(AllocationTest, ZeroContainerResponsesFailAndKeepTheDevicesInUse) {
   SetActive({"p", "q"});
   c_->on_allocate = [](const v1beta1::AllocateRequest&) { return v1beta1::AllocateResponse(); };
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
-  AdmitResult r = m_->AdmitPod(pod);
+  topology::AdmitResult r = testing::AdmitPod(*m_, pod);
   EXPECT_EQ(r.message,
             "Allocate failed due to no containers return in allocation response "
             "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}, which is "
@@ -219,7 +219,7 @@ TEST_F(AllocationTest, ZeroContainerResponsesFailAndKeepTheDevicesInUse) {
   EXPECT_FALSE(m_->PodDevicesForTest().HasPod("p"));
   c_->on_allocate = nullptr;
   auto q = MakePod("q", {Ctr("c", {{kGpu, 1}})});
-  EXPECT_THAT(m_->AdmitPod(q).message, HasSubstr("Available: 0"));
+  EXPECT_THAT(testing::AdmitPod(*m_, q).message, HasSubstr("Available: 0"));
 }
 
 TEST_F(AllocationTest, StoppedEndpointFailsAllocate) {
@@ -230,7 +230,7 @@ TEST_F(AllocationTest, StoppedEndpointFailsAllocate) {
   // stream (the kubelet still accepts it) while the endpoint stays stopped.
   m_->PluginListAndWatchReceiver(kGpu, c_.get(), testing::HealthyDevices(1));
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
-  AdmitResult r = m_->AdmitPod(pod);
+  topology::AdmitResult r = testing::AdmitPod(*m_, pod);
   EXPECT_THAT(r.message, StartsWith("Allocate failed due to endpoint &{{0 0} vendor.com/gpu 0x"));
   EXPECT_THAT(r.message, HasSubstr("} has been stopped, which is unexpected"));
   EXPECT_TRUE(c_->calls().allocate.empty());
@@ -240,13 +240,13 @@ TEST_F(AllocationTest, PodDeletionFreesDevicesForTheNextPod) {
   SetUpManager(1);
   SetActive({"p1"});
   auto p1 = MakePod("p1", {Ctr("c", {{kGpu, 1}})});
-  ASSERT_TRUE(m_->AdmitPod(p1).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, p1).admitted);
   SetActive({"p1", "p2"});
   auto p2 = MakePod("p2", {Ctr("c", {{kGpu, 1}})});
-  EXPECT_FALSE(m_->AdmitPod(p2).admitted);
+  EXPECT_FALSE(testing::AdmitPod(*m_, p2).admitted);
   // p1 deleted (or terminated): GC before the next allocation frees it.
   SetActive({"p2"});
-  EXPECT_TRUE(m_->AdmitPod(p2).admitted);
+  EXPECT_TRUE(testing::AdmitPod(*m_, p2).admitted);
   EXPECT_FALSE(m_->PodDevicesForTest().HasPod("p1"));
 }
 
@@ -259,7 +259,7 @@ TEST_F(AllocationTest, GcWaitsForSourcesReady) {
   c_ = Connect(*m_, kGpu);
   m_->PluginListAndWatchReceiver(kGpu, c_.get(), testing::HealthyDevices(2));
   auto p1 = MakePod("p1", {Ctr("c", {{kGpu, 1}})});
-  ASSERT_TRUE(m_->AdmitPod(p1).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, p1).admitted);
   m_->UpdateAllocatedDevices();
   EXPECT_TRUE(m_->PodDevicesForTest().HasPod("p1"));
   ready = true;
@@ -272,7 +272,7 @@ TEST_F(AllocationTest, ContainerRestartKeepsItsDevices) {
   SetUpManager(2);
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
-  ASSERT_TRUE(m_->AdmitPod(pod).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   DeviceSet before = Devs("p", "c");
   ASSERT_TRUE(m_->Allocate(pod, pod.containers[0]).ok());
   EXPECT_EQ(Devs("p", "c"), before);
@@ -283,7 +283,7 @@ TEST_F(AllocationTest, ChangedRequestIsRejected) {
   SetUpManager(3);
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
-  ASSERT_TRUE(m_->AdmitPod(pod).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   auto bigger = MakePod("p", {Ctr("c", {{kGpu, 2}})});
   absl::Status s = m_->Allocate(bigger, bigger.containers[0]);
   EXPECT_EQ(s.message(),
@@ -294,7 +294,7 @@ TEST_F(AllocationTest, PreviouslyAllocatedDeviceNoLongerHealthy) {
   SetUpManager(2);
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
-  ASSERT_TRUE(m_->AdmitPod(pod).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   std::string held = *Devs("p", "c").begin();
   std::string other = held == "dev0" ? "dev1" : "dev0";
   m_->PluginListAndWatchReceiver(kGpu, c_.get(),
@@ -309,7 +309,7 @@ TEST_F(AllocationTest, UnregisteredResourceWithAllocationsFails) {
   SetUpManager(1);
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
-  ASSERT_TRUE(m_->AdmitPod(pod).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   m_->PluginDisconnected(kGpu, c_.get());
   clock_.Advance(absl::Minutes(6));
   EXPECT_THAT(m_->GetCapacity().removed, ElementsAre(kGpu));
@@ -344,7 +344,7 @@ TEST_F(AllocationTest, PendingAdmissionPodCountsAsActiveOnlyIn130And131) {
     SetUpManager(2, false, false, testing::ProfileFor(v));
     SetActive({});  // the pod being admitted is not (yet) active
     auto pod = MakePod("p", {Ctr("a", {{kGpu, 1}}), Ctr("b", {{kGpu, 1}})});
-    ASSERT_TRUE(m_->AdmitPod(pod).admitted);
+    ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
     PodDevices pd = m_->PodDevicesForTest();
     bool kept = std::string(v) == "1.31";
     EXPECT_EQ(pd.ContainerDevices("p", "a", kGpu).has_value(), kept);
@@ -353,10 +353,11 @@ TEST_F(AllocationTest, PendingAdmissionPodCountsAsActiveOnlyIn130And131) {
 }
 
 // Affinity on NUMA node 0 for every container.
-class Node0Affinity : public TopologyAffinityStore {
+class Node0Affinity : public topology::TopologyAffinityStore {
  public:
-  std::optional<NumaMask> GetAffinity(const std::string&, const std::string&) const override {
-    return NumaMask{1};
+  std::optional<topology::BitMask> GetAffinity(const std::string&,
+                                               const std::string&) const override {
+    return topology::BitMask(1);
   }
 };
 
@@ -374,13 +375,13 @@ TEST_F(AllocationTest, AlignedDevicesComeFirstAndAreNotRolledBack) {
     return absl::UnknownError("rpc error: code = Unknown desc = x");
   };
   auto p = MakePod("p", {Ctr("c", {{kGpu, 2}})});
-  EXPECT_FALSE(m_->AdmitPod(p).admitted);
+  EXPECT_FALSE(testing::AdmitPod(*m_, p).admitted);
   // Quirk (section 6.9): "a" stays in allocatedDevices with no owner.
   EXPECT_THAT(m_->AllocatedDevicesForTest()[kGpu], ElementsAre("a"));
 
   c_->on_preferred = nullptr;
   auto q = MakePod("q", {Ctr("c", {{kGpu, 2}})});
-  ASSERT_TRUE(m_->AdmitPod(q).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, q).admitted);
   EXPECT_THAT(Devs("q", "c"), UnorderedElementsAre("b", "c"));
   auto topo = m_->PodDevicesForTest().GetContainerDevices("q", "c");
   EXPECT_EQ(topo[kGpu]["b"], std::vector<int64_t>{1});
@@ -403,7 +404,7 @@ TEST_F(AllocationTest, MoreAlignedThanNeededAsksThePluginAmongAligned) {
     return resp;
   };
   auto p = MakePod("p", {Ctr("c", {{kGpu, 1}})});
-  ASSERT_TRUE(m_->AdmitPod(p).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, p).admitted);
   EXPECT_THAT(Devs("p", "c"), ElementsAre("b"));
 }
 

@@ -29,7 +29,7 @@ TEST_F(ContainerOptionsTest, ExtraContainerResponsesAreIgnored) {
     return resp;
   };
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
-  ASSERT_TRUE(m_->AdmitPod(pod).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   auto opts = m_->GetDeviceRunContainerOptions(pod, pod.containers[0]);
   ASSERT_TRUE(opts.ok());
   ASSERT_TRUE(opts->has_value());
@@ -40,7 +40,7 @@ TEST_F(ContainerOptionsTest, PreStartContainerRequiredAndFailing) {
   SetUpManager(2, false, /*prestart=*/true);
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 2}})});
-  ASSERT_TRUE(m_->AdmitPod(pod).admitted);
+  ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   auto opts = m_->GetDeviceRunContainerOptions(pod, pod.containers[0]);
   ASSERT_TRUE(opts.ok()) << opts.status();
   auto calls = c_->calls();
@@ -122,7 +122,7 @@ TEST_F(ContainerOptionsTest, RunContainerOptionsMergeAcrossResources) {
     m.PluginListAndWatchReceiver("a.com/x", ca.get(), testing::HealthyDevices(1));
     m.PluginListAndWatchReceiver("b.com/y", cb.get(), testing::HealthyDevices(1));
     auto pod = MakePod("p", {Ctr("c", {{"a.com/x", 1}, {"b.com/y", 1}})});
-    ASSERT_TRUE(m.AdmitPod(pod).admitted);
+    ASSERT_TRUE(testing::AdmitPod(m, pod).admitted);
     auto opts = m.GetDeviceRunContainerOptions(pod, pod.containers[0]);
     ASSERT_TRUE(opts.ok());
     ASSERT_TRUE(opts->has_value());

@@ -19,13 +19,15 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/fs.h"
 #include "common/profile.h"
 #include "manager/plugin_client.h"
 #include "manager/resource_health.h"
 #include "manager/run_container_options.h"
-#include "manager/topology_affinity.h"
-#include "manager/topology_hints.h"
 #include "pod/pod.h"
+#include "topology/affinity_store.h"
+#include "topology/hint_provider.h"
+#include "topology/topology_hint.h"
 
 namespace devmgr::manager {
 
@@ -73,11 +75,14 @@ struct ManagerOptions {
   Clock* clock = nullptr;
   // Passed to the checkpoint store.
   bool fsync = true;
+  // The checkpoint store's filesystem (common/fs.h); must outlive the
+  // manager. nullptr: the real one. Tests inject failures through it.
+  fs::Filesystem* filesystem = nullptr;
   // cadvisor's NUMA node ids, in order (topology hints use them).
   std::vector<int> numa_nodes = {0};
   // The topology manager's affinity store; must outlive the manager.
   // nullptr: the "none" policy (never an affinity).
-  const TopologyAffinityStore* affinity_store = nullptr;
+  const topology::TopologyAffinityStore* affinity_store = nullptr;
   // The DevicePluginCDIDevices feature gate; only consulted in profiles
   // where it still exists (1.30, default on). 1.31+ always pass CDI devices.
   bool cdi_devices_gate = true;
@@ -88,13 +93,6 @@ struct ManagerOptions {
   // The ResourceHealthStatus feature gate as the kubelet has it (see
   // ResourceHealthStatusGate): off, no pod is ever queued for a resync.
   bool resource_health_status = false;
-};
-
-// The admission verdict for one pod (lifecycle.PodAdmitResult).
-struct AdmitResult {
-  bool admitted = true;
-  std::string reason;   // "UnexpectedAdmissionError" on an allocation error
-  std::string message;  // "Allocate failed due to <err>, which is unexpected"
 };
 
 // One container's allocation, for the status file.
@@ -127,8 +125,12 @@ struct StartOptions {
   std::set<std::string> running_container_ids;
 };
 
-// Thread-safe.
-class Manager : public ClientHandler {
+// Thread-safe. The device manager is a topology hint provider itself (the
+// kubelet's ManagerImpl implements topologymanager.HintProvider): the
+// topology manager asks it for hints and calls Allocate once the
+// container's affinity is stored. Pods are admitted only through
+// topology::TopologyManager::Admit.
+class Manager : public ClientHandler, public topology::HintProvider {
  public:
   // Reads the checkpoint (errors are logged and ignored, as the kubelet
   // does) and restores podDevices, allocated devices and registered
@@ -156,11 +158,8 @@ class Manager : public ClientHandler {
   // the plugins), keeps devicesToReuse for init containers, and writes the
   // checkpoint when an Allocate RPC was made. Errors carry the kubelet's
   // exact texts. Nothing is rolled back on error (section 6.9).
-  virtual absl::Status Allocate(const pod::Pod& pod, const pod::Container& container) = 0;
-  // The topology manager's "none" policy admission: Allocate for every
-  // container in kubelet order (init, then app); the first error rejects
-  // the pod with UnexpectedAdmissionError.
-  virtual AdmitResult AdmitPod(const pod::Pod& pod) = 0;
+  // (HintProvider::Allocate.)
+  absl::Status Allocate(const pod::Pod& pod, const pod::Container& container) override = 0;
   // GetDeviceRunContainerOptions (section 7): PreStartContainer where the
   // plugin requires it (30 s deadline), re-allocation of an active pod's
   // container with no cached devices, then the merged options (nullopt when
@@ -173,17 +172,19 @@ class Manager : public ClientHandler {
   // Every pod's allocations, sorted by pod UID.
   virtual std::vector<PodAllocation> Allocations() const = 0;
 
-  // ---- Topology hints (section 9.1) ----
+  // ---- Topology hints (section 9.1): HintProvider ----
+
+  std::string Name() const override { return "devicemanager"; }
 
   // The container's hints per device-plugin resource in its limits (after a
   // garbage collection): nil for a resource without NUMA-tagged devices, the
   // hints regenerated from the devices already allocated to the container,
   // or the hints of the free and reusable devices (empty when too few).
-  virtual TopologyHints GetTopologyHints(const pod::Pod& pod,
-                                         const pod::Container& container) = 0;
+  topology::ProviderHints GetTopologyHints(const pod::Pod& pod,
+                                           const pod::Container& container) override = 0;
   // The same for the whole pod (pod::PodLimits), from the pod's allocated
   // devices or the free ones; reusable devices play no part.
-  virtual TopologyHints GetPodTopologyHints(const pod::Pod& pod) = 0;
+  topology::ProviderHints GetPodTopologyHints(const pod::Pod& pod) override = 0;
 
   // ---- Device health in pod status (KEP-4680, resource_health.h) ----
 

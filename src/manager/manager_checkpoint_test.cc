@@ -81,7 +81,7 @@ TEST_F(CheckpointIoTest, StartRestoresRegisteredResourcesAsStoppedPlaceholders) 
   // Allocation against the placeholder fails as on a rebooted node.
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("c", {{"vendor.com/gpu", 1}})});
-  AdmitResult r = m->AdmitPod(pod);
+  topology::AdmitResult r = testing::AdmitPod(*m, pod);
   EXPECT_FALSE(r.admitted);
   EXPECT_EQ(r.reason, "UnexpectedAdmissionError");
   EXPECT_EQ(r.message,
@@ -103,7 +103,7 @@ TEST_F(CheckpointIoTest, AllocationsSurviveARestart) {
                                   testing::Devices({{"a", "Healthy", {0}}, {"b", "Healthy", {1}},
                                                     {"c"}}));
     auto pod = MakePod("p1", {Ctr("main", {{"vendor.com/gpu", 3}})});
-    ASSERT_TRUE(m->AdmitPod(pod).admitted);
+    ASSERT_TRUE(testing::AdmitPod(*m, pod).admitted);
     m->Stop();
   }
   auto m = NewImpl();

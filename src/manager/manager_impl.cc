@@ -17,14 +17,14 @@ std::unique_ptr<Manager> NewManager(ManagerOptions opts) {
 }
 
 namespace {
-const NoAffinityStore kNoAffinity;
+const topology::NoAffinityStore kNoAffinity;
 }  // namespace
 
 ManagerImpl::ManagerImpl(ManagerOptions opts)
     : opts_(std::move(opts)),
       clock_(opts_.clock != nullptr ? opts_.clock : &RealClock::Get()),
       affinity_(opts_.affinity_store != nullptr ? opts_.affinity_store : &kNoAffinity),
-      store_(opts_.plugin_dir, opts_.fsync) {}
+      store_(opts_.plugin_dir, opts_.fsync, opts_.filesystem) {}
 
 ManagerImpl::~ManagerImpl() = default;
 

@@ -3,7 +3,7 @@
 // checkpoint. The methods live in several files by concept:
 //   manager_impl.cc          connect / ListAndWatch / disconnect / capacity / snapshot
 //   manager_checkpoint.cc    Start, Stop, readCheckpoint, writeCheckpoint
-//   allocation.cc            Allocate, allocateContainerResources, GC, admission
+//   allocation.cc            Allocate, allocateContainerResources, GC
 //   devices_to_allocate.cc   devicesToAllocate, callGetPreferredAllocationIfAvailable
 //   container_options.cc     GetDeviceRunContainerOptions, PreStartContainer
 //   topology_hints.cc        GetTopologyHints, GetPodTopologyHints
@@ -56,13 +56,13 @@ class ManagerImpl final : public Manager {
   std::vector<ResourceStatus> Snapshot() const override;
   void SetChangeCallback(std::function<void()> cb) override;
   absl::Status Allocate(const pod::Pod& pod, const pod::Container& container) override;
-  AdmitResult AdmitPod(const pod::Pod& pod) override;
   absl::StatusOr<std::optional<RunContainerOptions>> GetDeviceRunContainerOptions(
       const pod::Pod& pod, const pod::Container& container) override;
   void UpdateAllocatedDevices() override;
   std::vector<PodAllocation> Allocations() const override;
-  TopologyHints GetTopologyHints(const pod::Pod& pod, const pod::Container& container) override;
-  TopologyHints GetPodTopologyHints(const pod::Pod& pod) override;
+  topology::ProviderHints GetTopologyHints(const pod::Pod& pod,
+                                           const pod::Container& container) override;
+  topology::ProviderHints GetPodTopologyHints(const pod::Pod& pod) override;
   void UpdateAllocatedResourcesStatus(const std::string& pod_uid,
                                       std::vector<ContainerResourceStatus>* statuses) override;
   DeviceUpdateChannel& Updates() override { return updates_; }
@@ -120,7 +120,7 @@ class ManagerImpl final : public Manager {
   // setPodPendingAdmission (1.30/1.31 profiles only).
   void MarkPendingAdmission(const std::string& pod_uid) ABSL_LOCKS_EXCLUDED(mu_);
   // generateDeviceTopologyHints.
-  std::vector<TopologyHint> GenerateDeviceTopologyHintsLocked(const std::string& resource_name,
+  std::vector<topology::TopologyHint> GenerateDeviceTopologyHintsLocked(const std::string& resource_name,
                                                               const DeviceSet& available,
                                                               const DeviceSet& reusable,
                                                               int request) const
@@ -148,7 +148,7 @@ class ManagerImpl final : public Manager {
   // Constant after construction.
   const ManagerOptions opts_;
   const Clock* const clock_;
-  const TopologyAffinityStore* const affinity_;
+  const topology::TopologyAffinityStore* const affinity_;
   const checkpoint::FileStore store_;
 
   absl::Mutex checkpoint_mu_ ABSL_ACQUIRED_BEFORE(mu_);

@@ -23,6 +23,8 @@
 #include "manager/fake_plugin_client.h"
 #include "manager/manager_impl.h"
 #include "pod/pod.h"
+#include "topology/admit_result.h"
+#include "topology/topology_manager.h"
 
 namespace devmgr::manager::testing {
 
@@ -115,7 +117,7 @@ inline Profile ProfileFor(const std::string& v) { return *ProfileForVersion(v); 
 class ManagerFixture : public ::testing::Test {
  protected:
   std::unique_ptr<ManagerImpl> NewImpl(Profile profile = DefaultProfile(),
-                                       const TopologyAffinityStore* affinity = nullptr) {
+                                       const topology::TopologyAffinityStore* affinity = nullptr) {
     ManagerOptions o;
     o.plugin_dir = dir_.path();
     o.profile = profile;
@@ -164,12 +166,21 @@ class ManagerFixture : public ::testing::Test {
 
 inline constexpr char kTestGpu[] = "vendor.com/gpu";
 
+// Admits `pod` the only way pods are admitted: topology::TopologyManager::
+// Admit, here under the "none" policy with `m` as the only hint provider.
+inline topology::AdmitResult AdmitPod(Manager& m, const pod::Pod& pod) {
+  auto tm = topology::TopologyManager::Create(topology::TopologyManagerConfig{}, {});
+  EXPECT_TRUE(tm.ok()) << tm.status();
+  (*tm)->AddHintProvider(&m);
+  return (*tm)->Admit(pod);
+}
+
 // A started manager with one connected fake plugin for kTestGpu.
 class AllocationFixture : public ManagerFixture {
  protected:
   void SetUpManager(int devices, bool preferred = false, bool prestart = false,
                     Profile profile = DefaultProfile(),
-                    const TopologyAffinityStore* affinity = nullptr) {
+                    const topology::TopologyAffinityStore* affinity = nullptr) {
     m_ = NewImpl(profile, affinity);
     ASSERT_TRUE(m_->Start(StartOpts()).ok());
     c_ = Connect(*m_, kTestGpu, preferred, prestart);

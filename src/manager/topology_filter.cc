@@ -7,20 +7,20 @@
 namespace devmgr::manager {
 namespace {
 
-bool InMask(NumaMask mask, int64_t node) {
-  return node >= 0 && node < 64 && (mask & (NumaMask{1} << node)) != 0;
+bool InMask(const topology::BitMask& mask, int64_t node) {
+  return node >= 0 && node < 64 && mask.IsSet(static_cast<int>(node));
 }
 
 }  // namespace
 
-AffinityBuckets FilterByAffinity(std::optional<NumaMask> affinity, bool has_alignment,
+AffinityBuckets FilterByAffinity(std::optional<topology::BitMask> affinity, bool has_alignment,
                                  const DeviceMap* devices, const DeviceSet& available) {
   AffinityBuckets out;
   if (!has_alignment || !affinity.has_value()) {
     out.no_affinity = available;
     return out;
   }
-  const NumaMask mask = *affinity;
+  const topology::BitMask mask = *affinity;
   auto nodes_of = [&](const std::string& id) -> const NumaNodes* {
     if (devices == nullptr) return nullptr;
     auto it = devices->find(id);

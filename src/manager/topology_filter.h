@@ -9,7 +9,7 @@
 
 #include "manager/device_set.h"
 #include "manager/device_sets.h"
-#include "manager/topology_affinity.h"
+#include "topology/bitmask.h"
 
 namespace devmgr::manager {
 
@@ -25,7 +25,7 @@ struct AffinityBuckets {
 // size, then out-of-mask nodes by ascending size, then -1. (The kubelet's
 // sort.Slice is unstable; ties here are broken by node id.) `devices` is
 // allDevices[resource] (may be null).
-AffinityBuckets FilterByAffinity(std::optional<NumaMask> affinity, bool has_alignment,
+AffinityBuckets FilterByAffinity(std::optional<topology::BitMask> affinity, bool has_alignment,
                                  const DeviceMap* devices, const DeviceSet& available);
 
 }  // namespace devmgr::manager

@@ -26,7 +26,7 @@ TEST(TopologyFilterTest, NoAffinityOrNoAlignmentPutsEverythingInNoAffinity) {
   DeviceSet avail = {"a", "b"};
   AffinityBuckets b = FilterByAffinity(std::nullopt, true, &m, avail);
   EXPECT_THAT(b.no_affinity, UnorderedElementsAre("a", "b"));
-  b = FilterByAffinity(NumaMask{1}, false, &m, avail);
+  b = FilterByAffinity(topology::BitMask(1), false, &m, avail);
   EXPECT_THAT(b.no_affinity, UnorderedElementsAre("a", "b"));
   EXPECT_THAT(b.aligned, IsEmpty());
 }
@@ -34,7 +34,7 @@ TEST(TopologyFilterTest, NoAffinityOrNoAlignmentPutsEverythingInNoAffinity) {
 TEST(TopologyFilterTest, BucketsByMaskAndSpanningDevicesAreAligned) {
   DeviceMap m = Map({{"a", {0}}, {"b", {1}}, {"c", {0, 1}}, {"d", {}}, {"e", {2}}});
   DeviceSet avail = {"a", "b", "c", "d", "e"};
-  AffinityBuckets b = FilterByAffinity(NumaMask{1}, true, &m, avail);  // node 0
+  AffinityBuckets b = FilterByAffinity(topology::BitMask(1), true, &m, avail);  // node 0
   EXPECT_THAT(b.aligned, UnorderedElementsAre("a", "c"));
   EXPECT_THAT(b.unaligned, UnorderedElementsAre("b", "e"));
   EXPECT_THAT(b.no_affinity, UnorderedElementsAre("d"));
@@ -42,7 +42,7 @@ TEST(TopologyFilterTest, BucketsByMaskAndSpanningDevicesAreAligned) {
 
 TEST(TopologyFilterTest, OnlyAvailableDevicesAreConsidered) {
   DeviceMap m = Map({{"a", {0}}, {"b", {0}}});
-  AffinityBuckets b = FilterByAffinity(NumaMask{1}, true, &m, DeviceSet{"b"});
+  AffinityBuckets b = FilterByAffinity(topology::BitMask(1), true, &m, DeviceSet{"b"});
   EXPECT_THAT(b.aligned, UnorderedElementsAre("b"));
 }
 

@@ -1,51 +1,57 @@
 // ManagerImpl: the device manager's topology hints, GetTopologyHints and
 // GetPodTopologyHints (shared/kubelet-device-manager.md section 9.1).
-#include "manager/topology_hints.h"
-
-#include <bit>
+#include <cstdint>
+#include <map>
+#include <set>
 #include <utility>
+#include <vector>
 
 #include "common/logging.h"
 #include "fmt/format.h"
 #include "manager/manager_impl.h"
+#include "topology/bitmask.h"
 
 namespace devmgr::manager {
+
+using topology::BitMask;
+using topology::ProviderHints;
+using topology::TopologyHint;
+
 namespace {
 
 // The mask of a device's NUMA ids; ids outside 0..63 can never be set in a
 // mask (bitMask.IsSet is false for them), so they are dropped.
-NumaMask MaskOf(const NumaNodes& nodes) {
-  NumaMask m = 0;
+uint64_t MaskOf(const NumaNodes& nodes) {
+  uint64_t m = 0;
   for (int64_t n : nodes) {
-    if (n >= 0 && n < 64) m |= NumaMask{1} << n;
+    if (n >= 0 && n < 64) m |= uint64_t{1} << n;
   }
   return m;
 }
 
-void Iterate(const std::vector<int>& bits, size_t start, NumaMask accum, int have, int size,
-             const std::function<void(NumaMask)>& fn) {
-  if (have == size) {
-    fn(accum);
-    return;
+// The NUMA nodes hints are enumerated over: cAdvisor's, or under
+// topology_hints_device_numa_only (1.36+) those of them on which some device
+// of the resource (in allDevices, whatever its health or allocation) sits,
+// in cAdvisor's order; every node when no device names a known one.
+std::vector<int> HintNumaNodes(const std::string& resource, const DeviceMap* all,
+                               const std::vector<int>& machine, bool device_numa_only) {
+  if (!device_numa_only || all == nullptr) return machine;
+  std::set<int64_t> with_devices;
+  for (const auto& [id, d] : *all) with_devices.insert(d.numa_nodes.begin(), d.numa_nodes.end());
+  std::vector<int> nodes;
+  for (int n : machine) {
+    if (with_devices.erase(n) > 0) nodes.push_back(n);
   }
-  for (size_t i = start; i < bits.size(); ++i) {
-    const int b = bits[i];
-    const NumaMask bit = (b >= 0 && b < 64) ? (NumaMask{1} << b) : 0;
-    Iterate(bits, i + 1, accum | bit, have + 1, size, fn);
+  for (int64_t unknown : with_devices) {
+    DM_VINFO(4, "Device NUMA node not in the machine topology; ignored for topology hints",
+             {"resource", resource}, {"numaNode", unknown});
   }
+  return nodes.empty() ? machine : nodes;
 }
 
 std::string PodRef(const pod::Pod& pod) { return fmt::format("{}/{}", pod.namespace_, pod.name); }
 
 }  // namespace
-
-void IterateNumaMasks(const std::vector<int>& nodes, const std::function<void(NumaMask)>& fn) {
-  for (int size = 1; size <= static_cast<int>(nodes.size()); ++size) {
-    Iterate(nodes, 0, 0, 0, size, fn);
-  }
-}
-
-int MaskCount(NumaMask mask) { return std::popcount(mask); }
 
 void ManagerImpl::MarkPendingAdmission(const std::string& pod_uid) {
   // 1.30/1.31: like Allocate, the hint calls record the pod being admitted
@@ -59,28 +65,32 @@ std::vector<TopologyHint> ManagerImpl::GenerateDeviceTopologyHintsLocked(
     int request) const {
   // Devices are grouped by their NUMA mask once, so that each candidate mask
   // costs one step per distinct device mask rather than one per device.
-  std::map<NumaMask, int> all_by_mask;  // allDevices[r], unhealthy and in use included
+  std::map<uint64_t, int> all_by_mask;  // allDevices[r], unhealthy and in use included
   if (const DeviceMap* all = devices_.All(resource_name); all != nullptr) {
     for (const auto& [id, d] : *all) ++all_by_mask[MaskOf(d.numa_nodes)];
   }
-  std::map<NumaMask, int> available_by_mask;
+  std::map<uint64_t, int> available_by_mask;
   for (const std::string& id : available) {
     const StoredDevice* d = devices_.Find(resource_name, id);
     ++available_by_mask[d == nullptr ? 0 : MaskOf(d->numa_nodes)];
   }
   // Reusable devices that take part: those with a Topology message (an
   // absent device is Go's zero Device, with a nil topology: skipped).
-  std::vector<NumaMask> reusable_masks;
+  std::vector<uint64_t> reusable_masks;
   for (const std::string& id : reusable) {
     const StoredDevice* d = devices_.Find(resource_name, id);
     if (d == nullptr || !d->has_topology) continue;
     reusable_masks.push_back(MaskOf(d->numa_nodes));
   }
 
-  int min_affinity_size = static_cast<int>(opts_.numa_nodes.size());
+  const std::vector<int> nodes =
+      HintNumaNodes(resource_name, devices_.All(resource_name), opts_.numa_nodes,
+                    opts_.profile.topology_hints_device_numa_only);
+  int min_affinity_size = static_cast<int>(nodes.size());
   std::vector<TopologyHint> hints;
-  IterateNumaMasks(opts_.numa_nodes, [&](NumaMask mask) {
-    const int count = MaskCount(mask);
+  topology::IterateBitMasks(nodes, [&](BitMask numa_mask) {
+    const uint64_t mask = numa_mask.bits();
+    const int count = numa_mask.Count();
     int in_mask = 0;
     for (const auto& [m, n] : all_by_mask) {
       if ((m & mask) != 0) in_mask += n;
@@ -89,7 +99,7 @@ std::vector<TopologyHint> ManagerImpl::GenerateDeviceTopologyHintsLocked(
 
     // Every reusable device with topology must be on the mask's nodes.
     int matching = 0;
-    for (NumaMask m : reusable_masks) {
+    for (uint64_t m : reusable_masks) {
       if ((m & mask) == 0) return;
       ++matching;
     }
@@ -97,16 +107,16 @@ std::vector<TopologyHint> ManagerImpl::GenerateDeviceTopologyHintsLocked(
       if ((m & mask) != 0) matching += n;
     }
     if (matching < request) return;
-    hints.push_back(TopologyHint{mask, false});
+    hints.push_back(TopologyHint{numa_mask, false});
   });
   // Preferred: the hints as narrow as the whole inventory would allow.
   for (TopologyHint& h : hints) {
-    if (MaskCount(*h.numa_node_affinity) == min_affinity_size) h.preferred = true;
+    if (h.numa_node_affinity->Count() == min_affinity_size) h.preferred = true;
   }
   return hints;
 }
 
-TopologyHints ManagerImpl::GetTopologyHints(const pod::Pod& pod,
+ProviderHints ManagerImpl::GetTopologyHints(const pod::Pod& pod,
                                             const pod::Container& container) {
   MarkPendingAdmission(pod.uid);
   // Garbage-collect stranded devices first.
@@ -116,7 +126,7 @@ TopologyHints ManagerImpl::GetTopologyHints(const pod::Pod& pod,
     if (IsDevicePluginResource(resource)) requests[resource] = static_cast<int>(quantity);
   }
 
-  TopologyHints out;
+  ProviderHints out;
   absl::MutexLock l(&mu_);
   for (const auto& [resource, requested] : requests) {
     if (!devices_.HasTopologyAlignment(resource)) {
@@ -169,7 +179,7 @@ TopologyHints ManagerImpl::GetTopologyHints(const pod::Pod& pod,
   return out;
 }
 
-TopologyHints ManagerImpl::GetPodTopologyHints(const pod::Pod& pod) {
+ProviderHints ManagerImpl::GetPodTopologyHints(const pod::Pod& pod) {
   MarkPendingAdmission(pod.uid);
   UpdateAllocatedDevices();
   std::map<std::string, int> requests;
@@ -177,7 +187,7 @@ TopologyHints ManagerImpl::GetPodTopologyHints(const pod::Pod& pod) {
     if (IsDevicePluginResource(resource)) requests[resource] = static_cast<int>(quantity);
   }
 
-  TopologyHints out;
+  ProviderHints out;
   absl::MutexLock l(&mu_);
   for (const auto& [resource, requested] : requests) {
     if (!devices_.HasTopologyAlignment(resource)) {

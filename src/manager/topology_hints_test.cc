@@ -1,10 +1,16 @@
 // The device manager's topology hints (shared/kubelet-device-manager.md
 // section 9.1): GetTopologyHints, GetPodTopologyHints and the mask order.
-#include "manager/topology_hints.h"
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "manager/manager_test_util.h"
+
+namespace devmgr::topology {
+// Matcher output for the hints below.
+void PrintTo(const TopologyHint& h, std::ostream* os) {
+  *os << "{" << (h.numa_node_affinity ? std::to_string(h.numa_node_affinity->bits()) : "nil") << " "
+      << (h.preferred ? "true" : "false") << "}";
+}
+}  // namespace devmgr::topology
 
 namespace devmgr::manager {
 namespace {
@@ -13,6 +19,7 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using testing::Ctr;
 using testing::MakePod;
+using topology::TopologyHint;
 
 constexpr char kGpu[] = "vendor.com/gpu";
 constexpr char kNic[] = "vendor.com/nic";
@@ -39,32 +46,28 @@ v1beta1::ListAndWatchResponse List(const std::vector<TDev>& devs) {
   return resp;
 }
 
-TopologyHint H(NumaMask m, bool preferred) { return TopologyHint{m, preferred}; }
+TopologyHint H(uint64_t m, bool preferred) { return TopologyHint{topology::BitMask(m), preferred}; }
 
-}  // namespace
 
-void PrintTo(const TopologyHint& h, std::ostream* os) {
-  *os << "{" << (h.numa_node_affinity ? std::to_string(*h.numa_node_affinity) : "nil") << " "
-      << (h.preferred ? "true" : "false") << "}";
-}
-
-namespace {
-
-class FixedAffinity final : public TopologyAffinityStore {
+class FixedAffinity final : public topology::TopologyAffinityStore {
  public:
-  explicit FixedAffinity(NumaMask m) : m_(m) {}
-  std::optional<NumaMask> GetAffinity(const std::string&, const std::string&) const override {
+  explicit FixedAffinity(uint64_t m) : m_(m) {}
+  std::optional<topology::BitMask> GetAffinity(const std::string&,
+                                               const std::string&) const override {
     return m_;
   }
 
  private:
-  NumaMask m_;
+  topology::BitMask m_;
 };
 
 class TopologyHintsTest : public testing::ManagerFixture {
  protected:
-  void SetUpManager(std::vector<int> numa_nodes, const TopologyAffinityStore* store = nullptr) {
+  void SetUpManager(std::vector<int> numa_nodes,
+                    const topology::TopologyAffinityStore* store = nullptr,
+                    Profile profile = DefaultProfile()) {
     ManagerOptions o;
+    o.profile = profile;
     o.plugin_dir = dir_.path();
     o.clock = &clock_;
     o.fsync = false;
@@ -85,7 +88,7 @@ class TopologyHintsTest : public testing::ManagerFixture {
   }
   std::optional<std::vector<TopologyHint>> Hints(int request) {
     auto pod = MakePod("p", {Ctr("c", {{kGpu, request}})});
-    TopologyHints h = m_->GetTopologyHints(pod, pod.containers[0]);
+    topology::ProviderHints h = m_->GetTopologyHints(pod, pod.containers[0]);
     EXPECT_TRUE(h.contains(kGpu));
     return h[kGpu];
   }
@@ -93,19 +96,6 @@ class TopologyHintsTest : public testing::ManagerFixture {
   std::unique_ptr<ManagerImpl> m_;
   std::vector<std::shared_ptr<FakePluginClient>> clients_;
 };
-
-TEST(IterateNumaMasksTest, BySizeThenLexicographicInListOrder) {
-  std::vector<NumaMask> got;
-  IterateNumaMasks({0, 1, 2}, [&](NumaMask m) { got.push_back(m); });
-  EXPECT_THAT(got, ElementsAre(0b001, 0b010, 0b100, 0b011, 0b101, 0b110, 0b111));
-  got.clear();
-  // The list order, not the numeric order, decides within a size.
-  IterateNumaMasks({3, 1}, [&](NumaMask m) { got.push_back(m); });
-  EXPECT_THAT(got, ElementsAre(0b1000, 0b0010, 0b1010));
-  got.clear();
-  IterateNumaMasks({}, [&](NumaMask m) { got.push_back(m); });
-  EXPECT_THAT(got, IsEmpty());
-}
 
 TEST_F(TopologyHintsTest, OnePerNodeIsPreferredBothNodesIsNot) {
   TwoByTwo();
@@ -129,6 +119,49 @@ TEST_F(TopologyHintsTest, RequestLargerThanTheNodeGivesEmptyNotNil) {
 TEST_F(TopologyHintsTest, RequestOfZeroGivesEveryMask) {
   TwoByTwo();
   EXPECT_THAT(*Hints(0), ElementsAre(H(0b01, true), H(0b10, true), H(0b11, false)));
+}
+
+// 1.36+ (kubernetes#138244, Profile::topology_hints_device_numa_only).
+Profile DeviceNumaOnly() {
+  Profile p = DefaultProfile();
+  p.topology_hints_device_numa_only = true;
+  return p;
+}
+
+TEST_F(TopologyHintsTest, BeforeDeviceNumaOnlyMasksWithDevicelessNodesAreHints) {
+  SetUpManager({0, 1});
+  AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}});
+  EXPECT_THAT(*Hints(1), ElementsAre(H(0b01, true), H(0b11, false)));
+}
+
+TEST_F(TopologyHintsTest, DeviceNumaOnlyEnumeratesTheNodesWithDevices) {
+  SetUpManager({0, 1}, nullptr, DeviceNumaOnly());
+  AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}});
+  EXPECT_THAT(*Hints(1), ElementsAre(H(0b01, true)));
+  EXPECT_THAT(*Hints(2), ElementsAre(H(0b01, true)));
+}
+
+TEST_F(TopologyHintsTest, DeviceNumaOnlyKeepsMachineOrderAndSkipsNodesBetween) {
+  SetUpManager({0, 1, 2, 3}, nullptr, DeviceNumaOnly());
+  AddResource(kGpu, {{"b", {{1}}}, {"d", {{3}}}});
+  EXPECT_THAT(*Hints(1), ElementsAre(H(0b0010, true), H(0b1000, true), H(0b1010, false)));
+  EXPECT_THAT(*Hints(2), ElementsAre(H(0b1010, true)));
+}
+
+TEST_F(TopologyHintsTest, DeviceNumaOnlyCountsUnhealthyDevicesNodes) {
+  // allDevices decides, whatever the health: node 1 stays a candidate.
+  SetUpManager({0, 1}, nullptr, DeviceNumaOnly());
+  AddResource(kGpu, {{"a0", {{0}}}, {"b0", {{1}}, "Unhealthy"}});
+  EXPECT_THAT(*Hints(1), ElementsAre(H(0b01, true), H(0b11, false)));
+}
+
+TEST_F(TopologyHintsTest, DeviceNumaOnlyFallsBackToEveryNodeWithoutAKnownDeviceNode) {
+  // Node 5 is not the machine's: dropped, which leaves no candidate, so
+  // every machine node is enumerated again (as before 1.36).
+  SetUpManager({0, 1}, nullptr, DeviceNumaOnly());
+  AddResource(kGpu, {{"x", {{5}}}, {"y", std::nullopt}});
+  EXPECT_THAT(*Hints(0), ElementsAre(H(0b01, true), H(0b10, true), H(0b11, false)));
+  EXPECT_THAT(*Hints(1), IsEmpty());
 }
 
 TEST_F(TopologyHintsTest, DevicesWithoutTopologyGiveNil) {
@@ -189,7 +222,7 @@ TEST_F(TopologyHintsTest, AlreadyAllocatedContainerRegeneratesFromItsDevices) {
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 2}})});
   ASSERT_TRUE(m_->Allocate(pod, pod.containers[0]).ok());
   // Regenerated from {b0, b1}: only masks containing node 1.
-  TopologyHints h = m_->GetTopologyHints(pod, pod.containers[0]);
+  topology::ProviderHints h = m_->GetTopologyHints(pod, pod.containers[0]);
   EXPECT_THAT(*h[kGpu], ElementsAre(H(0b10, true), H(0b11, false)));
   // A different request than what is allocated: empty.
   auto changed = MakePod("p", {Ctr("c", {{kGpu, 1}})});
@@ -207,7 +240,7 @@ TEST_F(TopologyHintsTest, ReusableDevicesRestrictTheMasks) {
   ASSERT_TRUE(m_->Allocate(pod, pod.init_containers[0]).ok());
   // The init container's {b0, b1} are reusable: every mask must include
   // node 1, and they count towards the request although they are in use.
-  TopologyHints h = m_->GetTopologyHints(pod, pod.containers[0]);
+  topology::ProviderHints h = m_->GetTopologyHints(pod, pod.containers[0]);
   EXPECT_THAT(*h[kGpu], ElementsAre(H(0b10, true), H(0b11, false)));
   // Three devices: the two reusable ones plus one free on node 0.
   auto bigger = MakePod("p", {Ctr("app", {{kGpu, 3}})}, {Ctr("init", {{kGpu, 2}})});
@@ -226,7 +259,7 @@ TEST_F(TopologyHintsTest, ReusableDeviceWithEmptyTopologyDiscardsEveryMask) {
   ASSERT_TRUE(m_->Allocate(pod, pod.init_containers[0]).ok());
   // Reusable {a0, e, n}: e has a topology with no nodes, which intersects
   // no mask, so every mask is discarded; n (no topology) would be skipped.
-  TopologyHints h = m_->GetTopologyHints(pod, pod.containers[0]);
+  topology::ProviderHints h = m_->GetTopologyHints(pod, pod.containers[0]);
   ASSERT_TRUE(h[kGpu].has_value());
   EXPECT_THAT(*h[kGpu], IsEmpty());
 }
@@ -240,7 +273,7 @@ TEST_F(TopologyHintsTest, ReusableDeviceWithoutTopologyIsSkipped) {
   ASSERT_TRUE(m_->Allocate(pod, pod.init_containers[0]).ok());
   // Reusable {a0, a1, n}: n has no topology and is not counted; a0 and a1
   // rule out the masks without node 0.
-  TopologyHints h = m_->GetTopologyHints(pod, pod.containers[0]);
+  topology::ProviderHints h = m_->GetTopologyHints(pod, pod.containers[0]);
   EXPECT_THAT(*h[kGpu], ElementsAre(H(0b01, true), H(0b11, false)));
   // Three: n is not counted, so no mask qualifies.
   auto three = MakePod("p", {Ctr("app", {{kGpu, 3}})}, {Ctr("init", {{kGpu, 3}})});
@@ -255,7 +288,7 @@ TEST_F(TopologyHintsTest, ReusableDevicesOnBothNodesNeedBoth) {
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("app", {{kGpu, 2}})}, {Ctr("init", {{kGpu, 2}})});
   ASSERT_TRUE(m_->Allocate(pod, pod.init_containers[0]).ok());
-  TopologyHints h = m_->GetTopologyHints(pod, pod.containers[0]);
+  topology::ProviderHints h = m_->GetTopologyHints(pod, pod.containers[0]);
   // Only the mask with both nodes survives; it is also the narrowest that
   // the inventory allows for 2, so it is preferred.
   EXPECT_THAT(*h[kGpu], ElementsAre(H(0b11, true)));
@@ -272,7 +305,7 @@ TEST_F(TopologyHintsTest, OnlyDevicePluginResourcesAndZeroQuantities) {
   TwoByTwo();
   AddResource(kNic, {{"n0", std::nullopt}});
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 0}, {kNic, 1}, {"cpu", 2}})});
-  TopologyHints h = m_->GetTopologyHints(pod, pod.containers[0]);
+  topology::ProviderHints h = m_->GetTopologyHints(pod, pod.containers[0]);
   ASSERT_EQ(h.size(), 2u);
   EXPECT_THAT(*h[kGpu], ElementsAre(H(0b01, true), H(0b10, true), H(0b11, false)));
   EXPECT_FALSE(h[kNic].has_value());
@@ -292,7 +325,7 @@ TEST_F(TopologyHintsTest, PodHintsUsePodLimitsAndIgnoreReuse) {
   // Pod limit: max(1 + 1, init 2) = 2.
   auto pod = MakePod("p", {Ctr("a", {{kGpu, 1}}), Ctr("b", {{kGpu, 1}})},
                      {Ctr("init", {{kGpu, 2}})});
-  TopologyHints h = m_->GetPodTopologyHints(pod);
+  topology::ProviderHints h = m_->GetPodTopologyHints(pod);
   EXPECT_THAT(*h[kGpu], ElementsAre(H(0b01, true), H(0b10, true), H(0b11, false)));
   // Pod limit 3: both nodes.
   auto big = MakePod("p", {Ctr("a", {{kGpu, 2}}), Ctr("b", {{kGpu, 1}})});
@@ -312,7 +345,7 @@ TEST_F(TopologyHintsTest, PodHintsRegenerateFromThePodsDevices) {
   auto pod = MakePod("p", {Ctr("a", {{kGpu, 1}}), Ctr("b", {{kGpu, 1}})});
   ASSERT_TRUE(m_->Allocate(pod, pod.containers[0]).ok());
   ASSERT_TRUE(m_->Allocate(pod, pod.containers[1]).ok());
-  TopologyHints h = m_->GetPodTopologyHints(pod);
+  topology::ProviderHints h = m_->GetPodTopologyHints(pod);
   EXPECT_THAT(*h[kGpu], ElementsAre(H(0b10, true), H(0b11, false)));
   auto more = MakePod("p", {Ctr("a", {{kGpu, 2}}), Ctr("b", {{kGpu, 1}})});
   h = m_->GetPodTopologyHints(more);

@@ -36,6 +36,13 @@ Node::Node(NodeOptions opts) : opts_(std::move(opts)) {
   } else {
     topology_status_ = numa.status();
   }
+  if (topology_ == nullptr) {
+    // A bad configuration fails Start; until then the node still has an
+    // admit handler (the "none" policy, which cannot fail to build).
+    topology::TopologyManagerConfig none;
+    none.policy = topology::kPolicyNone;
+    topology_ = std::move(*topology::TopologyManager::Create(none, {}, opts_.profile));
+  }
   mo.affinity_store = topology_.get();
   PodStatusSyncOptions so;
   so.enabled = mo.resource_health_status;
@@ -44,31 +51,41 @@ Node::Node(NodeOptions opts) : opts_(std::move(opts)) {
   so.jitter = opts_.resync_jitter;
   manager_ = manager::NewManager(std::move(mo));
   pod_status_ = std::make_unique<PodStatusSyncer>(manager_.get(), std::move(so));
-  if (topology_ != nullptr) {
-    hint_providers_.push_back(
-        std::make_unique<topology::DeviceManagerHintProvider>(manager_.get()));
-    for (const topology::StaticProviderSpec& spec : opts_.topology_hint_providers) {
-      hint_providers_.push_back(std::make_unique<topology::StaticHintProvider>(spec));
-    }
-    for (auto& p : hint_providers_) topology_->AddHintProvider(p.get());
+  // The device manager is the first hint provider, then the static stand-ins
+  // for the CPU and memory managers.
+  topology_->AddHintProvider(manager_.get());
+  for (const topology::StaticProviderSpec& spec : opts_.topology_hint_providers) {
+    static_providers_.push_back(std::make_unique<topology::StaticHintProvider>(spec));
+    topology_->AddHintProvider(static_providers_.back().get());
   }
 }
 
-manager::AdmitResult Node::AdmitPod(const pod::Pod& pod) {
+topology::AdmitResult Node::AdmitPod(const pod::Pod& pod) {
+  // One admission at a time, in arrival order, with no lock held while the
+  // topology manager and the device manager work (their RPCs included).
+  {
+    absl::MutexLock l(&admit_mu_);
+    const uint64_t ticket = next_admit_ticket_++;
+    while (admitting_ticket_ != ticket) admit_cv_.Wait(&admit_mu_);
+  }
   const absl::Time start = absl::Now();
-  manager::AdmitResult r = topology_ != nullptr && !topology_->is_none()
-                               ? topology_->Admit(pod)
-                               : manager_->AdmitPod(pod);
+  topology::AdmitResult r = topology_->Admit(pod);
   if (opts_.on_pod_admission) opts_.on_pod_admission(r, absl::Now() - start);
   // The pod's first sync generates its status (device health included).
   if (r.admitted) pod_status_->PodAdmitted(pod);
+  {
+    absl::MutexLock l(&admit_mu_);
+    ++admitting_ticket_;
+    admit_cv_.SignalAll();
+  }
   return r;
 }
 
 std::optional<uint64_t> Node::NumaAffinity(const std::string& pod_uid,
                                            const std::string& container_name) const {
-  if (topology_ == nullptr) return std::nullopt;
-  return topology_->GetAffinity(pod_uid, container_name);
+  std::optional<topology::BitMask> a = topology_->GetAffinity(pod_uid, container_name);
+  if (!a.has_value()) return std::nullopt;
+  return a->bits();
 }
 
 Node::~Node() {
@@ -119,7 +136,6 @@ std::map<std::string, int64_t> Node::RegistrationCounts() {
 }
 
 std::map<std::string, int64_t> Node::AlignedComputeResourceCounts() {
-  if (topology_ == nullptr) return {};
   const topology::TopologyMetrics tm = topology_->metrics();
   return {{"container", tm.aligned_container}, {"pod", tm.aligned_pod}};
 }

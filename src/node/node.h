@@ -19,6 +19,7 @@
 #include "manager/manager.h"
 #include "node/pod_status_sync.h"
 #include "node/status_file.h"
+#include "topology/admit_result.h"
 #include "topology/hint_provider.h"
 #include "topology/topology_manager.h"
 #include "transport/registration_server.h"
@@ -43,7 +44,7 @@ struct NodeOptions {
   // Called after every pod admission (AdmitPod, every policy) with its
   // verdict and wall-clock duration: the topology manager's admission
   // metrics. Empty: none.
-  std::function<void(const manager::AdmitResult&, absl::Duration)> on_pod_admission;
+  std::function<void(const topology::AdmitResult&, absl::Duration)> on_pod_admission;
   // cadvisor's NUMA distances: one row per numa_nodes entry, each indexed
   // by node id. Empty: unknown (prefer-closest-numa-nodes then fails).
   std::vector<std::vector<uint64_t>> numa_distances;
@@ -76,11 +77,20 @@ class Node {
   void Stop();
 
   manager::Manager& manager() { return *manager_; }
-  // The pod admit handler that allocates (section 6.1): the topology
-  // manager's Admit under a policy other than none, else the manager's
-  // none-policy AdmitPod.
-  manager::AdmitResult AdmitPod(const pod::Pod& pod);
-  // nullptr when the topology configuration was invalid (Start fails then).
+  // The pod admit handler that allocates (section 6.1): one call of the
+  // topology manager's Admit, for every policy ("none" included).
+  //
+  // The admission rule: admissions are serialised, one pod at a time in the
+  // order AdmitPod is called, as the kubelet admits pods one at a time from
+  // its sync loop goroutine (HandlePodAdditions). Callers wait for their
+  // turn (a ticket, not a lock): no mutex is held while the topology manager
+  // and the device manager work, so the device manager's RPCs (Allocate,
+  // GetPreferredAllocation) run with no lock of the node, the topology
+  // manager or the device manager held, and everything else on the node
+  // (status, snapshots, plugin registration) proceeds meanwhile.
+  topology::AdmitResult AdmitPod(const pod::Pod& pod) ABSL_LOCKS_EXCLUDED(admit_mu_);
+  // Never null (a bad topology configuration gets a "none" stand-in, and
+  // Start fails).
   topology::TopologyManager* topology_manager() { return topology_.get(); }
   // The NUMA affinity stored for the container at admission (nullopt: none
   // stored, a nil affinity, or policy none).
@@ -116,10 +126,15 @@ class Node {
   // it; its creation error is returned by Start.
   absl::Status topology_status_;
   std::unique_ptr<topology::TopologyManager> topology_;
-  std::vector<std::unique_ptr<topology::HintProvider>> hint_providers_;
+  std::vector<std::unique_ptr<topology::HintProvider>> static_providers_;
   std::unique_ptr<manager::Manager> manager_;
   std::unique_ptr<transport::RegistrationServer> server_;
   std::unique_ptr<PodStatusSyncer> pod_status_;
+  // The admission turn (see AdmitPod): never held across an admission.
+  absl::Mutex admit_mu_;
+  absl::CondVar admit_cv_;
+  uint64_t next_admit_ticket_ ABSL_GUARDED_BY(admit_mu_) = 0;
+  uint64_t admitting_ticket_ ABSL_GUARDED_BY(admit_mu_) = 0;
   mutable absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   NodeResources node_ ABSL_GUARDED_BY(mu_);

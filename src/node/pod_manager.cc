@@ -80,7 +80,7 @@ void PodManager::AdmitAndStart(Node* node, const std::string& uid, bool start_co
     absl::MutexLock l(&mu_);
     p = FindLocked(uid)->pod;
   }
-  const manager::AdmitResult r = node->AdmitPod(p);
+  const topology::AdmitResult r = node->AdmitPod(p);
   {
     absl::MutexLock l(&mu_);
     PodRecord* rec = FindLocked(uid);

@@ -1,12 +1,6 @@
 #include "node/status_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
+#include "common/fs.h"
 #include "common/go_format.h"
 #include "fmt/format.h"
 
@@ -247,35 +241,12 @@ nlohmann::ordered_json BuildStatus(const StatusInput& in) {
 }
 
 absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  std::string tmp = dir + "/." + base + ".XXXXXX";
-  const int fd = mkstemp(tmp.data());
-  if (fd < 0) {
-    return absl::InternalError(
-        fmt::format("write {}: create temp file: {}", path, std::strerror(errno)));
-  }
-  size_t off = 0;
-  while (off < content.size()) {
-    const ssize_t n = write(fd, content.data() + off, content.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int e = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return absl::InternalError(fmt::format("write {}: {}", path, std::strerror(e)));
-    }
-    off += n;
-  }
-  fchmod(fd, 0644);
-  close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    unlink(tmp.c_str());
-    return absl::InternalError(fmt::format("rename {} to {}: {}", tmp, path, std::strerror(e)));
-  }
-  return absl::OkStatus();
+  fs::AtomicWriteOptions opts;
+  opts.fsync = false;
+  opts.mode = 0644;
+  absl::Status s = fs::WriteFileAtomically(*fs::Default(), path, content, opts);
+  if (s.ok()) return s;
+  return absl::Status(s.code(), fmt::format("write {}: {}", path, std::string(s.message())));
 }
 
 }  // namespace devmgr::node

@@ -24,7 +24,7 @@ void HookKubeletMetrics(metrics::KubeletMetrics* m, node::NodeOptions* o) {
   o->on_allocate_rpc = [m](const std::string& resource, absl::Duration d) {
     m->ObserveAllocDuration(resource, d);
   };
-  o->on_pod_admission = [m](const manager::AdmitResult& r, absl::Duration d) {
+  o->on_pod_admission = [m](const topology::AdmitResult& r, absl::Duration d) {
     m->ObservePodAdmission(r.admitted, d);
   };
 }

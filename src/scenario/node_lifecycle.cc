@@ -8,6 +8,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "fmt/format.h"
+#include "node/node_options.h"
 #include "node/plugin_process.h"
 #include "podresources/observability.h"
 #include "scenario/expectations.h"
@@ -138,28 +139,23 @@ absl::Status RunContext::StartPlugins() {
 }
 
 std::unique_ptr<node::Node> RunContext::MakeNode() {
-  node::NodeOptions o;
-  o.plugin_dir = env.plugin_dir;
-  o.registry_dir = env.registry_dir;
-  o.profile = profile;
-  o.clock = &clock;
-  o.fsync = sc.node.fsync;
-  o.max_recv_msg_size = static_cast<int>(sc.node.max_recv_msg_size);
-  o.dial_timeout = sc.node.dial_timeout;
-  o.numa_nodes = sc.node.numa_nodes;
-  o.numa_distances = sc.node.numa_distances;
-  o.topology.policy = sc.node.topology_policy;
-  o.topology.scope = sc.node.topology_scope;
-  o.topology.policy_options = sc.node.topology_policy_options;
-  o.resource_health_status = resource_health;
+  node::NodeOptionsBuilder b(env.plugin_dir, profile);
+  b.RegistryDir(env.registry_dir)
+      .WithClock(&clock)
+      .Fsync(sc.node.fsync)
+      .MaxRecvMsgSize(static_cast<int>(sc.node.max_recv_msg_size))
+      .DialTimeout(sc.node.dial_timeout)
+      .Numa(sc.node.numa_nodes, sc.node.numa_distances)
+      .Topology(sc.node.topology_policy, sc.node.topology_scope, sc.node.topology_policy_options);
   for (const HintProviderSpec& h : sc.node.hint_providers) {
     topology::StaticProviderSpec sp;
     sp.name = h.name;
     sp.hints = ToProviderHints(h.hints);
     for (const auto& [c, hints] : h.containers) sp.per_container[c] = ToProviderHints(hints);
     if (h.pod) sp.pod = ToProviderHints(*h.pod);
-    o.topology_hint_providers.push_back(std::move(sp));
+    b.AddHintProvider(std::move(sp));
   }
+  node::NodeOptions o = b.options();
   if (opts.metrics != nullptr) opts.metrics->Hook(&o);
   auto n = std::make_unique<node::Node>(o);
   n->manager().SetChangeCallback([this] { changes.Notify(); });

@@ -69,6 +69,13 @@ TEST(BitMaskTest, IterateBitMasksOrder) {
   got.clear();
   IterateBitMasks({2, 0}, [&](BitMask m) { got.push_back(m.bits()); });
   EXPECT_THAT(got, ElementsAre(0b100, 0b001, 0b101));
+  got.clear();
+  // The list order, not the numeric order, decides within a size.
+  IterateBitMasks({3, 1}, [&](BitMask m) { got.push_back(m.bits()); });
+  EXPECT_THAT(got, ElementsAre(0b1000, 0b0010, 0b1010));
+  got.clear();
+  IterateBitMasks({}, [&](BitMask m) { got.push_back(m.bits()); });
+  EXPECT_TRUE(got.empty());
 }
 
 TEST(TopologyHintTest, Strings) {

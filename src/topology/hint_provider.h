@@ -1,14 +1,16 @@
 // HintProvider: what the topology manager asks of every resource manager
 // (the kubelet's topologymanager.HintProvider): hints per container or per
-// pod, and the allocation once the affinity is decided.
+// pod, and the allocation once the affinity is decided. The device manager
+// (manager::Manager) implements it itself, as the kubelet's ManagerImpl
+// does; StaticHintProvider stands in for the CPU and memory managers.
 #ifndef DEVMGR_TOPOLOGY_HINT_PROVIDER_H_
 #define DEVMGR_TOPOLOGY_HINT_PROVIDER_H_
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
-#include "manager/manager.h"
 #include "pod/pod.h"
 #include "topology/topology_hint.h"
 
@@ -25,24 +27,6 @@ class HintProvider {
   // Called after the affinity of `container` has been stored.
   virtual absl::Status Allocate(const pod::Pod& pod, const pod::Container& container) = 0;
 };
-
-// The device manager as a hint provider. `m` must outlive it.
-class DeviceManagerHintProvider final : public HintProvider {
- public:
-  explicit DeviceManagerHintProvider(manager::Manager* m) : m_(m) {}
-  std::string Name() const override { return "devicemanager"; }
-  ProviderHints GetTopologyHints(const pod::Pod& pod, const pod::Container& container) override;
-  ProviderHints GetPodTopologyHints(const pod::Pod& pod) override;
-  absl::Status Allocate(const pod::Pod& pod, const pod::Container& container) override {
-    return m_->Allocate(pod, container);
-  }
-
- private:
-  manager::Manager* const m_;
-};
-
-// Converts the device manager's hints.
-ProviderHints FromManagerHints(const manager::TopologyHints& hints);
 
 // A provider with fixed answers, standing in for the CPU or memory manager
 // (which devmgr does not emulate) so that merges with them can be tried.

@@ -15,16 +15,16 @@ log::KV Raw(std::string_view key, const std::string& value) {
   return kv;
 }
 
-manager::AdmitResult AffinityError() {
-  manager::AdmitResult r;
+AdmitResult AffinityError() {
+  AdmitResult r;
   r.admitted = false;
   r.reason = kTopologyAffinityErrorReason;
   r.message = kTopologyAffinityErrorMessage;
   return r;
 }
 
-manager::AdmitResult UnexpectedError(const absl::Status& s) {
-  manager::AdmitResult r;
+AdmitResult UnexpectedError(const absl::Status& s) {
+  AdmitResult r;
   r.admitted = false;
   r.reason = "UnexpectedAdmissionError";
   r.message =
@@ -87,19 +87,18 @@ absl::StatusOr<std::unique_ptr<TopologyManager>> TopologyManager::Create(
 }
 
 void TopologyManager::AddHintProvider(HintProvider* provider) {
-  absl::MutexLock l(&admit_mu_);
   providers_.push_back(provider);
 }
 
-manager::AdmitResult TopologyManager::Admit(const pod::Pod& pod) {
-  absl::MutexLock admit(&admit_mu_);
+AdmitResult TopologyManager::Admit(const pod::Pod& pod) {
+  // No admission lock: the caller serialises admissions (see the header).
   {
     absl::MutexLock l(&mu_);
     ++metrics_.admission_requests_total;
   }
   AdmissionTrace trace;
   trace.pod_uid = pod.uid;
-  manager::AdmitResult r;
+  AdmitResult r;
   if (policy_ == nullptr) {
     r = AdmitNone(pod, &trace);
   } else if (config_.scope == kScopePod) {
@@ -126,17 +125,17 @@ void TopologyManager::CountError() {
   ++metrics_.admission_errors_total;
 }
 
-manager::AdmitResult TopologyManager::AdmitNone(const pod::Pod& pod, AdmissionTrace*) {
+AdmitResult TopologyManager::AdmitNone(const pod::Pod& pod, AdmissionTrace*) {
   for (const pod::Container* c : pod::AllContainersInKubeletOrder(pod)) {
     if (absl::Status s = AllocateAligned(pod, *c); !s.ok()) {
       CountError();
       return UnexpectedError(s);
     }
   }
-  return manager::AdmitResult{};
+  return AdmitResult{};
 }
 
-manager::AdmitResult TopologyManager::AdmitContainerScope(const pod::Pod& pod,
+AdmitResult TopologyManager::AdmitContainerScope(const pod::Pod& pod,
                                                           AdmissionTrace* trace) {
   const std::string ref = PodRef(pod);
   for (const pod::Container* c : pod::AllContainersInKubeletOrder(pod)) {
@@ -172,10 +171,10 @@ manager::AdmitResult TopologyManager::AdmitContainerScope(const pod::Pod& pod,
       ++metrics_.aligned_container;
     }
   }
-  return manager::AdmitResult{};
+  return AdmitResult{};
 }
 
-manager::AdmitResult TopologyManager::AdmitPodScope(const pod::Pod& pod, AdmissionTrace* trace) {
+AdmitResult TopologyManager::AdmitPodScope(const pod::Pod& pod, AdmissionTrace* trace) {
   const std::string ref = PodRef(pod);
   MergeRecord rec;
   std::vector<ProviderHints> all;
@@ -207,7 +206,7 @@ manager::AdmitResult TopologyManager::AdmitPodScope(const pod::Pod& pod, Admissi
     absl::MutexLock l(&mu_);
     ++metrics_.aligned_pod;
   }
-  return manager::AdmitResult{};
+  return AdmitResult{};
 }
 
 void TopologyManager::SetHint(const std::string& pod_uid, const std::string& container_name,
@@ -216,11 +215,9 @@ void TopologyManager::SetHint(const std::string& pod_uid, const std::string& con
   hints_[pod_uid][container_name] = hint;
 }
 
-std::optional<manager::NumaMask> TopologyManager::GetAffinity(
-    const std::string& pod_uid, const std::string& container_name) const {
-  TopologyHint h = GetHint(pod_uid, container_name);
-  if (!h.numa_node_affinity.has_value()) return std::nullopt;
-  return h.numa_node_affinity->bits();
+std::optional<BitMask> TopologyManager::GetAffinity(const std::string& pod_uid,
+                                                    const std::string& container_name) const {
+  return GetHint(pod_uid, container_name).numa_node_affinity;
 }
 
 TopologyHint TopologyManager::GetHint(const std::string& pod_uid,

@@ -19,9 +19,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/profile.h"
-#include "manager/manager.h"
-#include "manager/topology_affinity.h"
 #include "pod/pod.h"
+#include "topology/admit_result.h"
+#include "topology/affinity_store.h"
 #include "topology/hint_provider.h"
 #include "topology/numa_info.h"
 #include "topology/policy.h"
@@ -59,7 +59,7 @@ struct MergeRecord {
 struct AdmissionTrace {
   std::string pod_uid;
   std::vector<MergeRecord> merges;  // none under the "none" policy
-  manager::AdmitResult result;
+  AdmitResult result;
 };
 
 // Counters of the kubelet's topology-manager metrics.
@@ -71,9 +71,15 @@ struct TopologyMetrics {
   int64_t aligned_pod = 0;
 };
 
-// Thread-safe. Admit is serialised; GetAffinity may be called from the
-// providers during Admit.
-class TopologyManager final : public manager::TopologyAffinityStore {
+// Admissions: Admit is the one admit handler for every policy, "none"
+// included. It takes no lock of its own across the providers' calls (hints,
+// Allocate and the RPCs behind them): calls of Admit must be serialised by
+// the caller, as the kubelet's are (it admits pods one at a time from its
+// sync loop, HandlePodAdditions). node::Node::AdmitPod is that caller.
+// Everything else (GetAffinity, GetHint, RemovePod, LastAdmission, metrics)
+// is thread-safe and may be called at any time, from the providers during
+// Admit too; mu_ guards that state and is never held across a provider call.
+class TopologyManager final : public TopologyAffinityStore {
  public:
   // NewManager. "none" ignores options and scope. Otherwise, in this order:
   // the options (NewPolicyOptions texts), the NUMA info (wrapped as
@@ -85,21 +91,24 @@ class TopologyManager final : public manager::TopologyAffinityStore {
       const Profile& profile = DefaultProfile());
 
   // Providers are asked in the order they were added; not owned; must
-  // outlive the manager (or at least every Admit).
+  // outlive the manager (or at least every Admit). Add them all before the
+  // first Admit.
   void AddHintProvider(HintProvider* provider);
 
-  // The admit handler: under "none", Allocate every container on every
-  // provider; under the container scope, per container: hints, merge, reject
+  // The admit handler, for every policy: under "none", Allocate every
+  // container (kubelet order) on every provider, no hints asked; under the
+  // container scope, per container: hints, merge, reject
   // (TopologyAffinityError) or store and Allocate; under the pod scope, one
   // merge for the pod, then store and Allocate per container. An Allocate
   // error rejects with UnexpectedAdmissionError / "Allocate failed due to
-  // <err>, which is unexpected". Nothing is rolled back.
-  manager::AdmitResult Admit(const pod::Pod& pod);
+  // <err>, which is unexpected". Nothing is rolled back. Not reentrant:
+  // callers serialise admissions (see above).
+  AdmitResult Admit(const pod::Pod& pod);
 
   // TopologyAffinityStore: the stored hint's mask (nullopt when nil or when
   // nothing is stored).
-  std::optional<manager::NumaMask> GetAffinity(const std::string& pod_uid,
-                                               const std::string& container_name) const override;
+  std::optional<BitMask> GetAffinity(const std::string& pod_uid,
+                                     const std::string& container_name) const override;
   // The stored hint, or the zero hint {nil, false}.
   TopologyHint GetHint(const std::string& pod_uid, const std::string& container_name) const;
   // Whether a hint is stored for the container.
@@ -119,9 +128,9 @@ class TopologyManager final : public manager::TopologyAffinityStore {
  private:
   TopologyManager(TopologyManagerConfig config, NumaInfo numa_info, Profile profile);
 
-  manager::AdmitResult AdmitNone(const pod::Pod& pod, AdmissionTrace* trace);
-  manager::AdmitResult AdmitContainerScope(const pod::Pod& pod, AdmissionTrace* trace);
-  manager::AdmitResult AdmitPodScope(const pod::Pod& pod, AdmissionTrace* trace);
+  AdmitResult AdmitNone(const pod::Pod& pod, AdmissionTrace* trace);
+  AdmitResult AdmitContainerScope(const pod::Pod& pod, AdmissionTrace* trace);
+  AdmitResult AdmitPodScope(const pod::Pod& pod, AdmissionTrace* trace);
   // Allocate on every provider; the first error is returned.
   absl::Status AllocateAligned(const pod::Pod& pod, const pod::Container& container);
   void SetHint(const std::string& pod_uid, const std::string& container_name,
@@ -133,9 +142,9 @@ class TopologyManager final : public manager::TopologyAffinityStore {
   const Profile profile_;
   PolicyOptions opts_;
   std::unique_ptr<Policy> policy_;  // null under "none"
+  // Written only before the first Admit (AddHintProvider).
   std::vector<HintProvider*> providers_;
 
-  absl::Mutex admit_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   // pod UID -> container -> hint.
   std::map<std::string, std::map<std::string, TopologyHint>> hints_ ABSL_GUARDED_BY(mu_);

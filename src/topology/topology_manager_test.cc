@@ -199,7 +199,7 @@ TEST_P(MatrixTest, AdmitStoresAndAllocates) {
   dev.pod_hints = {{"r", List{H(0b11, true)}}};
   (*tm)->AddHintProvider(&dev);
   pod::Pod p = TwoContainerPod();
-  manager::AdmitResult r = (*tm)->Admit(p);
+  AdmitResult r = (*tm)->Admit(p);
   EXPECT_EQ(r.admitted, c.admitted);
   EXPECT_EQ(r.reason, c.reason);
   if (c.reason == "TopologyAffinityError") {
@@ -274,7 +274,7 @@ TEST(AdmitTest, RestrictedRejectsANonPreferredMergeFromTwoProviders) {
   pod::Pod p;
   p.uid = "u";
   p.containers.push_back(pod::Container{.name = "one"});
-  manager::AdmitResult r = tm->Admit(p);
+  AdmitResult r = tm->Admit(p);
   EXPECT_FALSE(r.admitted);
   EXPECT_EQ(r.reason, "TopologyAffinityError");
   auto trace = tm->LastAdmission("u");
@@ -294,7 +294,7 @@ TEST(AdmitTest, RestrictedRejectsANonPreferredMergeFromTwoProviders) {
   be->AddHintProvider(&cpu);
   EXPECT_TRUE(be->Admit(p).admitted);
   EXPECT_THAT(dev2.calls, ElementsAre("hints:one", "alloc:one@{01 false}"));
-  EXPECT_EQ(be->GetAffinity("u", "one"), manager::NumaMask{0b01});
+  EXPECT_EQ(be->GetAffinity("u", "one"), BitMask(0b01));
 }
 
 TEST(AdmitTest, AllocateErrorIsUnexpectedAdmissionError) {
@@ -305,7 +305,7 @@ TEST(AdmitTest, AllocateErrorIsUnexpectedAdmissionError) {
     FakeProvider dev("devicemanager", tm.get());
     dev.fail_on = "one";
     tm->AddHintProvider(&dev);
-    manager::AdmitResult r = tm->Admit(TwoContainerPod());
+    AdmitResult r = tm->Admit(TwoContainerPod());
     EXPECT_FALSE(r.admitted);
     EXPECT_EQ(r.reason, "UnexpectedAdmissionError");
     EXPECT_EQ(r.message, "Allocate failed due to no room, which is unexpected");

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/fs.h"
 #include "common/go_format.h"
 #include "common/logging.h"
 #include "fmt/format.h"
@@ -61,18 +62,9 @@ absl::Status PluginWatcher::Start() {
     if (started_ || stopping_) return absl::FailedPreconditionError("plugin watcher already started");
     started_ = true;
   }
-  // MkdirAll(dir, 0755), one level at a time.
-  std::string partial;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = opts_.dir.find('/', pos + 1);
-    partial = opts_.dir.substr(0, pos);
-    if (partial.empty()) continue;
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::InternalError(
-          fmt::format("error (re-)creating root {}: mkdir {}: {}", opts_.dir, partial,
-                      std::strerror(errno)));
-    }
+  if (absl::Status s = fs::MkdirAll(*fs::Default(), opts_.dir, 0755); !s.ok()) {
+    return absl::InternalError(
+        fmt::format("error (re-)creating root {}: {}", opts_.dir, std::string(s.message())));
   }
   DM_INFO("Plugin Watcher Start", {"path", opts_.dir});
   loop_ = std::thread([this] { Loop(); });

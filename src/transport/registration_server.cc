@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/fs.h"
 #include "common/go_format.h"
 #include "common/logging.h"
 #include "common/resource_name.h"
@@ -39,23 +40,6 @@ bool IsVersionCompatible(const std::vector<std::string>& versions) {
     }
   }
   return false;
-}
-
-// os.MkdirAll(path, mode).
-absl::Status MkdirAll(const std::string& path, mode_t mode) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) return absl::OkStatus();
-    return absl::FailedPreconditionError(fmt::format("mkdir {}: not a directory", path));
-  }
-  const size_t slash = path.find_last_of('/');
-  if (slash != std::string::npos && slash > 0) {
-    if (absl::Status s = MkdirAll(path.substr(0, slash), mode); !s.ok()) return s;
-  }
-  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
-    return absl::InternalError(fmt::format("mkdir {}: {}", path, std::strerror(errno)));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -108,7 +92,7 @@ absl::Status RegistrationServer::Start() {
   }
   DM_VINFO(2, "Starting device plugin registration server");
   const std::string dir = GoPathClean(opts_.plugin_dir);
-  if (absl::Status s = MkdirAll(dir, 0750); !s.ok()) {
+  if (absl::Status s = fs::MkdirAll(*fs::Default(), dir, 0750); !s.ok()) {
     DM_ERROR(std::string(s.message()), "Failed to create the device plugin socket directory",
              {"directory", dir});
     return s;

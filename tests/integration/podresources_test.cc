@@ -83,7 +83,7 @@ class PodResourcesTest : public ::testing::Test {
     o.on_allocate_rpc = [this](const std::string& r, absl::Duration d) {
       metrics_->ObserveAllocDuration(r, d);
     };
-    o.on_pod_admission = [this](const manager::AdmitResult& r, absl::Duration d) {
+    o.on_pod_admission = [this](const topology::AdmitResult& r, absl::Duration d) {
       metrics_->ObservePodAdmission(r.admitted, d);
     };
     node_ = std::make_unique<node::Node>(o);

@@ -1,0 +1,69 @@
+// The checkpoint over the filesystem seam: a write that fails (ENOSPC
+// injected through common/fs_testing.h) fails the allocation with the
+// kubelet's "failed to write checkpoint file" error and leaves the previous
+// checkpoint in place.
+#include <cerrno>
+
+#include "common/fs_testing.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "manager/manager_test_util.h"
+
+namespace devmgr::manager {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::Ctr;
+using testing::MakePod;
+using Op = fs::FaultInjectingFs::Op;
+
+constexpr char kGpu[] = "vendor.com/gpu";
+
+class CheckpointFsTest : public testing::ManagerFixture {
+ protected:
+  void SetUp() override {
+    ManagerOptions o;
+    o.plugin_dir = dir_.path();
+    o.clock = &clock_;
+    o.fsync = true;
+    o.filesystem = &faults_;
+    m_ = std::make_unique<ManagerImpl>(o);
+    ASSERT_TRUE(m_->Start(StartOpts()).ok());
+    c_ = Connect(*m_, kGpu);
+    m_->PluginListAndWatchReceiver(kGpu, c_.get(), testing::HealthyDevices(2));
+  }
+
+  fs::FaultInjectingFs faults_;
+  std::unique_ptr<ManagerImpl> m_;
+  std::shared_ptr<FakePluginClient> c_;
+};
+
+TEST_F(CheckpointFsTest, EnospcFailsTheAllocationAndKeepsTheOldCheckpoint) {
+  SetActive({"p1", "p2"});
+  ASSERT_TRUE(testing::AdmitPod(*m_, MakePod("p1", {Ctr("c", {{kGpu, 1}})})).admitted);
+  const std::string before = dir_.Read("kubelet_internal_checkpoint");
+  ASSERT_THAT(before, HasSubstr("\"p1\""));
+
+  faults_.Fail(Op::kAppend, ENOSPC);
+  const topology::AdmitResult r =
+      testing::AdmitPod(*m_, MakePod("p2", {Ctr("c", {{kGpu, 1}})}));
+  EXPECT_FALSE(r.admitted);
+  EXPECT_EQ(r.reason, "UnexpectedAdmissionError");
+  EXPECT_THAT(r.message,
+              StartsWith("Allocate failed due to failed to write checkpoint file "
+                         "\"kubelet_internal_checkpoint\": write " +
+                         dir_.path() + "/.kubelet_internal_checkpoint."));
+  EXPECT_THAT(r.message, HasSubstr(": No space left on device, which is unexpected"));
+  EXPECT_EQ(dir_.Read("kubelet_internal_checkpoint"), before);
+  // No temp file is left beside it.
+  EXPECT_FALSE(dir_.Exists(".kubelet_internal_checkpoint"));
+  int entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
+    entries += e.path().filename().string().rfind(".kubelet_internal_checkpoint", 0) == 0;
+  }
+  EXPECT_EQ(entries, 0);
+}
+
+}  // namespace
+}  // namespace devmgr::manager
