@@ -46,6 +46,7 @@
 #include "plugin/config.h"
 #include "plugin/sample_plugin.h"
 #include "pod/pod.h"
+#include "topology/topology_manager.h"
 #include "transport/grpc_plugin_client.h"
 
 extern char** environ;
@@ -292,7 +293,7 @@ std::vector<double> AdmitLoop(NodeEnv& env, const std::string& tag, int n,
   for (int i = 0; i < n; ++i) {
     const devmgr::pod::Pod p = OneDevicePod(fmt::format("{}-{}", tag, i), kResource);
     const auto t = Clock::now();
-    const devmgr::manager::AdmitResult r = env.node().AdmitPod(p);
+    const devmgr::topology::AdmitResult r = env.node().AdmitPod(p);
     us.push_back(SecondsSince(t) * 1e6);
     if (!r.admitted) Die("admission failed: " + r.message);
     if (bare) bare_us->push_back(bare());
@@ -815,18 +816,22 @@ ScalePoint MeasureScale(const std::string& tmp, int devices, int entries) {
     m.PluginListAndWatchReceiver("vendor.com/gpu", client.get(), list);  // first
     auto t = Clock::now();
     m.PluginListAndWatchReceiver("vendor.com/gpu", client.get(), list);  // re-sent
+    // Pods are admitted through the topology manager (policy none), as on a node.
+    auto tm = devmgr::topology::TopologyManager::Create({}, {});
+    if (!tm.ok()) Die("topology manager");
+    (*tm)->AddHintProvider(&m);
     p.update_ms = SecondsSince(t) * 1e3;
     // Random-looking UIDs, as the kubelet's: a new pod's entry lands at a
     // random place in the (sorted) entries.
     for (int i = 0; i < entries; ++i) {
       active.push_back(Uuid(i));
-      if (!m.AdmitPod(OneDevicePod(active.back(), "vendor.com/gpu")).admitted) Die("fill");
+      if (!(*tm)->Admit(OneDevicePod(active.back(), "vendor.com/gpu")).admitted) Die("fill");
     }
     std::vector<double> a;
     for (int i = 0; i < 7; ++i) {
       active.push_back(Uuid(5000000 + i));
       t = Clock::now();
-      if (!m.AdmitPod(OneDevicePod(active.back(), "vendor.com/gpu")).admitted) Die("alloc");
+      if (!(*tm)->Admit(OneDevicePod(active.back(), "vendor.com/gpu")).admitted) Die("alloc");
       a.push_back(SecondsSince(t) * 1e3);
     }
     p.alloc_ms = Summarize(a).p50;

@@ -128,7 +128,7 @@ absl::StatusOr<DeviceSet> ManagerImpl::DevicesToAllocate(const std::string& pod_
   if (auto ep = endpoints_.find(resource_name);
       ep != endpoints_.end() &&
       (!ep->second.opts.has_value() || !ep->second.opts->get_preferred_allocation_available())) {
-    const std::optional<NumaMask> affinity = affinity_->GetAffinity(pod_uid, container_name);
+    const std::optional<topology::BitMask> affinity = affinity_->GetAffinity(pod_uid, container_name);
     const DeviceMap* all = devices_.All(resource_name);
     if (all != nullptr && (!affinity.has_value() || !devices_.HasTopologyAlignment(resource_name))) {
       DeviceSet& in_use = allocated_devices_[resource_name];

@@ -91,7 +91,7 @@ class ResourceHealthTest : public testing::ManagerFixture {
   // Admits a one-container pod holding `n` devices of `resource`.
   void Admit(ManagerImpl& m, const std::string& uid, const std::string& resource, int n = 1) {
     AddActive(uid);
-    ASSERT_TRUE(m.AdmitPod(MakePod(uid, {Ctr("app", {{resource, n}})})).admitted);
+    ASSERT_TRUE(testing::AdmitPod(m, MakePod(uid, {Ctr("app", {{resource, n}})})).admitted);
   }
   void AddActive(const std::string& uid) {
     absl::MutexLock l(&active_mu_);

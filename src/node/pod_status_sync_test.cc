@@ -53,7 +53,7 @@ class PodStatusSyncTest : public manager::testing::ManagerFixture {
       absl::MutexLock l(&active_mu_);
       active_.push_back(p.uid);
     }
-    ASSERT_TRUE(m_->AdmitPod(p).admitted);
+    ASSERT_TRUE(manager::testing::AdmitPod(*m_, p).admitted);
     syncer_->PodAdmitted(p);
   }
   std::optional<std::vector<ResourceHealthStatus>> Status(const std::string& uid,

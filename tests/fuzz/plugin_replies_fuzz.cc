@@ -21,6 +21,7 @@
 #include "manager/fake_plugin_client.h"
 #include "manager/manager_impl.h"
 #include "pod/pod.h"
+#include "topology/topology_manager.h"
 #include "transport/go_grpc_error.h"
 #include "transport/utf8_fields.h"
 
@@ -160,7 +161,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         c.limits[res] = in.Byte() % 5;
         c.requests = c.limits;
         p.containers.push_back(c);
-        if (m.AdmitPod(p).admitted) {
+        // Admitted as on a node: through the topology manager (policy none).
+        auto tm = devmgr::topology::TopologyManager::Create({}, {});
+        if (!tm.ok()) break;
+        (*tm)->AddHintProvider(&m);
+        if ((*tm)->Admit(p).admitted) {
           (void)m.GetDeviceRunContainerOptions(p, p.containers[0]);
           pods.push_back(p);
         }
