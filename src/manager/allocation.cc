@@ -124,10 +124,14 @@ absl::Status ManagerImpl::AllocateContainerResources(
     if (resp->container_responses_size() == 0) {
       // Quirk: unlike an RPC error, allocatedDevices is not rebuilt here, so
       // the chosen devices stay "in use" until a later rebuild. Go prints the
-      // (empty) gogo response with %v.
+      // empty response with %v: gogo's String() up to 1.33, and from 1.34
+      // (protoc-gen-go types) nothing at all (checked with the kubelet's own
+      // code, docs/oracle.md).
       return absl::InternalError(
-          "no containers return in allocation response "
-          "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}");
+          opts_.profile.validates_utf8
+              ? "no containers return in allocation response "
+              : "no containers return in allocation response "
+                "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}");
     }
     // Extra container responses are ignored; only the first is used.
     {

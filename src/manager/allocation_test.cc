@@ -204,8 +204,17 @@ TEST_F(AllocationTest, AllocateRpcFailureReleasesTheChosenDevices) {
   EXPECT_THAT(m_->AllocatedDevicesForTest()[kGpu], IsEmpty());
 }
 
+TEST_F(AllocationTest, ZeroContainerResponsesMessageFrom134) {
+  SetUpManager(1, false, false, ProfileForMinor(34));
+  SetActive({"p"});
+  c_->on_allocate = [](const v1beta1::AllocateRequest&) { return v1beta1::AllocateResponse(); };
+  EXPECT_EQ(testing::AdmitPod(*m_, MakePod("p", {Ctr("c", {{kGpu, 1}})})).message,
+            "Allocate failed due to no containers return in allocation response , which is "
+            "unexpected");
+}
+
 TEST_F(AllocationTest, ZeroContainerResponsesFailAndKeepTheDevicesInUse) {
-  SetUpManager(1);
+  SetUpManager(1, false, false, ProfileForMinor(33));
   SetActive({"p", "q"});
   c_->on_allocate = [](const v1beta1::AllocateRequest&) { return v1beta1::AllocateResponse(); };
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});

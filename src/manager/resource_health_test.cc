@@ -22,8 +22,7 @@ constexpr char kGpu[] = "vendor.com/gpu";
 constexpr char kNic[] = "vendor.com/nic";
 
 Profile Minor(int minor) {
-  Profile p = DefaultProfile();
-  p.minor = minor;
+  Profile p = ProfileForMinor(minor);
   return p;
 }
 

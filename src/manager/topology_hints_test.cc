@@ -65,7 +65,8 @@ class TopologyHintsTest : public testing::ManagerFixture {
  protected:
   void SetUpManager(std::vector<int> numa_nodes,
                     const topology::TopologyAffinityStore* store = nullptr,
-                    Profile profile = DefaultProfile()) {
+                    // 1.35: hints over every NUMA node (1.36+ is DeviceNumaOnly()).
+                    Profile profile = ProfileForMinor(35)) {
     ManagerOptions o;
     o.profile = profile;
     o.plugin_dir = dir_.path();
@@ -123,8 +124,8 @@ TEST_F(TopologyHintsTest, RequestOfZeroGivesEveryMask) {
 
 // 1.36+ (kubernetes#138244, Profile::topology_hints_device_numa_only).
 Profile DeviceNumaOnly() {
-  Profile p = DefaultProfile();
-  p.topology_hints_device_numa_only = true;
+  Profile p = ProfileForMinor(36);
+  EXPECT_TRUE(p.topology_hints_device_numa_only);
   return p;
 }
 

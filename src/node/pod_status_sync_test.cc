@@ -24,8 +24,7 @@ constexpr char kNic[] = "vendor.com/nic";
 class PodStatusSyncTest : public manager::testing::ManagerFixture {
  protected:
   void Init(int minor, double jitter = 0) {
-    Profile p = DefaultProfile();
-    p.minor = minor;
+    Profile p = ProfileForMinor(minor);
     manager::ManagerOptions o;
     o.plugin_dir = dir_.path();
     o.profile = p;

@@ -190,7 +190,7 @@ TEST_F(PodsTest, AllocateWithNoContainerResponsesRejectsThePod) {
   EXPECT_EQ(rec.message,
             "Allocate failed due to no containers return in allocation response "
             "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}, which is "
-            "unexpected");
+            "unexpected");  // the fixture's 1.33-and-older profile (gogo's String())
 }
 
 TEST_F(PodsTest, ExtraContainerResponsesAreIgnored) {
