@@ -91,7 +91,7 @@ struct ManagerOptions {
   // kubelet_device_plugin_alloc_duration_seconds observation. Empty: none.
   std::function<void(const std::string& resource, absl::Duration)> on_allocate_rpc;
   // The ResourceHealthStatus feature gate as the kubelet has it (see
-  // ResourceHealthStatusGate): off, no pod is ever queued for a resync.
+  // ResourceHealthStatusDefault): off, no pod is ever queued for a resync.
   bool resource_health_status = false;
 };
 

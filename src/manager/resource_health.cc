@@ -11,24 +11,6 @@
 namespace devmgr::manager {
 namespace {
 
-// Go's strconv.ParseBool.
-bool ParseGoBool(const std::string& v, bool* out) {
-  for (const char* t : {"1", "t", "T", "TRUE", "true", "True"}) {
-    if (v == t) return *out = true, true;
-  }
-  for (const char* f : {"0", "f", "F", "FALSE", "false", "False"}) {
-    if (v == f) return *out = false, true;
-  }
-  return false;
-}
-
-std::string Trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  const size_t e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
-
 std::string Joined(const std::set<std::string>& s) {
   std::string out = "[";
   for (const std::string& x : s) out += (out.size() > 1 ? " " : "") + x;
@@ -40,40 +22,6 @@ std::string Joined(const std::set<std::string>& s) {
 bool ResourceHealthStatusDefault(const Profile& profile) {
   // The profile's gate table (defaults per version, plus any --feature-gates).
   return profile.gates.Enabled(kGateResourceHealthStatus);
-}
-
-absl::StatusOr<bool> ResourceHealthStatusGate(const Profile& profile,
-                                              const std::string& feature_gates,
-                                              std::string* rest) {
-  bool enabled = ResourceHealthStatusDefault(profile);
-  std::string others;
-  size_t start = 0;
-  while (start <= feature_gates.size()) {
-    size_t comma = feature_gates.find(',', start);
-    if (comma == std::string::npos) comma = feature_gates.size();
-    const std::string item = feature_gates.substr(start, comma - start);
-    start = comma + 1;
-    const size_t eq = item.find('=');
-    const std::string key = Trim(item.substr(0, eq));
-    if (key != kResourceHealthStatusGate) {
-      if (!Trim(item).empty()) others += (others.empty() ? "" : ",") + item;
-      continue;
-    }
-    if (profile.minor < 31) {
-      return absl::InvalidArgumentError(fmt::format("unrecognized feature gate: {}", key));
-    }
-    if (eq == std::string::npos) {
-      return absl::InvalidArgumentError(fmt::format("missing bool value for {}", key));
-    }
-    const std::string value = Trim(item.substr(eq + 1));
-    if (!ParseGoBool(value, &enabled)) {
-      return absl::InvalidArgumentError(fmt::format(
-          "invalid value of {}={}, err: strconv.ParseBool: parsing \"{}\": invalid syntax", key,
-          value, value));
-    }
-  }
-  if (rest != nullptr) *rest = std::move(others);
-  return enabled;
 }
 
 bool DeviceUpdateChannel::TrySend(std::vector<std::string> pod_uids) {

@@ -34,21 +34,10 @@ inline constexpr char kHealthUnhealthy[] = "Unhealthy";
 // The device manager's update channel: make(chan resourceupdates.Update, 100).
 inline constexpr size_t kDeviceUpdateChannelCapacity = 100;
 
-// The gate's default for a kubelet version: alpha (off) 1.31-1.35, beta (on)
-// from 1.36. The gate does not exist in 1.30. Until the per-version
-// feature-gate table lands this is the only place that knows it.
+// Whether the ResourceHealthStatus gate is on for `profile`: its gate table
+// (alpha, off, 1.31-1.35; beta, on, from 1.36; absent in 1.30) with any
+// --feature-gates or node.feature_gates already applied.
 bool ResourceHealthStatusDefault(const Profile& profile);
-
-// The gate as a kubelet of `profile` started with `feature_gates` (a
-// --feature-gates value, "A=true,B=false") has it: the value of a
-// ResourceHealthStatus item when present, else the default. Also returns
-// (in *rest) the value without ResourceHealthStatus items, for the parsers
-// of the other gates. Errors use component-base's texts: under 1.30
-// "unrecognized feature gate: ResourceHealthStatus"; a bad value "invalid
-// value of ResourceHealthStatus=x, err: strconv.ParseBool: ...".
-absl::StatusOr<bool> ResourceHealthStatusGate(const Profile& profile,
-                                              const std::string& feature_gates,
-                                              std::string* rest = nullptr);
 
 // v1.ResourceHealth.
 struct ResourceHealth {

@@ -37,25 +37,18 @@ TEST(ResourceHealthGateTest, DefaultsPerVersion) {
   EXPECT_FALSE(ResourceHealthStatusDefault(Minor(35)));
   EXPECT_TRUE(ResourceHealthStatusDefault(Minor(36)));
   EXPECT_TRUE(ResourceHealthStatusDefault(Minor(37)));
-  EXPECT_EQ(*ResourceHealthStatusGate(Minor(35), ""), false);
-  EXPECT_EQ(*ResourceHealthStatusGate(Minor(36), ""), true);
 }
 
-TEST(ResourceHealthGateTest, FeatureGatesOverrideAndTheRestIsPassedOn) {
-  std::string rest;
-  EXPECT_EQ(*ResourceHealthStatusGate(
-                Minor(35), "KubeletPodResourcesGet=true, ResourceHealthStatus=true", &rest),
-            true);
-  EXPECT_EQ(rest, "KubeletPodResourcesGet=true");
-  EXPECT_EQ(*ResourceHealthStatusGate(Minor(36), "ResourceHealthStatus=false", &rest), false);
-  EXPECT_EQ(rest, "");
-  EXPECT_EQ(ResourceHealthStatusGate(Minor(30), "ResourceHealthStatus=true").status().message(),
+TEST(ResourceHealthGateTest, FeatureGatesOverrideTheDefault) {
+  Profile on = Minor(35);
+  ASSERT_TRUE(on.gates.Set("KubeletPodResourcesGet=true, ResourceHealthStatus=true").ok());
+  EXPECT_TRUE(ResourceHealthStatusDefault(on));
+  Profile off = Minor(36);
+  ASSERT_TRUE(off.gates.Set("ResourceHealthStatus=false").ok());
+  EXPECT_FALSE(ResourceHealthStatusDefault(off));
+  Profile old = Minor(30);
+  EXPECT_EQ(old.gates.Set("ResourceHealthStatus=true").message(),
             "unrecognized feature gate: ResourceHealthStatus");
-  EXPECT_EQ(ResourceHealthStatusGate(Minor(35), "ResourceHealthStatus=yes").status().message(),
-            "invalid value of ResourceHealthStatus=yes, err: strconv.ParseBool: parsing \"yes\": "
-            "invalid syntax");
-  EXPECT_EQ(ResourceHealthStatusGate(Minor(35), "ResourceHealthStatus").status().message(),
-            "missing bool value for ResourceHealthStatus");
 }
 
 TEST(DeviceUpdateChannelTest, BoundedNonBlockingAndLogsWhenFull) {

@@ -39,7 +39,8 @@ class ResourceHealthTest : public ::testing::Test {
     o.clock = &clock_;
     o.fsync = false;
     o.dial_timeout = absl::Seconds(2);
-    o.resource_health_status = *manager::ResourceHealthStatusGate(o.profile, feature_gates);
+    EXPECT_TRUE(o.profile.gates.Set(feature_gates).ok());
+    o.resource_health_status = manager::ResourceHealthStatusDefault(o.profile);
     o.resync_jitter = [] { return 0.0; };
     node_ = std::make_unique<node::Node>(o);
     node_->manager().SetChangeCallback([this] { changes_.Notify(); });
