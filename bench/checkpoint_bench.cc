@@ -16,58 +16,17 @@
 #include "benchmark/benchmark.h"
 #include "checkpoint/checkpoint.h"
 #include "deviceplugin/v1beta1/api.pb.h"
+#include "checkpoint_fixture.h"
 #include "fmt/format.h"
 
 namespace {
 
 using devmgr::checkpoint::Checkpoint;
-using devmgr::checkpoint::CheckpointData;
-using devmgr::checkpoint::DeviceList;
-using devmgr::checkpoint::PodDevicesEntry;
 
 constexpr int kEntries = 10000;
 
-std::string Uuid(uint64_t n) {
-  return fmt::format("{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}", n * 2654435761u & 0xffffffffu, n & 0xffff,
-                     (n >> 4) & 0xfff, (n >> 8) & 0xfff, n * 11400714819323198485ull & 0xffffffffffffull);
-}
-
-// A realistic GPU AllocResp: env, driver mounts, three device nodes.
-std::string AllocResp(const std::string& dev) {
-  v1beta1::ContainerAllocateResponse r;
-  (*r.mutable_envs())["NVIDIA_VISIBLE_DEVICES"] = dev;
-  auto* m = r.add_mounts();
-  m->set_container_path("/usr/local/nvidia/lib64");
-  m->set_host_path("/home/kubernetes/bin/nvidia/lib64");
-  m->set_read_only(true);
-  for (const char* node : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia0"}) {
-    auto* d = r.add_devices();
-    d->set_container_path(node);
-    d->set_host_path(node);
-    d->set_permissions("rw");
-  }
-  return r.SerializeAsString();
-}
-
 const std::string& TenThousandEntryFile() {
-  static const std::string* file = [] {
-    CheckpointData data;
-    data.pod_device_entries.emplace();
-    std::vector<std::string> registered;
-    for (int i = 0; i < kEntries; ++i) {
-      const std::string dev = fmt::format("GPU-{}", Uuid(1000000 + i));
-      registered.push_back(dev);
-      PodDevicesEntry e;
-      e.pod_uid = Uuid(i);
-      e.container_name = "app";
-      e.resource_name = "nvidia.com/gpu";
-      e.device_ids = std::map<int64_t, DeviceList>{{i % 2, std::vector<std::string>{dev}}};
-      e.alloc_resp = AllocResp(dev);
-      data.pod_device_entries->push_back(std::move(e));
-    }
-    data.registered_devices = std::map<std::string, DeviceList>{{"nvidia.com/gpu", registered}};
-    return new std::string(devmgr::checkpoint::Encode(devmgr::checkpoint::MakeV2(std::move(data))));
-  }();
+  static const std::string* file = new std::string(devmgr_bench::EntriesFile(kEntries));
   return *file;
 }
 

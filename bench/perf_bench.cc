@@ -45,6 +45,7 @@
 #include "node/pod_manager.h"
 #include "plugin/config.h"
 #include "plugin/sample_plugin.h"
+#include "checkpoint_fixture.h"
 #include "pod/pod.h"
 #include "topology/topology_manager.h"
 #include "transport/grpc_plugin_client.h"
@@ -431,48 +432,9 @@ void RunP1(const Args& a, Results& res) {
 // ---------------------------------------------------------------------------
 // P2: checkpoint verify, devmgr vs the Go reference tool, same file.
 
-std::string Uuid(uint64_t n) {
-  return fmt::format("{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}", n * 2654435761u & 0xffffffffu,
-                     n & 0xffff, (n >> 4) & 0xfff, (n >> 8) & 0xfff,
-                     n * 11400714819323198485ull & 0xffffffffffffull);
-}
-
-// A realistic GPU AllocResp: env, driver mounts, three device nodes.
-std::string GpuAllocResp(const std::string& dev) {
-  v1beta1::ContainerAllocateResponse r;
-  (*r.mutable_envs())["NVIDIA_VISIBLE_DEVICES"] = dev;
-  auto* m = r.add_mounts();
-  m->set_container_path("/usr/local/nvidia/lib64");
-  m->set_host_path("/home/kubernetes/bin/nvidia/lib64");
-  m->set_read_only(true);
-  for (const char* node : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia0"}) {
-    auto* d = r.add_devices();
-    d->set_container_path(node);
-    d->set_host_path(node);
-    d->set_permissions("rw");
-  }
-  return r.SerializeAsString();
-}
-
-std::string EntriesFile(int entries) {
-  using namespace devmgr::checkpoint;
-  CheckpointData data;
-  data.pod_device_entries.emplace();
-  std::vector<std::string> registered;
-  for (int i = 0; i < entries; ++i) {
-    const std::string dev = fmt::format("GPU-{}", Uuid(1000000 + i));
-    registered.push_back(dev);
-    PodDevicesEntry e;
-    e.pod_uid = Uuid(i);
-    e.container_name = "app";
-    e.resource_name = "nvidia.com/gpu";
-    e.device_ids = std::map<int64_t, DeviceList>{{i % 2, std::vector<std::string>{dev}}};
-    e.alloc_resp = GpuAllocResp(dev);
-    data.pod_device_entries->push_back(std::move(e));
-  }
-  data.registered_devices = std::map<std::string, DeviceList>{{"nvidia.com/gpu", registered}};
-  return Encode(MakeV2(std::move(data)));
-}
+using devmgr_bench::EntriesFile;
+using devmgr_bench::GpuAllocResp;
+using devmgr_bench::Uuid;
 
 // Runs argv to completion with stdout/stderr to /dev/null; returns the
 // exit status (-1 when it could not run) and adds the child's user + system
