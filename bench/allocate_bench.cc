@@ -112,16 +112,14 @@ int main(int argc, char** argv) {
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 5;
   std::printf("allocate_bench: one container per pod, median of %d allocations, fsync off\n",
               iterations);
-  std::printf("%8s %8s %12s %12s %16s\n", "pool", "request", "wall ms", "CPU ms",
-              "CPU us/1k devs");
+  std::printf("%8s %8s %12s %12s %16s\n", "pool", "request", "wall ms", "CPU ms", "CPU us/1k devs");
   std::vector<double> per_device;
   for (int pool : {1000, 10000, 100000}) {
     for (int request : {1, pool / 10}) {
       Result r = Run(pool, request, iterations);
       double us_per_k = r.cpu_ms * 1000.0 / (pool / 1000.0);
       if (request == 1) per_device.push_back(us_per_k);
-      std::printf("%8d %8d %12.2f %12.2f %16.1f\n", pool, request, r.wall_ms, r.cpu_ms,
-                  us_per_k);
+      std::printf("%8d %8d %12.2f %12.2f %16.1f\n", pool, request, r.wall_ms, r.cpu_ms, us_per_k);
     }
   }
   // Linear: the per-device cost at 100k is not above that at 10k by more

@@ -15,8 +15,8 @@
 
 #include "benchmark/benchmark.h"
 #include "checkpoint/checkpoint.h"
-#include "deviceplugin/v1beta1/api.pb.h"
 #include "checkpoint_fixture.h"
+#include "deviceplugin/v1beta1/api.pb.h"
 #include "fmt/format.h"
 
 namespace {
@@ -37,7 +37,8 @@ void BM_DecodeAndVerify(benchmark::State& state) {
     if (!cp.ok() || !devmgr::checkpoint::ChecksumMatches(*cp)) state.SkipWithError("verify failed");
     benchmark::DoNotOptimize(cp);
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(file.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(file.size()));
   state.counters["file_MB"] = static_cast<double>(file.size()) / 1e6;
 }
 BENCHMARK(BM_DecodeAndVerify)->Unit(benchmark::kMillisecond);
@@ -45,7 +46,8 @@ BENCHMARK(BM_DecodeAndVerify)->Unit(benchmark::kMillisecond);
 void BM_DecodeOnly(benchmark::State& state) {
   const std::string& file = TenThousandEntryFile();
   for (auto _ : state) benchmark::DoNotOptimize(devmgr::checkpoint::DecodeV2(file));
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(file.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(file.size()));
 }
 BENCHMARK(BM_DecodeOnly)->Unit(benchmark::kMillisecond);
 
@@ -53,7 +55,8 @@ void BM_ChecksumOnly(benchmark::State& state) {
   const std::string& file = TenThousandEntryFile();
   const Checkpoint cp = *devmgr::checkpoint::DecodeV2(file);
   for (auto _ : state) benchmark::DoNotOptimize(devmgr::checkpoint::ComputeChecksum(cp.data));
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(file.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(file.size()));
 }
 BENCHMARK(BM_ChecksumOnly)->Unit(benchmark::kMillisecond);
 
@@ -61,7 +64,8 @@ void BM_Encode(benchmark::State& state) {
   const std::string& file = TenThousandEntryFile();
   const Checkpoint cp = *devmgr::checkpoint::DecodeV2(file);
   for (auto _ : state) benchmark::DoNotOptimize(devmgr::checkpoint::Encode(cp));
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(file.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(file.size()));
 }
 BENCHMARK(BM_Encode)->Unit(benchmark::kMillisecond);
 
@@ -72,7 +76,8 @@ double Seconds(const std::chrono::steady_clock::time_point& a) {
 // Best-of-N wall time of our decode+verify and of the oracle process.
 void CompareWithOracle() {
   const char* env = std::getenv("DEVMGR_ORACLE");
-  const std::string oracle = env != nullptr && *env != '\0' ? env : "/tmp/oracle/bin/checksum-oracle";
+  const std::string oracle =
+      env != nullptr && *env != '\0' ? env : "/tmp/oracle/bin/checksum-oracle";
   const std::string& file = TenThousandEntryFile();
   const double mb = static_cast<double>(file.size()) / 1e6;
   double ours = 1e9;

@@ -99,12 +99,12 @@ int main(int argc, char** argv) {
       "  capacity %lld allocatable %lld; load average %.1f\n"
       "  target < 100 ms per update: %s\n",
       n, static_cast<uintmax_t>(size), first_ms, iterations, median,
-      *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()),
-      Median(cpu), static_cast<long long>(cap.capacity["vendor.com/gpu"]),
+      *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()), Median(cpu),
+      static_cast<long long>(cap.capacity["vendor.com/gpu"]),
       static_cast<long long>(cap.allocatable["vendor.com/gpu"]), load,
-      median < 100         ? "met"
-      : Median(cpu) < 100  ? "met in CPU time (wall time inflated: the machine is loaded)"
-                           : "MISSED");
+      median < 100        ? "met"
+      : Median(cpu) < 100 ? "met in CPU time (wall time inflated: the machine is loaded)"
+                          : "MISSED");
   std::filesystem::remove_all(dir);
   return 0;
 }

@@ -34,6 +34,7 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checksum.h"
 #include "checkpoint/file_store.h"
+#include "checkpoint_fixture.h"
 #include "common/clock.h"
 #include "common/profile.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
@@ -45,7 +46,6 @@
 #include "node/pod_manager.h"
 #include "plugin/config.h"
 #include "plugin/sample_plugin.h"
-#include "checkpoint_fixture.h"
 #include "pod/pod.h"
 #include "topology/topology_manager.h"
 #include "transport/grpc_plugin_client.h"
@@ -136,12 +136,18 @@ std::string FsType(const std::string& path) {
   struct statfs s;
   if (::statfs(path.c_str(), &s) != 0) return "unknown";
   switch (static_cast<unsigned long>(s.f_type)) {
-    case 0xEF53: return "ext4";
-    case 0x01021994: return "tmpfs";
-    case 0x794c7630: return "overlayfs";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    default: return fmt::format("0x{:x}", static_cast<unsigned long>(s.f_type));
+    case 0xEF53:
+      return "ext4";
+    case 0x01021994:
+      return "tmpfs";
+    case 0x794c7630:
+      return "overlayfs";
+    case 0x58465342:
+      return "xfs";
+    case 0x9123683E:
+      return "btrfs";
+    default:
+      return fmt::format("0x{:x}", static_cast<unsigned long>(s.f_type));
   }
 }
 
@@ -364,22 +370,27 @@ void RunP1(const Args& a, Results& res) {
   // file by rename waits for a discard of the old file's blocks even
   // without fsync. That case is measured after, beside a bare write.
   const std::string& mem = a.tmp;
-  std::printf("P1 admission: 1-container 1-device pod (node.AdmitPod: GC, devicesToAllocate, "
-              "Allocate RPC, checkpoint write), %d admissions interleaved with bare RPCs\n", n);
+  std::printf(
+      "P1 admission: 1-container 1-device pod (node.AdmitPod: GC, devicesToAllocate, "
+      "Allocate RPC, checkpoint write), %d admissions interleaved with bare RPCs\n",
+      n);
   {
     std::printf(" plugin without GetPreferredAllocation, dir on %s, fsync off:\n",
                 FsType(mem).c_str());
     NodeEnv env(mem, /*fsync=*/false, 8, /*preferred=*/false);
     BareClient bare(env.plugin_socket());
     std::vector<double> ignored, bare_us;
-    AdmitLoop(env, "warm", 200, [&] { return bare.Allocate(); }, &ignored);
-    const Stats sa = Summarize(AdmitLoop(env, "p1", n, [&] { return bare.Allocate(); }, &bare_us));
+    AdmitLoop(
+        env, "warm", 200, [&] { return bare.Allocate(); }, &ignored);
+    const Stats sa = Summarize(AdmitLoop(
+        env, "p1", n, [&] { return bare.Allocate(); }, &bare_us));
     const Stats sb = Summarize(bare_us);
     const double w = BareWriteP50Us(env, false, 200);
     std::printf("  admission          p50 %8.1f us   p99 %8.1f us\n", sa.p50, sa.p99);
     std::printf("  bare Allocate RPC  p50 %8.1f us   p99 %8.1f us   (floor)\n", sb.p50, sb.p99);
-    std::printf("  ratio p50 %.2fx (target <= 1.5x)   p99 %.2fx;  bare checkpoint write p50 %.1f us\n",
-                sa.p50 / sb.p50, sa.p99 / sb.p99, w);
+    std::printf(
+        "  ratio p50 %.2fx (target <= 1.5x)   p99 %.2fx;  bare checkpoint write p50 %.1f us\n",
+        sa.p50 / sb.p50, sa.p99 / sb.p99, w);
     res.Num("p1_admission_p50_us", sa.p50);
     res.Num("p1_admission_p99_us", sa.p99);
     res.Num("p1_floor_p50_us", sb.p50);
@@ -400,9 +411,10 @@ void RunP1(const Args& a, Results& res) {
     AdmitLoop(env, "warm", 200, both, &ignored);
     const Stats sa = Summarize(AdmitLoop(env, "p1g", n, both, &bare_us));
     const Stats sb = Summarize(bare_us);
-    std::printf("  admission p50 %.1f us p99 %.1f us; bare GetPreferredAllocation + Allocate "
-                "p50 %.1f us p99 %.1f us; ratio p50 %.2fx\n",
-                sa.p50, sa.p99, sb.p50, sb.p99, sa.p50 / sb.p50);
+    std::printf(
+        "  admission p50 %.1f us p99 %.1f us; bare GetPreferredAllocation + Allocate "
+        "p50 %.1f us p99 %.1f us; ratio p50 %.2fx\n",
+        sa.p50, sa.p99, sb.p50, sb.p99, sa.p50 / sb.p50);
     res.Num("p1_gpa_admission_p50_us", sa.p50);
     res.Num("p1_gpa_admission_p99_us", sa.p99);
     res.Num("p1_gpa_floor_p50_us", sb.p50);
@@ -414,12 +426,14 @@ void RunP1(const Args& a, Results& res) {
     BareClient bare(env.plugin_socket());
     std::vector<double> ignored, bare_us;
     AdmitLoop(env, "warmd", 20, nullptr, nullptr);
-    const Stats sa = Summarize(AdmitLoop(env, "p1d", nd, [&] { return bare.Allocate(); }, &bare_us));
+    const Stats sa = Summarize(AdmitLoop(
+        env, "p1d", nd, [&] { return bare.Allocate(); }, &bare_us));
     const double w = BareWriteP50Us(env, fsync, nd);
-    std::printf(" dir on %s (%s), fsync %s, %d admissions: p50 %.1f us p99 %.1f us; bare Allocate "
-                "p50 %.1f us; bare checkpoint write p50 %.1f us\n",
-                a.disk.c_str(), FsType(a.disk).c_str(), fsync ? "on" : "off", nd, sa.p50, sa.p99,
-                Summarize(bare_us).p50, w);
+    std::printf(
+        " dir on %s (%s), fsync %s, %d admissions: p50 %.1f us p99 %.1f us; bare Allocate "
+        "p50 %.1f us; bare checkpoint write p50 %.1f us\n",
+        a.disk.c_str(), FsType(a.disk).c_str(), fsync ? "on" : "off", nd, sa.p50, sa.p99,
+        Summarize(bare_us).p50, w);
     const std::string k = fsync ? "p1_fsync" : "p1_disk";
     res.Num(k + "_admission_p50_us", sa.p50);
     res.Num(k + "_admission_p99_us", sa.p99);
@@ -481,9 +495,10 @@ void RunP2(const Args& a, Results& res) {
   const std::string bytes = EntriesFile(10000);
   std::ofstream(path, std::ios::binary) << bytes;
   const double mb = static_cast<double>(bytes.size()) / 1e6;
-  std::printf("P2 checkpoint verify: a 10,000-entry file (%.2f MB), passed %d times to one "
-              "process; best of 3\n",
-              mb, files);
+  std::printf(
+      "P2 checkpoint verify: a 10,000-entry file (%.2f MB), passed %d times to one "
+      "process; best of 3\n",
+      mb, files);
   res.Num("p2_file_mb", mb);
   res.Num("p2_entries", 10000);
 
@@ -495,7 +510,8 @@ void RunP2(const Args& a, Results& res) {
     if (!v.valid) Die("our own file does not verify");
     inproc = std::min(inproc, SecondsSince(t));
   }
-  std::printf("  devmgr in-process decode+verify: %.1f ms = %.0f MB/s\n", inproc * 1e3, mb / inproc);
+  std::printf("  devmgr in-process decode+verify: %.1f ms = %.0f MB/s\n", inproc * 1e3,
+              mb / inproc);
   res.Num("p2_devmgr_inprocess_ms", inproc * 1e3);
 
   std::vector<std::string> ours = {a.devmgr, "checkpoint", "verify"};
@@ -504,7 +520,8 @@ void RunP2(const Args& a, Results& res) {
   double cpu_ours = 0;
   const double t_ours = BestProcessSeconds(ours, 3, &rc, &cpu_ours);
   if (rc != 0) Die(fmt::format("devmgr checkpoint verify exited {}", rc));
-  std::printf("  devmgr checkpoint verify: %.1f ms = %.0f MB/s\n", t_ours * 1e3, files * mb / t_ours);
+  std::printf("  devmgr checkpoint verify: %.1f ms = %.0f MB/s\n", t_ours * 1e3,
+              files * mb / t_ours);
   res.Num("p2_devmgr_ms", t_ours * 1e3);
   res.Num("p2_devmgr_mb_s", files * mb / t_ours);
   res.Num("p2_devmgr_cpu_ms", cpu_ours * 1e3);
@@ -541,8 +558,8 @@ class PluginProcess {
  public:
   PluginProcess(const std::string& devmgr, const std::string& config, const std::string& dir,
                 const std::string& control, const std::string& log) {
-    std::vector<std::string> argv = {devmgr,   "sample-plugin", "--config", config, "--dir",
-                                     dir,      "--registry-dir", dir,      "--control", control};
+    std::vector<std::string> argv = {devmgr, "sample-plugin",  "--config", config,      "--dir",
+                                     dir,    "--registry-dir", dir,        "--control", control};
     std::vector<char*> cargv;
     for (const std::string& s : argv) cargv.push_back(const_cast<char*>(s.c_str()));
     cargv.push_back(nullptr);
@@ -578,9 +595,10 @@ void RunP3(const Args& a, Results& res) {
       "resource: {}\nsocket: bench-vgpu.sock\ndevices:\n  - count: {}\n"
       "    id_prefix: GPU-6b7e2a41-7f1e-4000-8000-\n    start: 100000000000\n",
       res_name, devices);
-  std::printf("P3 scale: %d devices over the real socket (receive limit 512 MiB), plugin in its "
-              "own process, fsync off, dir on %s\n",
-              devices, FsType(a.tmp).c_str());
+  std::printf(
+      "P3 scale: %d devices over the real socket (receive limit 512 MiB), plugin in its "
+      "own process, fsync off, dir on %s\n",
+      devices, FsType(a.tmp).c_str());
   res.Num("p3_devices", devices);
 
   Notifications notes;
@@ -609,7 +627,8 @@ void RunP3(const Args& a, Results& res) {
   // update and the checkpoint write (connected + first update notified).
   const int64_t before = notes.count();
   auto t = Clock::now();
-  auto plugin = std::make_unique<PluginProcess>(a.devmgr, config, dir, control, files + "/plugin.log");
+  auto plugin =
+      std::make_unique<PluginProcess>(a.devmgr, config, dir, control, files + "/plugin.log");
   if (!notes.WaitFor([&] { return notes.count() >= before + 2 && allocatable() == devices; },
                      absl::Seconds(300))) {
     Die("the plugin did not register (see " + files + "/plugin.log)");
@@ -626,9 +645,8 @@ void RunP3(const Args& a, Results& res) {
     const int64_t want = devices - 1 + (i % 2);
     const double c0 = ProcessCpuSeconds();
     t = Clock::now();
-    std::ofstream(control, std::ios::app)
-        << "health GPU-6b7e2a41-7f1e-4000-8000-100000000000 "
-        << (i % 2 == 0 ? "Unhealthy" : "Healthy") << "\n";
+    std::ofstream(control, std::ios::app) << "health GPU-6b7e2a41-7f1e-4000-8000-100000000000 "
+                                          << (i % 2 == 0 ? "Unhealthy" : "Healthy") << "\n";
     if (!notes.WaitFor([&] { return notes.count() > n0 && allocatable() == want; },
                        absl::Seconds(120))) {
       Die("the update did not arrive");
@@ -640,9 +658,10 @@ void RunP3(const Args& a, Results& res) {
   std::printf("  update CPU time of the node process (all threads): p50 %.3f s\n",
               Summarize(update_cpu).p50);
   res.Num("p3_update_cpu_s", Summarize(update_cpu).p50);
-  std::printf("  update (control -> plugin re-send -> receive -> apply -> checkpoint written): "
-              "p50 %.3f s of %zu (target < 2 s)\n",
-              su.p50, su.n);
+  std::printf(
+      "  update (control -> plugin re-send -> receive -> apply -> checkpoint written): "
+      "p50 %.3f s of %zu (target < 2 s)\n",
+      su.p50, su.n);
   res.Num("p3_update_s", su.p50);
 
   // Allocation of one device from the pool (no GetPreferredAllocation: with
@@ -719,9 +738,10 @@ void RunP3(const Args& a, Results& res) {
 
 void RunP4(const Args& a, Results& res) {
   const int cycles = a.n > 0 ? a.n : 10000;
-  std::printf("P4 churn: %d admit/delete cycles (pod manager: admission + container start; "
-              "delete), plugin with GetPreferredAllocation, fsync off, dir on %s\n",
-              cycles, FsType(a.tmp).c_str());
+  std::printf(
+      "P4 churn: %d admit/delete cycles (pod manager: admission + container start; "
+      "delete), plugin with GetPreferredAllocation, fsync off, dir on %s\n",
+      cycles, FsType(a.tmp).c_str());
   NodeEnv env(a.tmp, /*fsync=*/false, 8, /*preferred=*/true);
   const auto t = Clock::now();
   for (int i = 0; i < cycles; ++i) {
@@ -841,10 +861,11 @@ void RunScaling(const Args& a, Results& res) {
 int main(int argc, char** argv) {
   Args a;
   if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: perf_bench p1|p2|p3|p4|scaling [--tmp DIR] [--disk DIR] [--json FILE] [--n N]\n"
-                 "                  [--devmgr BIN] [--oracle BIN]\n"
-                 "Measures devmgr beside its floors; see docs/performance.md.\n");
+    std::fprintf(
+        stderr,
+        "usage: perf_bench p1|p2|p3|p4|scaling [--tmp DIR] [--disk DIR] [--json FILE] [--n N]\n"
+        "                  [--devmgr BIN] [--oracle BIN]\n"
+        "Measures devmgr beside its floors; see docs/performance.md.\n");
     return 2;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -853,25 +874,38 @@ int main(int argc, char** argv) {
     const std::string k = argv[i];
     if (i + 1 >= argc) Die("missing value for " + k);
     const std::string v = argv[++i];
-    if (k == "--tmp") a.tmp = v;
-    else if (k == "--disk") a.disk = v;
-    else if (k == "--json") a.json = v;
-    else if (k == "--n") a.n = std::atoi(v.c_str());
-    else if (k == "--devmgr") a.devmgr = v;
-    else if (k == "--oracle") a.oracle = v;
-    else Die("unknown flag " + k);
+    if (k == "--tmp")
+      a.tmp = v;
+    else if (k == "--disk")
+      a.disk = v;
+    else if (k == "--json")
+      a.json = v;
+    else if (k == "--n")
+      a.n = std::atoi(v.c_str());
+    else if (k == "--devmgr")
+      a.devmgr = v;
+    else if (k == "--oracle")
+      a.oracle = v;
+    else
+      Die("unknown flag " + k);
   }
   if (const char* m = std::getenv("PERF_BENCH_NO_DEADLOCK_DETECTION"); m != nullptr && *m == '1') {
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   }
   Results res;
   res.Num(a.part + "_load_avg_1m", LoadAverage());
-  if (a.part == "p1") RunP1(a, res);
-  else if (a.part == "p2") RunP2(a, res);
-  else if (a.part == "p3") RunP3(a, res);
-  else if (a.part == "p4") RunP4(a, res);
-  else if (a.part == "scaling") RunScaling(a, res);
-  else Die("unknown part " + a.part);
+  if (a.part == "p1")
+    RunP1(a, res);
+  else if (a.part == "p2")
+    RunP2(a, res);
+  else if (a.part == "p3")
+    RunP3(a, res);
+  else if (a.part == "p4")
+    RunP4(a, res);
+  else if (a.part == "scaling")
+    RunScaling(a, res);
+  else
+    Die("unknown part " + a.part);
   if (!a.json.empty()) std::ofstream(a.json) << res.Json();
   return 0;
 }

@@ -11,12 +11,13 @@ PACKAGES=(
   python3 python3-grpcio util-linux yamllint
 )
 # Extra groups: `deps.sh package`, `deps.sh image` (distribution targets), `deps.sh clang`
-# (check-thread-safety, test-sanitize, test-tsan, fuzz).
+# (check-thread-safety, test-sanitize, test-tsan, fuzz), `deps.sh format` (check-format).
 for group in "$@"; do
   case $group in
     package) PACKAGES+=(dpkg-dev help2man file) ;;
     image) PACKAGES+=(debootstrap podman runc uidmap) ;;
     clang) PACKAGES+=(clang libclang-rt-14-dev) ;;
+    format) PACKAGES+=(clang-format) ;;
     *) echo "deps.sh: unknown group $group" >&2; exit 2 ;;
   esac
 done

@@ -25,8 +25,7 @@ absl::StatusOr<Checkpoint> DecodeAny(std::string_view bytes) {
 }
 
 uint64_t ComputedChecksum(const Checkpoint& cp) {
-  return cp.format == FormatVersion::kV2 ? ComputeChecksum(cp.data)
-                                         : ComputeChecksumV1(cp.data_v1);
+  return cp.format == FormatVersion::kV2 ? ComputeChecksum(cp.data) : ComputeChecksumV1(cp.data_v1);
 }
 
 bool ChecksumMatches(const Checkpoint& cp) { return ComputedChecksum(cp) == cp.checksum; }

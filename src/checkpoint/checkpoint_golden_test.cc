@@ -42,8 +42,8 @@ TEST_P(GoldenTest, VerdictChecksumAndSpew) {
   }
   EXPECT_EQ(std::to_string(r.stored), row.stored);
   EXPECT_EQ(std::to_string(r.computed), row.correct);
-  const std::string spew = r.format == FormatVersion::kV1 ? SpewV1(r.checkpoint.data_v1)
-                                                          : SpewV2(r.checkpoint.data);
+  const std::string spew =
+      r.format == FormatVersion::kV1 ? SpewV1(r.checkpoint.data_v1) : SpewV2(r.checkpoint.data);
   EXPECT_EQ(spew, ReadFileOrDie(TestDataDir() + "/" + row.spew));
 }
 
@@ -96,7 +96,8 @@ TEST(RealFiles, VerdictsMatchTheKubelet) {
     EXPECT_EQ(r.valid, f.valid) << f.name;
     EXPECT_EQ(r.format, f.format) << f.name;
   }
-  const VerifyResult multus = Verify(ReadFileOrDie(TestDataDir() + "/real/multus-cni-2018.v1.json"));
+  const VerifyResult multus =
+      Verify(ReadFileOrDie(TestDataDir() + "/real/multus-cni-2018.v1.json"));
   EXPECT_EQ(multus.computed, 229855270u);
   const VerifyResult pooler =
       Verify(ReadFileOrDie(TestDataDir() + "/real/cpu-pooler-fixture-2021.v2.json"));

@@ -11,8 +11,8 @@ namespace devmgr::checkpoint {
 namespace {
 
 bool ValidName(std::string_view name) {
-  return !name.empty() && name != "." && name != ".." &&
-         name.find('/') == std::string_view::npos && name.find('\0') == std::string_view::npos;
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos &&
+         name.find('\0') == std::string_view::npos;
 }
 
 absl::Status InvalidName(std::string_view name) {

@@ -126,9 +126,8 @@ TEST_F(FileStoreTest, InjectedEioOnFsyncOrRenameKeepsTheOldFile) {
   EXPECT_THAT(std::string(s.message()), ::testing::EndsWith(": Input/output error"));
   faults.Fail(Op::kRename, EIO);
   s = store.Write(kCheckpointName, "new");
-  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr(" to " + dir_ + "/" +
-                                                             kCheckpointName +
-                                                             ": Input/output error"));
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::HasSubstr(" to " + dir_ + "/" + kCheckpointName + ": Input/output error"));
   EXPECT_EQ(*store.Read(kCheckpointName), "old");
   EXPECT_EQ(CountEntries(), 1);
   // Without fsync, an injected fsync failure is never reached.
@@ -145,28 +144,35 @@ TEST_F(FileStoreTest, ReadAndVerifyMirrorsKubeletReadCheckpoint) {
   EXPECT_EQ(missing.status().message(), "checkpoint is not found");
 
   const std::string golden = testing::TestDataDir();
-  ASSERT_TRUE(store.Write(kCheckpointName, testing::ReadFileOrDie(golden + "/bad-device-edited.json")).ok());
+  ASSERT_TRUE(
+      store.Write(kCheckpointName, testing::ReadFileOrDie(golden + "/bad-device-edited.json"))
+          .ok());
   auto corrupt = ReadAndVerify(store, false);
   EXPECT_TRUE(absl::IsDataLoss(corrupt.status()));
   EXPECT_EQ(corrupt.status().message(), "checkpoint is corrupted");
 
-  ASSERT_TRUE(store.Write(kCheckpointName, testing::ReadFileOrDie(golden + "/bad-truncated.json")).ok());
+  ASSERT_TRUE(
+      store.Write(kCheckpointName, testing::ReadFileOrDie(golden + "/bad-truncated.json")).ok());
   auto truncated = ReadAndVerify(store, true);
   EXPECT_TRUE(absl::IsInvalidArgument(truncated.status()));
   EXPECT_EQ(truncated.status().message(), "unexpected end of JSON input (offset 322)");
 
-  ASSERT_TRUE(store.Write(kCheckpointName, testing::ReadFileOrDie(golden + "/v2-multi-resource.json")).ok());
+  ASSERT_TRUE(
+      store.Write(kCheckpointName, testing::ReadFileOrDie(golden + "/v2-multi-resource.json"))
+          .ok());
   auto ok = ReadAndVerify(store, false);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->format, FormatVersion::kV2);
   EXPECT_EQ(ok->data.pod_device_entries->size(), 4u);
 
   // V1: only with allow_v1, converted to NUMA 0; otherwise the V2 error.
-  ASSERT_TRUE(store.Write(kCheckpointName, testing::ReadFileOrDie(golden + "/v1-single.json")).ok());
+  ASSERT_TRUE(
+      store.Write(kCheckpointName, testing::ReadFileOrDie(golden + "/v1-single.json")).ok());
   auto v1_refused = ReadAndVerify(store, false);
   EXPECT_TRUE(absl::IsInvalidArgument(v1_refused.status()));
   EXPECT_EQ(std::string(v1_refused.status().message()).substr(0, 97),
-            "json: cannot unmarshal array into Go struct field PodDevicesEntry.Data.PodDeviceEntries.DeviceIDs");
+            "json: cannot unmarshal array into Go struct field "
+            "PodDevicesEntry.Data.PodDeviceEntries.DeviceIDs");
   auto v1 = ReadAndVerify(store, true);
   ASSERT_TRUE(v1.ok()) << v1.status();
   EXPECT_EQ(v1->format, FormatVersion::kV2);
@@ -175,7 +181,10 @@ TEST_F(FileStoreTest, ReadAndVerifyMirrorsKubeletReadCheckpoint) {
   ASSERT_EQ(devs.size(), 1u);
   EXPECT_EQ(devs.begin()->first, 0);
 
-  ASSERT_TRUE(store.Write(kCheckpointName, testing::ReadFileOrDie(golden + "/bad-mistake-v1-typenames.json")).ok());
+  ASSERT_TRUE(
+      store
+          .Write(kCheckpointName, testing::ReadFileOrDie(golden + "/bad-mistake-v1-typenames.json"))
+          .ok());
   auto v1_corrupt = ReadAndVerify(store, true);
   EXPECT_TRUE(absl::IsInvalidArgument(v1_corrupt.status())) << v1_corrupt.status();
 }
@@ -184,14 +193,17 @@ TEST(ConvertV1ToV2, AllDevicesOnNumaZeroNilListWhenEmpty) {
   Checkpoint v1;
   v1.format = FormatVersion::kV1;
   v1.data_v1.pod_device_entries = std::vector<PodDevicesEntryV1>{};
-  v1.data_v1.registered_devices = std::map<std::string, DeviceList>{{"r", std::vector<std::string>{"a"}}};
+  v1.data_v1.registered_devices =
+      std::map<std::string, DeviceList>{{"r", std::vector<std::string>{"a"}}};
   Checkpoint v2 = ConvertV1ToV2(v1);
   EXPECT_FALSE(v2.data.pod_device_entries.has_value());
   EXPECT_TRUE(ChecksumMatches(v2));
-  v1.data_v1.pod_device_entries->push_back({"p", "c", "r", std::vector<std::string>{"a", "b"}, std::string("x")});
+  v1.data_v1.pod_device_entries->push_back(
+      {"p", "c", "r", std::vector<std::string>{"a", "b"}, std::string("x")});
   v2 = ConvertV1ToV2(v1);
   ASSERT_EQ(v2.data.pod_device_entries->size(), 1u);
-  EXPECT_EQ(v2.data.pod_device_entries->at(0).device_ids->at(0), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(v2.data.pod_device_entries->at(0).device_ids->at(0),
+            (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(v2.data.pod_device_entries->at(0).alloc_resp, "x");
 }
 

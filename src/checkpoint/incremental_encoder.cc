@@ -37,15 +37,12 @@ namespace {
 
 using EntryKey = std::tuple<std::string_view, std::string_view, std::string_view>;
 
-EntryKey KeyOf(const PodDevicesEntry& e) {
-  return {e.pod_uid, e.container_name, e.resource_name};
-}
+EntryKey KeyOf(const PodDevicesEntry& e) { return {e.pod_uid, e.container_name, e.resource_name}; }
 
 uint32_t Hash(uint32_t h, std::string_view s) { return Fnv1a32Update(h, s.data(), s.size()); }
 
 uint32_t EntriesBaseState() {
-  static const uint32_t base =
-      Hash(Hash(kFnv32Offset, render::kSpewHead), "[");
+  static const uint32_t base = Hash(Hash(kFnv32Offset, render::kSpewHead), "[");
   return base;
 }
 

@@ -66,10 +66,26 @@ class Gen {
   bool Chance(int percent) { return Int(1, 100) <= percent; }
 
   std::string Str() {
-    static const char* const kPieces[] = {
-        "gpu",  "-",    "0",    "7f1e", "a b",        "\"", "\\",       "<",        ">", "&",
-        "\x01", "\n",   "\t",   "é",    "\xE2\x80\xA8", "\xFF", "\xC3", "" /* NUL, see below */,
-        "PodDevicesEntryV1", "/"};
+    static const char* const kPieces[] = {"gpu",
+                                          "-",
+                                          "0",
+                                          "7f1e",
+                                          "a b",
+                                          "\"",
+                                          "\\",
+                                          "<",
+                                          ">",
+                                          "&",
+                                          "\x01",
+                                          "\n",
+                                          "\t",
+                                          "é",
+                                          "\xE2\x80\xA8",
+                                          "\xFF",
+                                          "\xC3",
+                                          "" /* NUL, see below */,
+                                          "PodDevicesEntryV1",
+                                          "/"};
     std::string s;
     const int n = Int(0, 4);
     for (int i = 0; i < n; ++i) {
@@ -87,7 +103,8 @@ class Gen {
     if (Chance(10)) return std::nullopt;
     std::vector<std::string> ids;
     const int n = Int(0, 6);
-    for (int i = 0; i < n; ++i) ids.push_back(Chance(70) ? "dev-" + std::to_string(Int(0, 50)) : Str());
+    for (int i = 0; i < n; ++i)
+      ids.push_back(Chance(70) ? "dev-" + std::to_string(Int(0, 50)) : Str());
     return ids;
   }
 
@@ -105,8 +122,8 @@ class Gen {
       e->device_ids.reset();
     } else {
       auto& m = e->device_ids.emplace();
-      static const int64_t kNodes[] = {-1, 0, 1, 2, 10, -9223372036854775807LL - 1,
-                                       9223372036854775807LL};
+      static const int64_t kNodes[] = {
+          -1, 0, 1, 2, 10, -9223372036854775807LL - 1, 9223372036854775807LL};
       const int n = Int(0, 3);
       for (int i = 0; i < n; ++i) m[kNodes[Int(0, 6)]] = List();
     }
@@ -196,7 +213,8 @@ TEST(IncrementalEncoderRandom, MatchesFromScratchAcrossManyMutations) {
       if (g.Chance(30)) Mutate(g, &data);
       enc.SetEntries(data.pod_device_entries);
       enc.SetRegisteredDevices(data.registered_devices);
-      ExpectSameAsScratch(enc, data, "seed " + std::to_string(seed) + " step " + std::to_string(step));
+      ExpectSameAsScratch(enc, data,
+                          "seed " + std::to_string(seed) + " step " + std::to_string(step));
       if (HasFailure()) return;
       ++steps;
     }
@@ -238,7 +256,8 @@ TEST(IncrementalEncoderRandom, VersionedRegisteredListsMatchFromScratch) {
       }
       enc.SetEntries(data.pod_device_entries);
       enc.SetRegistered(false, std::move(rs));
-      ExpectSameAsScratch(enc, data, "seed " + std::to_string(seed) + " step " + std::to_string(step));
+      ExpectSameAsScratch(enc, data,
+                          "seed " + std::to_string(seed) + " step " + std::to_string(step));
       if (HasFailure()) return;
     }
   }
@@ -269,7 +288,8 @@ TEST(IncrementalEncoderWork, AnAllocationRendersOneEntryAndNoRegisteredIds) {
   EXPECT_EQ(enc.stats().registered_ids_rendered, 10000u);
 
   data.pod_device_entries.emplace();
-  for (int i = 0; i < 50; ++i) data.pod_device_entries->push_back(Alloc("pod-" + std::to_string(100 + i), ids[i]));
+  for (int i = 0; i < 50; ++i)
+    data.pod_device_entries->push_back(Alloc("pod-" + std::to_string(100 + i), ids[i]));
   EXPECT_FALSE(enc.NeedsIds("vendor.com/gpu", 1));
   enc.SetEntries(data.pod_device_entries);
   enc.SetRegistered(false, {{"vendor.com/gpu", 1, std::nullopt}});

@@ -101,8 +101,8 @@ void DiffEntry(const PodDevicesEntry& a, const PodDevicesEntry& b, std::vector<s
     }
   }
   if (a.alloc_resp != b.alloc_resp) {
-    out->push_back(fmt::format("~ entry {}: AllocResp changed ({} -> {})", name, BytesText(a.alloc_resp),
-                               BytesText(b.alloc_resp)));
+    out->push_back(fmt::format("~ entry {}: AllocResp changed ({} -> {})", name,
+                               BytesText(a.alloc_resp), BytesText(b.alloc_resp)));
   }
 }
 
@@ -136,8 +136,10 @@ AllocRespView DecodeAllocResp(const std::string& bytes) {
   }
   for (const auto& [k, val] : r.envs()) v.envs.emplace_back(k, val);
   std::sort(v.envs.begin(), v.envs.end());
-  for (const auto& m : r.mounts()) v.mounts.push_back({m.container_path(), m.host_path(), m.read_only()});
-  for (const auto& d : r.devices()) v.devices.push_back({d.container_path(), d.host_path(), d.permissions()});
+  for (const auto& m : r.mounts())
+    v.mounts.push_back({m.container_path(), m.host_path(), m.read_only()});
+  for (const auto& d : r.devices())
+    v.devices.push_back({d.container_path(), d.host_path(), d.permissions()});
   for (const auto& [k, val] : r.annotations()) v.annotations.emplace_back(k, val);
   std::sort(v.annotations.begin(), v.annotations.end());
   for (const auto& c : r.cdi_devices()) v.cdi_devices.push_back(c.name());
@@ -166,7 +168,8 @@ std::vector<std::string> Warnings(const CheckpointData& data) {
       if (!inserted && it->second.first != e.pod_uid &&
           reported.insert({e.resource_name, id, e.pod_uid}).second) {
         out.push_back(fmt::format(
-            "double allocation: device {}/{} is held by pod {} container {} and pod {} container {}",
+            "double allocation: device {}/{} is held by pod {} container {} and pod {} container "
+            "{}",
             Printable(e.resource_name), Printable(id), Printable(it->second.first),
             Printable(it->second.second), Printable(e.pod_uid), Printable(e.container_name)));
       }
@@ -178,9 +181,10 @@ std::vector<std::string> Warnings(const CheckpointData& data) {
         }
       }
       if (!registered) {
-        out.push_back(fmt::format("device {}/{} allocated to pod {} container {} is not in RegisteredDevices",
-                                  Printable(e.resource_name), Printable(id), Printable(e.pod_uid),
-                                  Printable(e.container_name)));
+        out.push_back(
+            fmt::format("device {}/{} allocated to pod {} container {} is not in RegisteredDevices",
+                        Printable(e.resource_name), Printable(id), Printable(e.pod_uid),
+                        Printable(e.container_name)));
       }
     }
   }
@@ -224,7 +228,8 @@ Checkpoint ConvertV2ToV1(const Checkpoint& v2) {
   if (v2.data.pod_device_entries) {
     out.data_v1.pod_device_entries.emplace();
     for (const PodDevicesEntry& e : *v2.data.pod_device_entries) {
-      PodDevicesEntryV1 v1{e.pod_uid, e.container_name, e.resource_name, std::nullopt, e.alloc_resp};
+      PodDevicesEntryV1 v1{e.pod_uid, e.container_name, e.resource_name, std::nullopt,
+                           e.alloc_resp};
       if (e.device_ids) {
         v1.device_ids.emplace();
         for (const auto& [node, ids] : *e.device_ids) {
@@ -242,7 +247,8 @@ Checkpoint ConvertV2ToV1(const Checkpoint& v2) {
 std::vector<std::string> Diff(const Checkpoint& a, const Checkpoint& b) {
   std::vector<std::string> out;
   auto fmt_name = [](FormatVersion f) { return f == FormatVersion::kV1 ? "v1" : "v2"; };
-  if (a.format != b.format) out.push_back(fmt::format("~ format: {} -> {}", fmt_name(a.format), fmt_name(b.format)));
+  if (a.format != b.format)
+    out.push_back(fmt::format("~ format: {} -> {}", fmt_name(a.format), fmt_name(b.format)));
   if (a.boot_id != b.boot_id) {
     out.push_back(fmt::format("~ BootID: {} -> {}", a.boot_id ? Printable(*a.boot_id) : "(none)",
                               b.boot_id ? Printable(*b.boot_id) : "(none)"));
@@ -260,25 +266,30 @@ std::vector<std::string> Diff(const Checkpoint& a, const Checkpoint& b) {
   for (const auto& [key, e] : ka) {
     auto it = mb.find(key);
     if (it == mb.end()) {
-      out.push_back(fmt::format("- entry {} devices={}", EntryName(*e), DevicesText(e->device_ids)));
+      out.push_back(
+          fmt::format("- entry {} devices={}", EntryName(*e), DevicesText(e->device_ids)));
     } else {
       DiffEntry(*e, *it->second, &out);
     }
   }
   for (const auto& [key, e] : kb) {
     if (!ma.count(key)) {
-      out.push_back(fmt::format("+ entry {} devices={}", EntryName(*e), DevicesText(e->device_ids)));
+      out.push_back(
+          fmt::format("+ entry {} devices={}", EntryName(*e), DevicesText(e->device_ids)));
     }
   }
   std::vector<EntryKey> order_a, order_b;
-  for (const auto& [key, e] : ka) if (mb.count(key)) order_a.push_back(key);
-  for (const auto& [key, e] : kb) if (ma.count(key)) order_b.push_back(key);
+  for (const auto& [key, e] : ka)
+    if (mb.count(key)) order_a.push_back(key);
+  for (const auto& [key, e] : kb)
+    if (ma.count(key)) order_b.push_back(key);
   if (order_a != order_b) out.push_back("~ entries reordered (the checksum covers the order)");
 
   const RegisteredDevices& ra = da.registered_devices;
   const RegisteredDevices& rb = db.registered_devices;
   if (ra.has_value() != rb.has_value()) {
-    out.push_back(fmt::format("~ RegisteredDevices: {} -> {}", ra ? "{}" : "null", rb ? "{}" : "null"));
+    out.push_back(
+        fmt::format("~ RegisteredDevices: {} -> {}", ra ? "{}" : "null", rb ? "{}" : "null"));
   }
   static const std::map<std::string, DeviceList> kEmpty;
   const auto& mra = ra ? *ra : kEmpty;
@@ -289,9 +300,11 @@ std::vector<std::string> Diff(const Checkpoint& a, const Checkpoint& b) {
       out.push_back(fmt::format("- registered {}", Printable(res)));
       continue;
     }
-    const std::set<std::string> sa = ids ? std::set<std::string>(ids->begin(), ids->end()) : std::set<std::string>{};
+    const std::set<std::string> sa =
+        ids ? std::set<std::string>(ids->begin(), ids->end()) : std::set<std::string>{};
     const std::set<std::string> sb =
-        it->second ? std::set<std::string>(it->second->begin(), it->second->end()) : std::set<std::string>{};
+        it->second ? std::set<std::string>(it->second->begin(), it->second->end())
+                   : std::set<std::string>{};
     std::string change;
     for (const auto& id : sb) {
       if (!sa.count(id)) change += " +" + Printable(id);
@@ -305,7 +318,8 @@ std::vector<std::string> Diff(const Checkpoint& a, const Checkpoint& b) {
     if (!change.empty()) out.push_back(fmt::format("~ registered {}:{}", Printable(res), change));
   }
   for (const auto& [res, ids] : mrb) {
-    if (!mra.count(res)) out.push_back(fmt::format("+ registered {}: {}", Printable(res), ListText(ids)));
+    if (!mra.count(res))
+      out.push_back(fmt::format("+ registered {}: {}", Printable(res), ListText(ids)));
   }
   return out;
 }

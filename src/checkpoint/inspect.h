@@ -29,8 +29,8 @@ struct AllocRespView {
     std::string host_path;
     std::string permissions;
   };
-  size_t size = 0;     // serialized bytes
-  bool ok = true;      // false: the bytes are not a ContainerAllocateResponse
+  size_t size = 0;  // serialized bytes
+  bool ok = true;   // false: the bytes are not a ContainerAllocateResponse
   std::vector<std::pair<std::string, std::string>> envs;
   std::vector<Mount> mounts;
   std::vector<Device> devices;

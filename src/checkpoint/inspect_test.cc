@@ -18,8 +18,10 @@ Checkpoint Golden(const std::string& name) {
   return r.checkpoint;
 }
 
-PodDevicesEntry Entry(std::string pod, std::string c, std::string res, std::map<int64_t, DeviceList> devs) {
-  return PodDevicesEntry{std::move(pod), std::move(c), std::move(res), std::move(devs), std::string()};
+PodDevicesEntry Entry(std::string pod, std::string c, std::string res,
+                      std::map<int64_t, DeviceList> devs) {
+  return PodDevicesEntry{std::move(pod), std::move(c), std::move(res), std::move(devs),
+                         std::string()};
 }
 
 TEST(DecodeAllocResp, AllFieldsSorted) {
@@ -56,9 +58,11 @@ TEST(Warnings, DoubleAllocationAcrossPodsAndUnregistered) {
       Entry("p2", "c", "r", {{1, std::vector<std::string>{"d1", "d9"}}}),
   };
   d.registered_devices = std::map<std::string, DeviceList>{{"r", std::vector<std::string>{"d1"}}};
-  EXPECT_THAT(Warnings(d),
-              ElementsAre("double allocation: device r/d1 is held by pod p1 container a and pod p2 container c",
-                          "device r/d9 allocated to pod p2 container c is not in RegisteredDevices"));
+  EXPECT_THAT(
+      Warnings(d),
+      ElementsAre(
+          "double allocation: device r/d1 is held by pod p1 container a and pod p2 container c",
+          "device r/d9 allocated to pod p2 container c is not in RegisteredDevices"));
   EXPECT_TRUE(Warnings(Golden("v2-multi-resource.json").data).empty());
 }
 
@@ -92,16 +96,19 @@ TEST(ConvertV2ToV1, ConcatenatesNumaListsAndVerifiesAsV1) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(ChecksumMatches(*back));
   size_t total = 0;
-  for (const auto& [node, ids] : *v2.data.pod_device_entries->at(0).device_ids) total += ids ? ids->size() : 0;
+  for (const auto& [node, ids] : *v2.data.pod_device_entries->at(0).device_ids)
+    total += ids ? ids->size() : 0;
   EXPECT_EQ(v1.data_v1.pod_device_entries->at(0).device_ids->size(), total);
 }
 
 TEST(Diff, ReportsSemanticChanges) {
   const Checkpoint a = Golden("v2-single-gpu-numa0.json");
   EXPECT_TRUE(Diff(a, a).empty());
-  EXPECT_THAT(Diff(a, Golden("bad-numa-moved.json")),
-              ElementsAre("~ entry pod=9a15d2b5-c152-46b9-96e0-d57032629e1f container=app resource=nvidia.com/gpu: "
-                          "device GPU-77a702db-e37f-3a74-d46d-c5713f66058c moved NUMA 0 -> 1"));
+  EXPECT_THAT(
+      Diff(a, Golden("bad-numa-moved.json")),
+      ElementsAre(
+          "~ entry pod=9a15d2b5-c152-46b9-96e0-d57032629e1f container=app resource=nvidia.com/gpu: "
+          "device GPU-77a702db-e37f-3a74-d46d-c5713f66058c moved NUMA 0 -> 1"));
   const auto edited = Diff(a, Golden("bad-device-edited.json"));
   ASSERT_EQ(edited.size(), 2u);
   EXPECT_THAT(edited[0], ::testing::HasSubstr("removed (NUMA 0)"));

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -74,7 +74,7 @@ struct GoTop {
 
 // Go reflect type names used in error texts, per format.
 struct TypeNames {
-  const char* top;           // Go value of type ...
+  const char* top;  // Go value of type ...
   const char* data_type;
   const char* data_struct;
   const char* entries_type;
@@ -136,9 +136,9 @@ const unsigned char* SkipPlain(const unsigned char* q, const unsigned char* end)
     const uint64_t quote = w ^ (kOnes * '"');
     const uint64_t slash = w ^ (kOnes * '\\');
     // A byte is special when it is >= 0x80, < 0x20, '"' or '\\'.
-    const uint64_t special = (w | ((w - kOnes * 0x20) & ~w) | ((quote - kOnes) & ~quote) |
-                              ((slash - kOnes) & ~slash)) &
-                             kHigh;
+    const uint64_t special =
+        (w | ((w - kOnes * 0x20) & ~w) | ((quote - kOnes) & ~quote) | ((slash - kOnes) & ~slash)) &
+        kHigh;
     if (special != 0) break;
     q += 8;
   }
@@ -190,12 +190,32 @@ void UnquoteInto(std::string_view raw, std::string* out) {
     if (c == '\\') {
       const unsigned char e = q[1];
       switch (e) {
-        case '"': case '\\': case '/': out->push_back(static_cast<char>(e)); q += 2; break;
-        case 'b': out->push_back('\b'); q += 2; break;
-        case 'f': out->push_back('\f'); q += 2; break;
-        case 'n': out->push_back('\n'); q += 2; break;
-        case 'r': out->push_back('\r'); q += 2; break;
-        case 't': out->push_back('\t'); q += 2; break;
+        case '"':
+        case '\\':
+        case '/':
+          out->push_back(static_cast<char>(e));
+          q += 2;
+          break;
+        case 'b':
+          out->push_back('\b');
+          q += 2;
+          break;
+        case 'f':
+          out->push_back('\f');
+          q += 2;
+          break;
+        case 'n':
+          out->push_back('\n');
+          q += 2;
+          break;
+        case 'r':
+          out->push_back('\r');
+          q += 2;
+          break;
+        case 't':
+          out->push_back('\t');
+          q += 2;
+          break;
         default: {  // 'u' (validated by the scanner)
           int32_t r = GetU4(q, end);
           q += 6;
@@ -323,11 +343,16 @@ enum class Kind { kObject, kArray, kString, kNumber, kTrue, kFalse, kNull };
 
 const char* KindName(Kind k) {
   switch (k) {
-    case Kind::kObject: return "object";
-    case Kind::kArray: return "array";
-    case Kind::kString: return "string";
-    case Kind::kNumber: return "number";
-    default: return "bool";
+    case Kind::kObject:
+      return "object";
+    case Kind::kArray:
+      return "array";
+    case Kind::kString:
+      return "string";
+    case Kind::kNumber:
+      return "number";
+    default:
+      return "bool";
   }
 }
 
@@ -381,12 +406,24 @@ class Parser {
     SkipWs();
     if (p_ == end_) return Fail("");
     switch (*p_) {
-      case '{': *k = Kind::kObject; return true;
-      case '[': *k = Kind::kArray; return true;
-      case '"': *k = Kind::kString; return true;
-      case 't': *k = Kind::kTrue; return true;
-      case 'f': *k = Kind::kFalse; return true;
-      case 'n': *k = Kind::kNull; return true;
+      case '{':
+        *k = Kind::kObject;
+        return true;
+      case '[':
+        *k = Kind::kArray;
+        return true;
+      case '"':
+        *k = Kind::kString;
+        return true;
+      case 't':
+        *k = Kind::kTrue;
+        return true;
+      case 'f':
+        *k = Kind::kFalse;
+        return true;
+      case 'n':
+        *k = Kind::kNull;
+        return true;
       default:
         if (*p_ == '-' || IsDigit(*p_)) {
           *k = Kind::kNumber;
@@ -470,8 +507,8 @@ class Parser {
             return Fail("");
           }
           const unsigned char e = *q;
-          if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' ||
-              e == 'r' || e == 't') {
+          if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' ||
+              e == 't') {
             ++q;
           } else if (e == 'u') {
             ++q;
@@ -592,9 +629,12 @@ class Parser {
         std::string_view text;
         return Number(&text);
       }
-      case Kind::kTrue: return Literal("true");
-      case Kind::kFalse: return Literal("false");
-      case Kind::kNull: return Literal("null");
+      case Kind::kTrue:
+        return Literal("true");
+      case Kind::kFalse:
+        return Literal("false");
+      case Kind::kNull:
+        return Literal("null");
     }
     return false;
   }

@@ -179,8 +179,8 @@ bool DecodeBase64(std::string_view src, std::string* out, size_t* error_offset) 
   out->resize(n / 4 * 3);
   char* o = out->data();
   while (n - si >= 4) {
-    const uint8_t a = kB64Decode.v[s[si]], b = kB64Decode.v[s[si + 1]],
-                  c = kB64Decode.v[s[si + 2]], d = kB64Decode.v[s[si + 3]];
+    const uint8_t a = kB64Decode.v[s[si]], b = kB64Decode.v[s[si + 1]], c = kB64Decode.v[s[si + 2]],
+                  d = kB64Decode.v[s[si + 3]];
     if ((a | b | c | d) == 0xFF) break;
     const uint32_t v = (uint32_t{a} << 18) | (uint32_t{b} << 12) | (uint32_t{c} << 6) | d;
     o[0] = static_cast<char>(v >> 16);
@@ -238,9 +238,9 @@ bool DecodeBase64(std::string_view src, std::string* out, size_t* error_offset) 
       dlen = j;
       break;
     }
-    const uint32_t v = (uint32_t{q[0]} << 18) | (uint32_t{q[1]} << 12) | (uint32_t{q[2]} << 6) | q[3];
-    const char o[3] = {static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-                       static_cast<char>(v)};
+    const uint32_t v =
+        (uint32_t{q[0]} << 18) | (uint32_t{q[1]} << 12) | (uint32_t{q[2]} << 6) | q[3];
+    const char o[3] = {static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
     out->append(o, dlen - 1);
     if (trailing) {
       *error_offset = trailing_at;
@@ -269,13 +269,27 @@ void AppendGoJsonString(std::string* out, std::string_view s) {
       }
       flush(p);
       switch (c) {
-        case '"': out->append("\\\""); break;
-        case '\\': out->append("\\\\"); break;
-        case '\b': out->append("\\b"); break;  // Go >= 1.22 (kubelet 1.30+)
-        case '\f': out->append("\\f"); break;
-        case '\n': out->append("\\n"); break;
-        case '\r': out->append("\\r"); break;
-        case '\t': out->append("\\t"); break;
+        case '"':
+          out->append("\\\"");
+          break;
+        case '\\':
+          out->append("\\\\");
+          break;
+        case '\b':
+          out->append("\\b");
+          break;  // Go >= 1.22 (kubelet 1.30+)
+        case '\f':
+          out->append("\\f");
+          break;
+        case '\n':
+          out->append("\\n");
+          break;
+        case '\r':
+          out->append("\\r");
+          break;
+        case '\t':
+          out->append("\\t");
+          break;
         default:
           out->append("\\u00");
           out->push_back(kHex[c >> 4]);

@@ -92,9 +92,11 @@ TEST_F(OracleTest, RandomFilesAgree) {
       const std::string compute =
           Shell(fmt::format("{} compute --format {} {}", oracle_, fmt_flag, file), &rc);
       EXPECT_EQ(compute, std::to_string(ours.computed) + "\n") << seed << " " << shape.args;
-      const std::string spew = Shell(fmt::format("{} spew --format {} {}", oracle_, fmt_flag, file), &rc);
-      const std::string our_spew = ours.format == FormatVersion::kV1 ? SpewV1(ours.checkpoint.data_v1)
-                                                                      : SpewV2(ours.checkpoint.data);
+      const std::string spew =
+          Shell(fmt::format("{} spew --format {} {}", oracle_, fmt_flag, file), &rc);
+      const std::string our_spew = ours.format == FormatVersion::kV1
+                                       ? SpewV1(ours.checkpoint.data_v1)
+                                       : SpewV2(ours.checkpoint.data);
       EXPECT_EQ(spew, our_spew) << seed << " " << shape.args;
       Shell(fmt::format("{} verify {}", oracle_, file), &rc);
       EXPECT_EQ(rc == 0, ours.valid) << seed << " " << shape.args;
@@ -110,12 +112,14 @@ TEST_F(OracleTest, FilesWeWriteVerifyWithTheOracle) {
   const std::string file = dir_ + "/f.json";
   for (int seed = 11; seed <= 14; ++seed) {
     int rc;
-    const std::string gen = Shell(fmt::format("{} gen --seed {} --pods 4 --unicode", oracle_, seed), &rc);
+    const std::string gen =
+        Shell(fmt::format("{} gen --seed {} --pods 4 --unicode", oracle_, seed), &rc);
     auto cp = DecodeV2(gen);
     ASSERT_TRUE(cp.ok()) << cp.status();
     // Edit, re-checksum, write, and have Go verify it.
     cp->data.pod_device_entries->pop_back();
-    (*cp->data.registered_devices)["example.com/<&>\xE2\x80\xA8"] = std::vector<std::string>{"a b", "\x01"};
+    (*cp->data.registered_devices)["example.com/<&>\xE2\x80\xA8"] =
+        std::vector<std::string>{"a b", "\x01"};
     const std::string ours = Encode(MakeV2(cp->data));
     std::ofstream(file, std::ios::binary) << ours;
     const std::string out = Shell(fmt::format("{} verify {}", oracle_, file), &rc);
@@ -139,8 +143,8 @@ TEST_F(OracleTest, IncrementalWritesVerifyWithTheOracle) {
   int written = 0;
   for (int seed = 21; seed <= 24; ++seed) {
     int rc;
-    const std::string gen =
-        Shell(fmt::format("{} gen --seed {} --pods 6 --containers 2 --unicode", oracle_, seed), &rc);
+    const std::string gen = Shell(
+        fmt::format("{} gen --seed {} --pods 6 --containers 2 --unicode", oracle_, seed), &rc);
     auto cp = DecodeV2(gen);
     ASSERT_TRUE(cp.ok()) << cp.status();
     CheckpointData data = cp->data;
@@ -148,8 +152,10 @@ TEST_F(OracleTest, IncrementalWritesVerifyWithTheOracle) {
     for (int step = 0; step < 4; ++step) {
       auto& entries = *data.pod_device_entries;
       if (step == 1 && !entries.empty()) entries.erase(entries.begin());
-      if (step == 2 && !entries.empty()) entries.push_back(entries.front()), entries.back().pod_uid += "-x";
-      if (step == 3) (*data.registered_devices)["example.com/<&>"] = std::vector<std::string>{"a b", "\x01"};
+      if (step == 2 && !entries.empty())
+        entries.push_back(entries.front()), entries.back().pod_uid += "-x";
+      if (step == 3)
+        (*data.registered_devices)["example.com/<&>"] = std::vector<std::string>{"a b", "\x01"};
       enc.SetEntries(data.pod_device_entries);
       enc.SetRegisteredDevices(data.registered_devices);
       const IncrementalEncoder::Output out = enc.Render();
@@ -157,7 +163,8 @@ TEST_F(OracleTest, IncrementalWritesVerifyWithTheOracle) {
       std::ofstream(file, std::ios::binary) << out.bytes;
       const std::string verdict = Shell(fmt::format("{} verify {}", oracle_, file), &rc);
       EXPECT_EQ(rc, 0) << seed << " " << step << ": " << verdict;
-      const std::string compute = Shell(fmt::format("{} compute --format v2 {}", oracle_, file), &rc);
+      const std::string compute =
+          Shell(fmt::format("{} compute --format v2 {}", oracle_, file), &rc);
       EXPECT_EQ(compute, std::to_string(out.checksum) + "\n");
       ++written;
     }
@@ -167,7 +174,8 @@ TEST_F(OracleTest, IncrementalWritesVerifyWithTheOracle) {
 
 TEST_F(OracleTest, GoldenSelftestAgrees) {
   int rc;
-  const std::string out = Shell(fmt::format("{} selftest {} 2>&1", oracle_, testing::TestDataDir()), &rc);
+  const std::string out =
+      Shell(fmt::format("{} selftest {} 2>&1", oracle_, testing::TestDataDir()), &rc);
   EXPECT_EQ(rc, 0) << out;
 }
 

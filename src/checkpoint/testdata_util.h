@@ -47,7 +47,8 @@ inline std::vector<ManifestRow> ReadManifest() {
     size_t start = 0;
     while (true) {
       const size_t tab = line.find('\t', start);
-      cols.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
+      cols.push_back(
+          line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
       if (tab == std::string::npos) break;
       start = tab + 1;
     }

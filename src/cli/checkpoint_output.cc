@@ -25,34 +25,41 @@ std::string ChecksumLine(const checkpoint::VerifyResult& r) {
       r.stored, r.computed);
 }
 
-void AppendAllocResp(std::string* out, const std::optional<std::string>& bytes, const char* indent) {
+void AppendAllocResp(std::string* out, const std::optional<std::string>& bytes,
+                     const char* indent) {
   if (!bytes) {
-    *out += fmt::format("{}AllocResp: null (the kubelet skips such an entry when it writes)\n", indent);
+    *out +=
+        fmt::format("{}AllocResp: null (the kubelet skips such an entry when it writes)\n", indent);
     return;
   }
   const AllocRespView v = checkpoint::DecodeAllocResp(*bytes);
   if (!v.ok) {
-    *out += fmt::format("{}AllocResp: {} bytes, NOT a ContainerAllocateResponse (the kubelet skips this "
-                        "entry when it reads)\n",
-                        indent, v.size);
+    *out += fmt::format(
+        "{}AllocResp: {} bytes, NOT a ContainerAllocateResponse (the kubelet skips this "
+        "entry when it reads)\n",
+        indent, v.size);
     return;
   }
-  const bool empty = v.envs.empty() && v.mounts.empty() && v.devices.empty() && v.annotations.empty() &&
-                     v.cdi_devices.empty();
-  *out += fmt::format("{}AllocResp: {} bytes{}\n", indent, v.size, empty ? " (empty response)" : "");
-  for (const auto& [k, val] : v.envs) *out += fmt::format("{}  env        {}={}\n", indent, Printable(k), Printable(val));
+  const bool empty = v.envs.empty() && v.mounts.empty() && v.devices.empty() &&
+                     v.annotations.empty() && v.cdi_devices.empty();
+  *out +=
+      fmt::format("{}AllocResp: {} bytes{}\n", indent, v.size, empty ? " (empty response)" : "");
+  for (const auto& [k, val] : v.envs)
+    *out += fmt::format("{}  env        {}={}\n", indent, Printable(k), Printable(val));
   for (const auto& m : v.mounts) {
-    *out += fmt::format("{}  mount      {} <- {}{}\n", indent, Printable(m.container_path), Printable(m.host_path),
-                        m.read_only ? " (ro)" : "");
+    *out += fmt::format("{}  mount      {} <- {}{}\n", indent, Printable(m.container_path),
+                        Printable(m.host_path), m.read_only ? " (ro)" : "");
   }
   for (const auto& d : v.devices) {
     *out += fmt::format("{}  device     {} <- {} ({})\n", indent, Printable(d.container_path),
-                        Printable(d.host_path), d.permissions.empty() ? "no permissions" : Printable(d.permissions));
+                        Printable(d.host_path),
+                        d.permissions.empty() ? "no permissions" : Printable(d.permissions));
   }
   for (const auto& [k, val] : v.annotations) {
     *out += fmt::format("{}  annotation {}={}\n", indent, Printable(k), Printable(val));
   }
-  for (const auto& c : v.cdi_devices) *out += fmt::format("{}  cdi        {}\n", indent, Printable(c));
+  for (const auto& c : v.cdi_devices)
+    *out += fmt::format("{}  cdi        {}\n", indent, Printable(c));
 }
 
 std::string ListText(const checkpoint::DeviceList& l) {
@@ -69,11 +76,13 @@ std::string ListText(const checkpoint::DeviceList& l) {
 std::string DevicesText(const PodDevicesEntry& e, FormatVersion f) {
   if (!e.device_ids) return "DeviceIDs null";
   if (e.device_ids->empty()) return "DeviceIDs {}";
-  if (f == FormatVersion::kV1) return "devices (V1: NUMA not recorded): " + ListText(e.device_ids->begin()->second);
+  if (f == FormatVersion::kV1)
+    return "devices (V1: NUMA not recorded): " + ListText(e.device_ids->begin()->second);
   std::string out;
   for (const auto& [node, ids] : *e.device_ids) {
     if (!out.empty()) out += "; ";
-    out += node == -1 ? fmt::format("no NUMA (-1): {}", ListText(ids)) : fmt::format("NUMA {}: {}", node, ListText(ids));
+    out += node == -1 ? fmt::format("no NUMA (-1): {}", ListText(ids))
+                      : fmt::format("NUMA {}: {}", node, ListText(ids));
   }
   return out;
 }
@@ -97,11 +106,15 @@ nlohmann::ordered_json AllocRespJson(const std::optional<std::string>& bytes) {
   for (const auto& [k, val] : v.annotations) annotations[k] = val;
   nlohmann::ordered_json mounts = nlohmann::ordered_json::array();
   for (const auto& m : v.mounts) {
-    mounts.push_back({{"containerPath", m.container_path}, {"hostPath", m.host_path}, {"readOnly", m.read_only}});
+    mounts.push_back({{"containerPath", m.container_path},
+                      {"hostPath", m.host_path},
+                      {"readOnly", m.read_only}});
   }
   nlohmann::ordered_json devices = nlohmann::ordered_json::array();
   for (const auto& d : v.devices) {
-    devices.push_back({{"containerPath", d.container_path}, {"hostPath", d.host_path}, {"permissions", d.permissions}});
+    devices.push_back({{"containerPath", d.container_path},
+                       {"hostPath", d.host_path},
+                       {"permissions", d.permissions}});
   }
   j["envs"] = envs;
   j["mounts"] = mounts;
@@ -117,7 +130,8 @@ bool YamlPlainKey(const std::string& k) {
     if (!(std::isalnum(c) || c == '_' || c == '-' || c == '.' || c == '/')) return false;
   }
   // Keys YAML would read as something other than a string.
-  static const char* kReserved[] = {"null", "true", "false", "yes", "no", "on", "off", "y", "n", "~"};
+  static const char* kReserved[] = {"null", "true", "false", "yes", "no",
+                                    "on",   "off",  "y",     "n",   "~"};
   for (const char* r : kReserved) {
     if (strcasecmp(k.c_str(), r) == 0) return false;
   }
@@ -147,7 +161,8 @@ std::string YamlScalar(const nlohmann::ordered_json& j) {
       len = 4;
       r = 0x10000;
     }
-    if (r == 0x7F || (r >= 0x80 && r <= 0x9F) || r == 0x2028 || r == 0x2029 || r == 0xFFFE || r == 0xFFFF) {
+    if (r == 0x7F || (r >= 0x80 && r <= 0x9F) || r == 0x2028 || r == 0x2029 || r == 0xFFFE ||
+        r == 0xFFFF) {
       out += fmt::format("\\u{:04x}", r);
     } else {
       out.append(json, i, len);
@@ -177,7 +192,9 @@ void EmitYaml(const nlohmann::ordered_json& j, int indent, std::string* out) {
         *out += "\n";
         EmitYaml(v, v.is_array() ? indent : indent + 2, out);
       } else {
-        *out += " " + (IsEmptyContainer(v) ? std::string(v.is_object() ? "{}" : "[]") : YamlScalar(v)) + "\n";
+        *out += " " +
+                (IsEmptyContainer(v) ? std::string(v.is_object() ? "{}" : "[]") : YamlScalar(v)) +
+                "\n";
       }
     }
   } else if (j.is_array()) {
@@ -192,7 +209,9 @@ void EmitYaml(const nlohmann::ordered_json& j, int indent, std::string* out) {
         *out += pad + "-\n";
         EmitYaml(v, indent + 2, out);
       } else {
-        *out += pad + "- " + (IsEmptyContainer(v) ? std::string(v.is_object() ? "{}" : "[]") : YamlScalar(v)) + "\n";
+        *out += pad + "- " +
+                (IsEmptyContainer(v) ? std::string(v.is_object() ? "{}" : "[]") : YamlScalar(v)) +
+                "\n";
       }
     }
   } else {
@@ -207,9 +226,10 @@ std::string InspectTable(const std::string& file, const checkpoint::VerifyResult
   const CheckpointData data = checkpoint::DataAsV2(cp);
   std::string out;
   out += fmt::format("file:      {}\n", file);
-  out += fmt::format("format:    {}\n", cp.format == FormatVersion::kV1
-                                           ? "v1 (kubelet <= 1.19; flat DeviceIDs; read by 1.20-1.30 only)"
-                                           : "v2 (kubelet 1.20+; DeviceIDs per NUMA node)");
+  out += fmt::format("format:    {}\n",
+                     cp.format == FormatVersion::kV1
+                         ? "v1 (kubelet <= 1.19; flat DeviceIDs; read by 1.20-1.30 only)"
+                         : "v2 (kubelet 1.20+; DeviceIDs per NUMA node)");
   out += fmt::format("checksum:  {}\n", ChecksumLine(r));
   if (cp.boot_id) out += fmt::format("boot ID:   {}\n", Printable(*cp.boot_id));
 
@@ -221,7 +241,8 @@ std::string InspectTable(const std::string& file, const checkpoint::VerifyResult
     for (const PodDevicesEntry& e : *data.pod_device_entries) {
       if (!containers.count(e.pod_uid)) pods.push_back(e.pod_uid);
       auto& cs = containers[e.pod_uid];
-      if (std::find(cs.begin(), cs.end(), e.container_name) == cs.end()) cs.push_back(e.container_name);
+      if (std::find(cs.begin(), cs.end(), e.container_name) == cs.end())
+        cs.push_back(e.container_name);
       entries[{e.pod_uid, e.container_name}].push_back(&e);
     }
   }
@@ -272,14 +293,18 @@ nlohmann::ordered_json InspectJson(const std::string& file, const checkpoint::Ve
   if (data.pod_device_entries) {
     entries = nlohmann::ordered_json::array();
     for (const PodDevicesEntry& e : *data.pod_device_entries) {
-      nlohmann::ordered_json je = {{"podUID", e.pod_uid}, {"containerName", e.container_name}, {"resourceName", e.resource_name}};
+      nlohmann::ordered_json je = {{"podUID", e.pod_uid},
+                                   {"containerName", e.container_name},
+                                   {"resourceName", e.resource_name}};
       if (!e.device_ids) {
         je["deviceIDs"] = nullptr;
       } else if (cp.format == FormatVersion::kV1) {
-        je["deviceIDs"] = e.device_ids->empty() ? nlohmann::ordered_json(nullptr) : ListJson(e.device_ids->begin()->second);
+        je["deviceIDs"] = e.device_ids->empty() ? nlohmann::ordered_json(nullptr)
+                                                : ListJson(e.device_ids->begin()->second);
       } else {
         nlohmann::ordered_json per_numa = nlohmann::ordered_json::object();
-        for (const auto& [node, ids] : *e.device_ids) per_numa[std::to_string(node)] = ListJson(ids);
+        for (const auto& [node, ids] : *e.device_ids)
+          per_numa[std::to_string(node)] = ListJson(ids);
         je["deviceIDs"] = per_numa;
       }
       je["allocResp"] = AllocRespJson(e.alloc_resp);

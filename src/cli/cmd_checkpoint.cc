@@ -47,7 +47,8 @@ absl::StatusOr<std::string> ReadInput(const std::string& path) {
     if (fd < 0) {
       const int err = errno;
       if (err == ENOENT) return absl::NotFoundError(fmt::format("{}: no such file", name));
-      return absl::FailedPreconditionError(fmt::format("{}: cannot open: {}", name, std::strerror(err)));
+      return absl::FailedPreconditionError(
+          fmt::format("{}: cannot open: {}", name, std::strerror(err)));
     }
   }
   struct stat st;
@@ -55,13 +56,15 @@ absl::StatusOr<std::string> ReadInput(const std::string& path) {
   if (::fstat(fd, &st) == 0) {
     if (S_ISDIR(st.st_mode)) {
       if (fd != 0) ::close(fd);
-      return absl::FailedPreconditionError(
-          fmt::format("{}: is a directory (the checkpoint is the file kubelet_internal_checkpoint inside it)", name));
+      return absl::FailedPreconditionError(fmt::format(
+          "{}: is a directory (the checkpoint is the file kubelet_internal_checkpoint inside it)",
+          name));
     }
     if (S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) > kMaxInputBytes) {
       if (fd != 0) ::close(fd);
-      return absl::FailedPreconditionError(fmt::format(
-          "{}: too large ({} bytes; limit {} bytes): not a kubelet checkpoint", name, st.st_size, kMaxInputBytes));
+      return absl::FailedPreconditionError(
+          fmt::format("{}: too large ({} bytes; limit {} bytes): not a kubelet checkpoint", name,
+                      st.st_size, kMaxInputBytes));
     }
     if (S_ISREG(st.st_mode)) out.reserve(static_cast<size_t>(st.st_size));
   }
@@ -72,14 +75,15 @@ absl::StatusOr<std::string> ReadInput(const std::string& path) {
       if (errno == EINTR) continue;
       const int err = errno;
       if (fd != 0) ::close(fd);
-      return absl::FailedPreconditionError(fmt::format("{}: read error: {}", name, std::strerror(err)));
+      return absl::FailedPreconditionError(
+          fmt::format("{}: read error: {}", name, std::strerror(err)));
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
     if (out.size() > kMaxInputBytes) {
       if (fd != 0) ::close(fd);
-      return absl::FailedPreconditionError(
-          fmt::format("{}: too large (over {} bytes): not a kubelet checkpoint", name, kMaxInputBytes));
+      return absl::FailedPreconditionError(fmt::format(
+          "{}: too large (over {} bytes): not a kubelet checkpoint", name, kMaxInputBytes));
     }
   }
   if (fd != 0) ::close(fd);
@@ -96,9 +100,11 @@ std::optional<VerifyResult> Load(const std::string& cmd, const std::string& path
     return std::nullopt;
   }
   if (bytes->empty()) {
-    Err(cmd, fmt::format("{}: empty file, not a checkpoint (a kubelet reading it fails with \"unexpected end of "
-                         "JSON input\" and starts with no devices allocated)",
-                         DisplayName(path)));
+    Err(cmd,
+        fmt::format(
+            "{}: empty file, not a checkpoint (a kubelet reading it fails with \"unexpected end of "
+            "JSON input\" and starts with no devices allocated)",
+            DisplayName(path)));
     *code = kExitUsage;
     return std::nullopt;
   }
@@ -114,13 +120,15 @@ std::optional<VerifyResult> Load(const std::string& cmd, const std::string& path
 // Writes to stdout ("-" or empty path) or atomically to a file.
 absl::Status WriteOutput(const std::string& path, const std::string& bytes) {
   if (path.empty() || path == "-") {
-    if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0) {
+    if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() ||
+        std::fflush(stdout) != 0) {
       return absl::InternalError("writing to stdout failed");
     }
     return absl::OkStatus();
   }
   const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const std::string dir =
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -198,9 +206,11 @@ int RunDiff(const DiffOptions& o) {
   if (!b) return code;
   std::vector<std::string> lines;
   if (a->valid != b->valid) {
-    lines.push_back(fmt::format("~ checksum: {} -> {}", a->valid ? "valid" : "CORRUPT", b->valid ? "valid" : "CORRUPT"));
+    lines.push_back(fmt::format("~ checksum: {} -> {}", a->valid ? "valid" : "CORRUPT",
+                                b->valid ? "valid" : "CORRUPT"));
   }
-  for (std::string& l : checkpoint::Diff(a->checkpoint, b->checkpoint)) lines.push_back(std::move(l));
+  for (std::string& l : checkpoint::Diff(a->checkpoint, b->checkpoint))
+    lines.push_back(std::move(l));
   for (const std::string& l : lines) std::cout << l << "\n";
   std::cout.flush();
   return lines.empty() ? kExitOk : kExitFailed;
@@ -233,32 +243,41 @@ int RunRepair(const RepairOptions& o) {
   }
   const std::string name = DisplayName(o.file);
   if (original->empty()) {
-    Err("repair", fmt::format("{}: empty file; refusing to repair (there is nothing to recover: delete it and "
-                              "the kubelet starts with no devices allocated)", name));
+    Err("repair",
+        fmt::format(
+            "{}: empty file; refusing to repair (there is nothing to recover: delete it and "
+            "the kubelet starts with no devices allocated)",
+            name));
     return kExitUsage;
   }
   VerifyResult r = checkpoint::Verify(*original);
   if (!r.parsed) {
-    Err("repair", fmt::format("{}: not a readable checkpoint: {}; refusing to repair (fix the JSON by hand first)",
-                              name, r.error));
+    Err("repair",
+        fmt::format(
+            "{}: not a readable checkpoint: {}; refusing to repair (fix the JSON by hand first)",
+            name, r.error));
     return kExitUsage;
   }
   Checkpoint cp = std::move(r.checkpoint);
   const std::vector<size_t> dropped = checkpoint::DropPods(&cp, o.drop_pods);
   for (size_t i = 0; i < o.drop_pods.size(); ++i) {
     if (dropped[i] == 0) {
-      std::cerr << fmt::format("warning: no entry of pod {} in {}\n", checkpoint::Printable(o.drop_pods[i]), name);
+      std::cerr << fmt::format("warning: no entry of pod {} in {}\n",
+                               checkpoint::Printable(o.drop_pods[i]), name);
     } else {
-      std::cerr << fmt::format("dropped {} entr{} of pod {}\n", dropped[i], dropped[i] == 1 ? "y" : "ies",
+      std::cerr << fmt::format("dropped {} entr{} of pod {}\n", dropped[i],
+                               dropped[i] == 1 ? "y" : "ies",
                                checkpoint::Printable(o.drop_pods[i]));
     }
   }
   checkpoint::Rechecksum(&cp);
   const std::string bytes = checkpoint::Encode(cp);
   if (r.valid && cp.checksum == r.stored) {
-    std::cerr << fmt::format("{}: checksum {} was already valid ({})\n", name, cp.checksum, FormatName(cp.format));
+    std::cerr << fmt::format("{}: checksum {} was already valid ({})\n", name, cp.checksum,
+                             FormatName(cp.format));
   } else {
-    std::cerr << fmt::format("{}: checksum {} -> {} ({})\n", name, r.stored, cp.checksum, FormatName(cp.format));
+    std::cerr << fmt::format("{}: checksum {} -> {} ({})\n", name, r.stored, cp.checksum,
+                             FormatName(cp.format));
   }
   std::string out = o.output;
   if (o.in_place) {
@@ -294,26 +313,32 @@ int RunConvert(const ConvertOptions& o) {
   if (!r) return code;
   const std::string name = DisplayName(o.file);
   if (!r->valid && !o.force) {
-    Err("convert", fmt::format("{}: checksum mismatch (stored {}, computed {}); converting would hide the "
-                               "corruption: run `devmgr checkpoint repair` first, or pass --force",
-                               name, r->stored, r->computed));
+    Err("convert",
+        fmt::format("{}: checksum mismatch (stored {}, computed {}); converting would hide the "
+                    "corruption: run `devmgr checkpoint repair` first, or pass --force",
+                    name, r->stored, r->computed));
     return kExitFailed;
   }
   const Checkpoint& in = r->checkpoint;
   Checkpoint out;
   if (o.to == "v2") {
-    out = in.format == FormatVersion::kV2 ? checkpoint::MakeV2(in.data) : checkpoint::ConvertV1ToV2(in);
+    out = in.format == FormatVersion::kV2 ? checkpoint::MakeV2(in.data)
+                                          : checkpoint::ConvertV1ToV2(in);
     if (in.format == FormatVersion::kV2) out.boot_id = in.boot_id;
-    if (in.format == FormatVersion::kV1) std::cerr << "note: V1 records no NUMA node; every device is put on NUMA node 0, as kubelet 1.30 does\n";
+    if (in.format == FormatVersion::kV1)
+      std::cerr << "note: V1 records no NUMA node; every device is put on NUMA node 0, as kubelet "
+                   "1.30 does\n";
   } else {
     out = in.format == FormatVersion::kV1 ? in : checkpoint::ConvertV2ToV1(in);
     checkpoint::Rechecksum(&out);
     if (in.format == FormatVersion::kV2) {
-      std::cerr << "note: V1 has no NUMA nodes (device lists are concatenated) and no BootID; only kubelets "
+      std::cerr << "note: V1 has no NUMA nodes (device lists are concatenated) and no BootID; only "
+                   "kubelets "
                    "<= 1.19 write it and only <= 1.30 read it\n";
     }
   }
-  if (in.format == out.format) std::cerr << fmt::format("note: {} is already {}; re-encoded\n", name, o.to);
+  if (in.format == out.format)
+    std::cerr << fmt::format("note: {} is already {}; re-encoded\n", name, o.to);
   absl::Status s = WriteOutput(o.output, checkpoint::Encode(out));
   if (!s.ok()) {
     Err("convert", std::string(s.message()));
@@ -323,7 +348,8 @@ int RunConvert(const ConvertOptions& o) {
 }
 
 constexpr char kExitCodesFooter[] =
-    "\nExit codes: 0 ok; 1 a file is corrupt (or, for diff, the files differ); 2 usage error, unreadable "
+    "\nExit codes: 0 ok; 1 a file is corrupt (or, for diff, the files differ); 2 usage error, "
+    "unreadable "
     "or unparseable input, I/O error.\nEvery FILE may be '-' for stdin.";
 
 }  // namespace
@@ -337,12 +363,15 @@ void AddCheckpointCommand(CLI::App& app, int* exit_code) {
   cp->footer(kExitCodesFooter);
 
   auto inspect = std::make_shared<InspectOptions>();
-  CLI::App* ins = cp->add_subcommand(
-      "inspect",
-      "Show what a checkpoint says: format (v1/v2), BootID, checksum state, every pod/container/resource "
-      "with its devices per NUMA node and its decoded AllocResp (envs, mounts, device specs, annotations, "
-      "CDI devices), the registered devices, and warnings (a device held by two pods; an allocated device "
-      "missing from RegisteredDevices). Works on corrupt files too.");
+  CLI::App* ins =
+      cp->add_subcommand("inspect",
+                         "Show what a checkpoint says: format (v1/v2), BootID, checksum state, "
+                         "every pod/container/resource "
+                         "with its devices per NUMA node and its decoded AllocResp (envs, mounts, "
+                         "device specs, annotations, "
+                         "CDI devices), the registered devices, and warnings (a device held by two "
+                         "pods; an allocated device "
+                         "missing from RegisteredDevices). Works on corrupt files too.");
   ins->add_option("FILE", inspect->file, "checkpoint file, or - for stdin")->required();
   ins->add_option("-o,--output", inspect->output, "output format: table (default), json or yaml")
       ->check(CLI::IsMember({"table", "json", "yaml"}));
@@ -352,22 +381,27 @@ void AddCheckpointCommand(CLI::App& app, int* exit_code) {
   auto verify = std::make_shared<std::vector<std::string>>();
   CLI::App* ver = cp->add_subcommand(
       "verify",
-      "Check each file's checksum exactly as the kubelet does (FNV-1a over the go-spew text; V2, with V1 "
+      "Check each file's checksum exactly as the kubelet does (FNV-1a over the go-spew text; V2, "
+      "with V1 "
       "as the fallback of 1.20-1.30 kubelets). One line per file: 'FILE: OK <format> checksum N', "
-      "'FILE: CORRUPT <format> checksum mismatch: stored N, computed M', 'FILE: CORRUPT v2 parse error: "
-      "<Go's JSON error> (offset N)' or 'FILE: ERROR <why>'. Exit 0 when all are OK, 1 when any is corrupt, "
+      "'FILE: CORRUPT <format> checksum mismatch: stored N, computed M', 'FILE: CORRUPT v2 parse "
+      "error: "
+      "<Go's JSON error> (offset N)' or 'FILE: ERROR <why>'. Exit 0 when all are OK, 1 when any is "
+      "corrupt, "
       "2 when a file cannot be read.");
   ver->add_option("FILE", *verify, "checkpoint files, or - for stdin")->required();
   ver->footer(kExitCodesFooter);
   ver->callback([verify, exit_code] { *exit_code = RunVerify(*verify); });
 
   auto diff = std::make_shared<DiffOptions>();
-  CLI::App* dif = cp->add_subcommand(
-      "diff",
-      "Semantic difference between two checkpoints: entries added/removed (+/-), devices added, removed "
-      "or moved between NUMA nodes, AllocResp changes, registered devices changed, entry order, format, "
-      "BootID and checksum validity. Entries match by (pod, container, resource). Exit 0 when equal, 1 "
-      "when they differ.");
+  CLI::App* dif = cp->add_subcommand("diff",
+                                     "Semantic difference between two checkpoints: entries "
+                                     "added/removed (+/-), devices added, removed "
+                                     "or moved between NUMA nodes, AllocResp changes, registered "
+                                     "devices changed, entry order, format, "
+                                     "BootID and checksum validity. Entries match by (pod, "
+                                     "container, resource). Exit 0 when equal, 1 "
+                                     "when they differ.");
   dif->add_option("A", diff->a, "old checkpoint (or -)")->required();
   dif->add_option("B", diff->b, "new checkpoint (or -)")->required();
   dif->footer(kExitCodesFooter);
@@ -378,28 +412,37 @@ void AddCheckpointCommand(CLI::App& app, int* exit_code) {
       "repair",
       "Recompute the checksum of a checkpoint (after a human edit, or to accept a corrupt one), "
       "optionally dropping every entry of given pods first (--drop-pod, repeatable): the surgical "
-      "alternative to deleting the file. The file is re-encoded exactly as the kubelet writes it. Writes "
+      "alternative to deleting the file. The file is re-encoded exactly as the kubelet writes it. "
+      "Writes "
       "to stdout, to -o OUT, or over FILE with --in-place (the original is kept as FILE.bak, or "
-      "FILE.bak.N if that exists). Refuses input that is not parseable JSON of the checkpoint shape. "
+      "FILE.bak.N if that exists). Refuses input that is not parseable JSON of the checkpoint "
+      "shape. "
       "Stop the kubelet before repairing its live checkpoint.");
   rep->add_option("FILE", repair->file, "checkpoint file, or - for stdin")->required();
-  CLI::Option* out_opt = rep->add_option("-o,--output", repair->output, "write the repaired file here");
-  CLI::Option* in_place = rep->add_flag("--in-place", repair->in_place, "rewrite FILE (after a backup)");
+  CLI::Option* out_opt =
+      rep->add_option("-o,--output", repair->output, "write the repaired file here");
+  CLI::Option* in_place =
+      rep->add_flag("--in-place", repair->in_place, "rewrite FILE (after a backup)");
   out_opt->excludes(in_place);
-  rep->add_option("--drop-pod", repair->drop_pods, "remove the entries of this pod UID (repeatable)")
+  rep->add_option("--drop-pod", repair->drop_pods,
+                  "remove the entries of this pod UID (repeatable)")
       ->take_last()
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   rep->footer(kExitCodesFooter);
   rep->callback([repair, exit_code] { *exit_code = RunRepair(*repair); });
 
   auto convert = std::make_shared<ConvertOptions>();
-  CLI::App* con = cp->add_subcommand(
-      "convert",
-      "Convert between the V2 format (kubelet 1.20+) and the V1 format (kubelet <= 1.19). V1 -> V2 puts "
-      "every device on NUMA node 0, as kubelet 1.30's migration does; V2 -> V1 concatenates the per-NUMA "
-      "lists. The checksum is recomputed for the target format. Refuses a corrupt input unless --force.");
+  CLI::App* con = cp->add_subcommand("convert",
+                                     "Convert between the V2 format (kubelet 1.20+) and the V1 "
+                                     "format (kubelet <= 1.19). V1 -> V2 puts "
+                                     "every device on NUMA node 0, as kubelet 1.30's migration "
+                                     "does; V2 -> V1 concatenates the per-NUMA "
+                                     "lists. The checksum is recomputed for the target format. "
+                                     "Refuses a corrupt input unless --force.");
   con->add_option("FILE", convert->file, "checkpoint file, or - for stdin")->required();
-  con->add_option("--to", convert->to, "target format: v2 or v1")->required()->check(CLI::IsMember({"v2", "v1"}));
+  con->add_option("--to", convert->to, "target format: v2 or v1")
+      ->required()
+      ->check(CLI::IsMember({"v2", "v1"}));
   con->add_option("-o,--output", convert->output, "write here instead of stdout");
   con->add_flag("--force", convert->force, "convert even when the input checksum is wrong");
   con->footer(kExitCodesFooter);

@@ -29,9 +29,12 @@ struct DoctorOptions {
 int ExitCodeFor(doctor::State s) {
   switch (s) {
     case doctor::State::kOk:
-    case doctor::State::kAbsent: return kExitOk;
-    case doctor::State::kCorrupt: return kExitFailed;
-    case doctor::State::kUnreadable: return kExitUsage;
+    case doctor::State::kAbsent:
+      return kExitOk;
+    case doctor::State::kCorrupt:
+      return kExitFailed;
+    case doctor::State::kUnreadable:
+      return kExitUsage;
   }
   return kExitUsage;
 }
@@ -67,7 +70,8 @@ int RunDoctor(const DoctorOptions& o) {
     http->SetReadiness([&d](std::string* why) { return d.Ready(why); });
     absl::StatusOr<std::string> bound = http->Start(o.metrics_address);
     if (!bound.ok()) {
-      std::cerr << "devmgr checkpoint doctor: --metrics-address: " << bound.status().message() << "\n";
+      std::cerr << "devmgr checkpoint doctor: --metrics-address: " << bound.status().message()
+                << "\n";
       return kExitEnvironment;
     }
     DM_INFO("Serving checkpoint verdicts", {"address", *bound},
@@ -92,28 +96,35 @@ int RunDoctor(const DoctorOptions& o) {
 
 void AddCheckpointDoctorCommand(CLI::App& checkpoint, int* exit_code) {
   auto o = std::make_shared<DoctorOptions>();
-  CLI::App* doc = checkpoint.add_subcommand(
-      "doctor",
-      "Watch a node's checkpoint without ever writing it: verify FILE every --interval seconds as the "
-      "kubelet would, log one line per verification (state ok, absent, corrupt or unreadable), and, with "
-      "--metrics-address, serve /metrics (devmgr_checkpoint_state, devmgr_checkpoint_verifications_total, "
-      "...), /readyz (200 while ok or absent, 503 while corrupt or unreadable) and /healthz. The file is "
-      "only ever opened read-only, so the directory can be mounted read-only. --once verifies one time "
-      "and exits 0 ok/absent, 1 corrupt, 2 unreadable.");
+  CLI::App* doc =
+      checkpoint.add_subcommand("doctor",
+                                "Watch a node's checkpoint without ever writing it: verify FILE "
+                                "every --interval seconds as the "
+                                "kubelet would, log one line per verification (state ok, absent, "
+                                "corrupt or unreadable), and, with "
+                                "--metrics-address, serve /metrics (devmgr_checkpoint_state, "
+                                "devmgr_checkpoint_verifications_total, "
+                                "...), /readyz (200 while ok or absent, 503 while corrupt or "
+                                "unreadable) and /healthz. The file is "
+                                "only ever opened read-only, so the directory can be mounted "
+                                "read-only. --once verifies one time "
+                                "and exits 0 ok/absent, 1 corrupt, 2 unreadable.");
   doc->add_option("FILE", o->file, "the checkpoint to watch")->capture_default_str();
   doc->add_option("--interval", o->interval_seconds, "seconds between verifications")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
   doc->add_flag("--once", o->once, "verify once, print the verdict and exit with its code");
-  doc->add_option("--metrics-address", o->metrics_address,
-                  "HOST:PORT to serve /metrics, /readyz and /healthz on (e.g. 0.0.0.0:10266 in a pod); "
-                  "off when empty");
+  doc->add_option(
+      "--metrics-address", o->metrics_address,
+      "HOST:PORT to serve /metrics, /readyz and /healthz on (e.g. 0.0.0.0:10266 in a pod); "
+      "off when empty");
   doc->add_option("-v,--v", o->verbosity, "Log verbosity (klog -v)")->capture_default_str();
   doc->add_option("--logging-format", o->logging_format, "text (klog) or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
   doc->footer(
-      "\nExit codes: with --once, 0 ok or absent, 1 corrupt, 2 unreadable. Otherwise 0 when stopped "
+      "\nExit codes: with --once, 0 ok or absent, 1 corrupt, 2 unreadable. Otherwise 0 when "
+      "stopped "
       "by SIGTERM or SIGINT, 3 when --metrics-address cannot be served.");
   doc->callback([o, exit_code] { *exit_code = RunDoctor(*o); });
 }

@@ -15,10 +15,10 @@
 #include "common/logging.h"
 #include "common/profile.h"
 #include "common/version_matrix.h"
-#include "conformance/version_matrix.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
 #include "conformance/target.h"
+#include "conformance/version_matrix.h"
 #include "fmt/format.h"
 #include "metrics/kubelet_metrics.h"
 #include "node/plugin_process.h"
@@ -169,10 +169,12 @@ int RunConformanceOnce(const ConformanceOptions& o, std::vector<conformance::Run
   auto progress = [&](const conformance::CheckResult& r) {
     ++checks_done;
     if (o.quiet) return;
-    std::cerr << fmt::format("[{}] {} {}\n", conformance::StatusName(r.outcome.status), r.id,
-                             r.outcome.status == conformance::Status::kPass ? "" : r.outcome.message);
+    std::cerr << fmt::format(
+        "[{}] {} {}\n", conformance::StatusName(r.outcome.status), r.id,
+        r.outcome.status == conformance::Status::kPass ? "" : r.outcome.message);
   };
-  absl::StatusOr<conformance::RunReport> report = conformance::RunConformance(*target, ro, progress);
+  absl::StatusOr<conformance::RunReport> report =
+      conformance::RunConformance(*target, ro, progress);
   if (!report.ok()) {
     std::cerr << "devmgr conformance: " << report.status().message() << "\n";
     if (report.status().code() == absl::StatusCode::kInvalidArgument) return kExitUsage;
@@ -276,7 +278,8 @@ void AddConformanceCommand(CLI::App& app, int* exit_code) {
                   "the plugin, failed ones included, with its duration "
                   "(kubelet_device_plugin_alloc_duration_seconds). Written also when checks "
                   "fail, and after an environment error if a check ran; a write error exits 3");
-  cmd->add_option("--focus", o->focus, "Run only checks whose 'ID title [tags]' matches this regex");
+  cmd->add_option("--focus", o->focus,
+                  "Run only checks whose 'ID title [tags]' matches this regex");
   cmd->add_option("--skip", o->skip, "Skip checks whose 'ID title [tags]' matches this regex");
   cmd->add_option("--kubelet-version", o->kubelet_version,
                   "Kubelet behaviour profile: 1.30 ... 1.37; a list or range (1.33,1.37 / "

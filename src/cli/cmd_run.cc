@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "common/logging.h"
 #include "common/profile.h"
+#include "common/version_matrix.h"
 #include "manager/resource_health.h"
 #include "metrics/http_server.h"
 #include "node/status_file.h"
@@ -30,7 +31,6 @@
 #include "scenario/runner.h"
 #include "scenario/scenario_parser.h"
 #include "scenario/version_matrix.h"
-#include "common/version_matrix.h"
 
 namespace devmgr::cli {
 namespace {
@@ -103,8 +103,9 @@ int RunScenarios(const RunOptions& o) {
     std::cerr << "devmgr run: --kubelet-version: " << versions.status().message() << "\n";
     return kExitUsage;
   }
-  const bool matrix = versions->size() > 1 || o.kubelet_version.find_first_of(",-") !=
-                                                  std::string::npos || o.kubelet_version == "all";
+  const bool matrix = versions->size() > 1 ||
+                      o.kubelet_version.find_first_of(",-") != std::string::npos ||
+                      o.kubelet_version == "all";
   absl::StatusOr<Profile> def = ProfileForVersion(matrix ? versions->front() : o.kubelet_version);
   if (!def.ok()) {
     std::cerr << "devmgr run: --kubelet-version: " << def.status().message() << "\n";
@@ -255,8 +256,7 @@ int RunScenarios(const RunOptions& o) {
   watcher.join();
 
   std::cout << "\n=== " << scenario::Summary(results) << " ("
-            << absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(10)))
-            << ")\n";
+            << absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(10))) << ")\n";
   for (const auto& r : results) {
     if (r.outcome == scenario::Outcome::kFailed || r.outcome == scenario::Outcome::kError) {
       std::cout << "    " << (r.outcome == scenario::Outcome::kError ? "ERROR " : "FAIL  ")
@@ -282,7 +282,8 @@ int RunScenarios(const RunOptions& o) {
   }
   if (http) http->Stop();
   if (!o.metrics_file.empty()) {
-    if (absl::Status s = node::WriteFileAtomically(o.metrics_file, run_metrics->Render()); !s.ok()) {
+    if (absl::Status s = node::WriteFileAtomically(o.metrics_file, run_metrics->Render());
+        !s.ok()) {
       std::cerr << "devmgr run: --metrics-file: " << s.message() << "\n";
       code = kExitEnvironment;
     }

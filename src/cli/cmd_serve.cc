@@ -77,22 +77,24 @@ std::optional<Failure> PrepareDir(const ServeOptions& o, std::string* dir) {
   if (dir->empty()) {
     char tmpl[] = "/tmp/devmgr-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) {
-      return Failure{kExitEnvironment, fmt::format("cannot create a temporary directory: {}",
-                                                   std::strerror(errno))};
+      return Failure{kExitEnvironment,
+                     fmt::format("cannot create a temporary directory: {}", std::strerror(errno))};
     }
     *dir = tmpl;
   }
   *dir = Absolute(*dir);
   const std::string kubelet_sock = *dir + "/kubelet.sock";
   if (kubelet_sock.size() >= 108) {
-    return Failure{kExitUsage, kubelet_sock + " is too long for a unix socket path (107 bytes "
-                                              "at most); use a shorter --dir"};
+    return Failure{kExitUsage, kubelet_sock +
+                                   " is too long for a unix socket path (107 bytes "
+                                   "at most); use a shorter --dir"};
   }
   if (!o.force && node::SocketAnswers(kubelet_sock)) {
     return Failure{kExitEnvironment,
-                   kubelet_sock + " answers: a kubelet (or another devmgr) is serving this "
-                                  "directory. Starting would delete its plugins' sockets. Use "
-                                  "another --dir, or --force."};
+                   kubelet_sock +
+                       " answers: a kubelet (or another devmgr) is serving this "
+                       "directory. Starting would delete its plugins' sockets. Use "
+                       "another --dir, or --force."};
   }
   if (o.private_mount && !o.plugins.empty()) {
     if (absl::Status s = node::CheckPrivateMountSupported(); !s.ok()) {
@@ -135,8 +137,8 @@ absl::Status StartPlugins(const ServeOptions& o, const node::NodeOptions& no,
 
 // Static pods: a manifest appearing is admitted, one disappearing deleted.
 absl::StatusOr<std::unique_ptr<pod::StaticPodDir>> StartStaticPods(const ServeOptions& o,
-                                                                    node::PodManager* pods,
-                                                                    node::StatusLoop* status) {
+                                                                   node::PodManager* pods,
+                                                                   node::StatusLoop* status) {
   if (o.pod_manifest_path.empty()) return nullptr;
   pod::StaticPodDirOptions spo;
   spo.path = Absolute(o.pod_manifest_path);
@@ -156,8 +158,8 @@ void WaitForSignal(const ServeOptions& o, const sigset_t& sigs) {
   timespec limit{};
   limit.tv_sec = static_cast<time_t>(o.exit_after_seconds);
   limit.tv_nsec = static_cast<long>((o.exit_after_seconds - limit.tv_sec) * 1e9);
-  const int sig = o.exit_after_seconds > 0 ? sigtimedwait(&sigs, nullptr, &limit)
-                                           : sigwaitinfo(&sigs, nullptr);
+  const int sig =
+      o.exit_after_seconds > 0 ? sigtimedwait(&sigs, nullptr, &limit) : sigwaitinfo(&sigs, nullptr);
   if (sig > 0) DM_INFO("Received signal; shutting down", {"signal", strsignal(sig)});
 }
 
@@ -208,8 +210,7 @@ int RunServe(const ServeOptions& o) {
                  std::string(s.message())});
   }
   node::Supervisor sup;
-  node::StatusLoop status(&n, &sup, &pods,
-                          {absl::Seconds(o.node_status_seconds), o.status_file});
+  node::StatusLoop status(&n, &sup, &pods, {absl::Seconds(o.node_status_seconds), o.status_file});
   n.manager().SetChangeCallback([&status] { status.MarkDirty(); });
   n.pod_status().SetChangeCallback([&status] { status.MarkDirty(); });
   sup.SetChangeCallback([&status] { status.MarkDirty(); });
@@ -265,8 +266,7 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "Receive limit for plugin streams in bytes (the kubelet's is gRPC's default)")
       ->capture_default_str()
       ->check(CLI::Range(1024, INT_MAX));
-  sub->add_option("--fsync", opts->fsync,
-                  "fsync checkpoint writes (false: faster, for CI)")
+  sub->add_option("--fsync", opts->fsync, "fsync checkpoint writes (false: faster, for CI)")
       ->capture_default_str();
   sub->add_option("-v,--v", opts->verbosity, "Log verbosity (klog -v)")->capture_default_str();
   sub->add_option("--logging-format", opts->logging_format, "text (klog) or json")

@@ -9,8 +9,8 @@ namespace devmgr::cli {
 
 // Fixed, documented exit codes (README "Exit codes").
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailed = 1;      // a check/scenario failed, a file is corrupt
-inline constexpr int kExitUsage = 2;       // bad flags, bad input files
+inline constexpr int kExitFailed = 1;       // a check/scenario failed, a file is corrupt
+inline constexpr int kExitUsage = 2;        // bad flags, bad input files
 inline constexpr int kExitEnvironment = 3;  // sockets, permissions, missing tools
 
 // Each adds one subcommand to `app`. When the subcommand runs, its exit code

@@ -15,12 +15,9 @@ namespace {
 
 using AddFn = void (*)(CLI::App&, int*);
 constexpr AddFn kCommands[] = {
-    devmgr::cli::AddServeCommand,
-    devmgr::cli::AddSamplePluginCommand,
-    devmgr::cli::AddCheckpointCommand,
-    devmgr::cli::AddPodResourcesCommand,
-    devmgr::cli::AddConformanceCommand,
-    devmgr::cli::AddRunCommand,
+    devmgr::cli::AddServeCommand,       devmgr::cli::AddSamplePluginCommand,
+    devmgr::cli::AddCheckpointCommand,  devmgr::cli::AddPodResourcesCommand,
+    devmgr::cli::AddConformanceCommand, devmgr::cli::AddRunCommand,
 };
 
 }  // namespace

@@ -38,22 +38,33 @@ const GateSpec* Find(std::string_view name) {
 
 const std::vector<GateSpec>& FeatureGateTable() {
   static const std::vector<GateSpec> table = {
-      {kGateDevicePluginCDIDevices, {{28, Beta()}, {31, GA()}}, 34,
+      {kGateDevicePluginCDIDevices,
+       {{28, Beta()}, {31, GA()}},
+       34,
        "beta 1.29-1.30, GA 1.31 (KEP-4009), removed 1.34"},
-      {kGateKubeletPodResourcesGet, {{27, Alpha()}, {34, Beta()}, {36, GA()}}, 0,
+      {kGateKubeletPodResourcesGet,
+       {{27, Alpha()}, {34, Beta()}, {36, GA()}},
+       0,
        "beta 1.34 (#132940), GA 1.36 (#136728)"},
-      {kGateKubeletPodResourcesDynamicResources, {{27, Alpha()}, {34, Beta()}, {36, GA()}}, 0,
+      {kGateKubeletPodResourcesDynamicResources,
+       {{27, Alpha()}, {34, Beta()}, {36, GA()}},
+       0,
        "beta 1.34 (#132940), GA 1.36 (#136728)"},
       // Added (default on) by #132028 in 1.34 as the way back to the old List;
       // devmgr also accepts it in 1.30-1.33 (default off there), where patch
       // backports may carry it (UNCONFIRMED).
       {kGateKubeletPodResourcesListUseActivePods,
-       {{30, {"DEVMGR", false, false}}, {34, Beta()}}, 0, "#132028 (1.34)"},
-      {kGateSidecarContainers, {{29, Beta()}, {33, GA()}}, 0,
-       "beta 1.29, GA 1.33 (KEP-753)"},
-      {kGateResourceHealthStatus, {{31, Alpha()}, {36, Beta()}}, 0,
+       {{30, {"DEVMGR", false, false}}, {34, Beta()}},
+       0,
+       "#132028 (1.34)"},
+      {kGateSidecarContainers, {{29, Beta()}, {33, GA()}}, 0, "beta 1.29, GA 1.33 (KEP-753)"},
+      {kGateResourceHealthStatus,
+       {{31, Alpha()}, {36, Beta()}},
+       0,
        "alpha 1.31, beta 1.36 (enhancements#5689)"},
-      {kGateDRAExtendedResource, {{34, Alpha()}, {36, Beta()}, {37, GA()}}, 0,
+      {kGateDRAExtendedResource,
+       {{34, Alpha()}, {36, Beta()}, {37, GA()}},
+       0,
        "alpha 1.34, beta 1.36 (#135048), GA 1.37 (#138488)"},
   };
   return table;
@@ -133,9 +144,8 @@ absl::Status FeatureGates::Set(const std::string& spec) {
       return absl::InvalidArgumentError(fmt::format("unrecognized feature gate: {}", k));
     }
     if (st->locked && v != st->default_value) {
-      return absl::InvalidArgumentError(
-          fmt::format("cannot set feature gate {} to {}, feature is locked to {}", k, v,
-                      st->default_value));
+      return absl::InvalidArgumentError(fmt::format(
+          "cannot set feature gate {} to {}, feature is locked to {}", k, v, st->default_value));
     }
     values[k] = v;
     overrides[k] = v;

@@ -191,8 +191,8 @@ absl::Status MkdirAll(Filesystem& fs, const std::string& path, mode_t mode) {
   return s;
 }
 
-absl::Status WriteFileAtomically(Filesystem& fs, const std::string& path,
-                                 std::string_view bytes, const AtomicWriteOptions& opts) {
+absl::Status WriteFileAtomically(Filesystem& fs, const std::string& path, std::string_view bytes,
+                                 const AtomicWriteOptions& opts) {
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);

@@ -92,8 +92,8 @@ struct AtomicWriteOptions {
 // never a mix: a "."-prefixed temp file in the same directory, write,
 // fsync, close, rename over `path`, fsync the directory. On any failure the
 // temp file is removed and `path` is left as it was.
-absl::Status WriteFileAtomically(Filesystem& fs, const std::string& path,
-                                 std::string_view bytes, const AtomicWriteOptions& opts = {});
+absl::Status WriteFileAtomically(Filesystem& fs, const std::string& path, std::string_view bytes,
+                                 const AtomicWriteOptions& opts = {});
 
 }  // namespace devmgr::fs
 

@@ -41,14 +41,14 @@ int32_t DecodeRune(std::string_view s, size_t i, size_t* len) {
 // (an approximation: Go also rejects unassigned code points).
 bool IsPrintRune(int32_t r) {
   if (r < 0x80) return r >= 0x20 && r < 0x7F;
-  if (r < 0xA0) return false;        // C1 controls
-  if (r == 0xAD) return false;       // soft hyphen (Cf)
-  if (r == 0x1680) return false;                       // Ogham space (Zs)
-  if (r >= 0x2000 && r <= 0x200F) return false;       // Zs spaces and Cf marks
-  if (r >= 0x2028 && r <= 0x202F) return false;       // Zl, Zp, Cf, Zs
-  if (r == 0x205F || r == 0x3000) return false;       // Zs
-  if (r >= 0x2060 && r <= 0x206F) return false;       // Cf
-  if (r == 0xFEFF) return false;                       // BOM
+  if (r < 0xA0) return false;                    // C1 controls
+  if (r == 0xAD) return false;                   // soft hyphen (Cf)
+  if (r == 0x1680) return false;                 // Ogham space (Zs)
+  if (r >= 0x2000 && r <= 0x200F) return false;  // Zs spaces and Cf marks
+  if (r >= 0x2028 && r <= 0x202F) return false;  // Zl, Zp, Cf, Zs
+  if (r == 0x205F || r == 0x3000) return false;  // Zs
+  if (r >= 0x2060 && r <= 0x206F) return false;  // Cf
+  if (r == 0xFEFF) return false;                 // BOM
   if (r >= 0xFFF9 && r <= 0xFFFB) return false;
   if (r == 0xFFFE || r == 0xFFFF) return false;
   return true;
@@ -76,15 +76,33 @@ std::string GoQuote(std::string_view s) {
       continue;
     }
     switch (r) {
-      case '\a': out += "\\a"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\v': out += "\\v"; break;
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
+      case '\a':
+        out += "\\a";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\v':
+        out += "\\v";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
       default:
         if (IsPrintRune(r)) {
           out.append(s.substr(i, len));

@@ -6,10 +6,10 @@
 #include <memory>
 #include <mutex>
 
-#include "fmt/format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/go_format.h"
+#include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/sinks/ringbuffer_sink.h"
 #include "spdlog/sinks/stdout_sinks.h"
@@ -33,8 +33,8 @@ Sinks& GetSinks() {
     auto err = std::make_shared<spdlog::sinks::stderr_sink_mt>();
     sinks->recent = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(200);
     sinks->err = err;
-    sinks->logger = std::make_shared<spdlog::logger>(
-        "devmgr", spdlog::sinks_init_list{err, sinks->recent});
+    sinks->logger =
+        std::make_shared<spdlog::logger>("devmgr", spdlog::sinks_init_list{err, sinks->recent});
     // Every line is formatted here, so spdlog only prints it.
     sinks->logger->set_pattern("%v");
     sinks->logger->set_level(spdlog::level::trace);
@@ -70,10 +70,9 @@ std::string TextLine(Severity sev, const char* file, int line, std::string_view 
                      std::string_view err, std::initializer_list<KV> kvs) {
   const char letter = sev == Severity::kInfo ? 'I' : sev == Severity::kWarning ? 'W' : 'E';
   const absl::Time now = absl::Now();
-  std::string out = fmt::format(
-      "{}{} {:7d} {}:{}] {}", letter,
-      absl::FormatTime("%m%d %H:%M:%E6S", now, absl::LocalTimeZone()),
-      static_cast<int>(getpid()), Basename(file), line, GoQuote(msg));
+  std::string out = fmt::format("{}{} {:7d} {}:{}] {}", letter,
+                                absl::FormatTime("%m%d %H:%M:%E6S", now, absl::LocalTimeZone()),
+                                static_cast<int>(getpid()), Basename(file), line, GoQuote(msg));
   if (!err.empty()) out += " err=" + GoQuote(err);
   for (const KV& kv : kvs) {
     out += " " + kv.key + "=" + (kv.quoted ? GoQuote(kv.value) : kv.value);
@@ -81,9 +80,8 @@ std::string TextLine(Severity sev, const char* file, int line, std::string_view 
   return out;
 }
 
-std::string JsonLine(Severity sev, int verbosity, const char* file, int line,
-                     std::string_view msg, std::string_view err,
-                     std::initializer_list<KV> kvs) {
+std::string JsonLine(Severity sev, int verbosity, const char* file, int line, std::string_view msg,
+                     std::string_view err, std::initializer_list<KV> kvs) {
   nlohmann::ordered_json j;
   j["ts"] = absl::ToDoubleMilliseconds(absl::Now() - absl::UnixEpoch());
   j["caller"] = ShortCaller(file, line);
@@ -126,8 +124,6 @@ void SetConsoleOutput(bool enabled) {
   GetSinks().err->set_level(enabled ? spdlog::level::trace : spdlog::level::off);
 }
 
-std::vector<std::string> RecentLines(size_t n) {
-  return GetSinks().recent->last_formatted(n);
-}
+std::vector<std::string> RecentLines(size_t n) { return GetSinks().recent->last_formatted(n); }
 
 }  // namespace devmgr::log

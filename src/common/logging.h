@@ -52,19 +52,18 @@ std::vector<std::string> RecentLines(size_t n);
 }  // namespace devmgr::log
 
 // klog.InfoS / klog.V(n).InfoS / klog.ErrorS equivalents.
-#define DM_INFO(msg, ...)                                                                 \
-  ::devmgr::log::Emit(::devmgr::log::Severity::kInfo, 0, __FILE__, __LINE__, msg, "", \
-                      {__VA_ARGS__})
-#define DM_VINFO(v, msg, ...)                                                                 \
-  do {                                                                                        \
-    if (::devmgr::log::V(v))                                                                  \
+#define DM_INFO(msg, ...) \
+  ::devmgr::log::Emit(::devmgr::log::Severity::kInfo, 0, __FILE__, __LINE__, msg, "", {__VA_ARGS__})
+#define DM_VINFO(v, msg, ...)                                                             \
+  do {                                                                                    \
+    if (::devmgr::log::V(v))                                                              \
       ::devmgr::log::Emit(::devmgr::log::Severity::kInfo, v, __FILE__, __LINE__, msg, "", \
-                          {__VA_ARGS__});                                                     \
+                          {__VA_ARGS__});                                                 \
   } while (0)
-#define DM_WARN(msg, ...)                                                                    \
+#define DM_WARN(msg, ...)                                                                \
   ::devmgr::log::Emit(::devmgr::log::Severity::kWarning, 0, __FILE__, __LINE__, msg, "", \
                       {__VA_ARGS__})
-#define DM_ERROR(err, msg, ...)                                                              \
+#define DM_ERROR(err, msg, ...)                                                         \
   ::devmgr::log::Emit(::devmgr::log::Severity::kError, 0, __FILE__, __LINE__, msg, err, \
                       {__VA_ARGS__})
 

@@ -79,8 +79,8 @@ TEST_F(LoggingTest, JsonIsKlogsJsonFormat) {
   // ts: milliseconds since the epoch, as a float (component-base's encoder).
   EXPECT_GE(j["ts"].get<double>(), before);
   EXPECT_LE(j["ts"].get<double>(), after);
-  EXPECT_TRUE(std::regex_match(j["caller"].get<std::string>(),
-                               std::regex("common/logging_test\\.cc:\\d+")))
+  EXPECT_TRUE(
+      std::regex_match(j["caller"].get<std::string>(), std::regex("common/logging_test\\.cc:\\d+")))
       << j["caller"];
   EXPECT_EQ(j["msg"], "Making allocation request for device plugin");
   EXPECT_EQ(j["v"], 4);

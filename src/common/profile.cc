@@ -83,9 +83,9 @@ absl::StatusOr<Profile> ProfileForVersion(std::string_view version) {
   }
   int major = 0, minor = 0, patch = 0;
   if (!ParseVersion(version, &major, &minor, &patch) || major != 1) {
-    return absl::InvalidArgumentError(fmt::format(
-        "unknown kubelet version \"{}\": want one of {} (or v1.MINOR.PATCH)", version,
-        ProfileNameList()));
+    return absl::InvalidArgumentError(
+        fmt::format("unknown kubelet version \"{}\": want one of {} (or v1.MINOR.PATCH)", version,
+                    ProfileNameList()));
   }
   if (minor < kOldestMinor) {
     return absl::InvalidArgumentError(

@@ -65,8 +65,8 @@ TEST(ProfileTest, DeprecatedAliasAndNewerVersions) {
 }
 
 TEST(ProfileTest, VersionLists) {
-  EXPECT_THAT(*ExpandVersionList("all"), ElementsAre("1.30", "1.31", "1.32", "1.33", "1.34",
-                                                     "1.35", "1.36", "1.37"));
+  EXPECT_THAT(*ExpandVersionList("all"),
+              ElementsAre("1.30", "1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37"));
   EXPECT_THAT(*ExpandVersionList("1.37, 1.33"), ElementsAre("1.33", "1.37"));
   EXPECT_THAT(*ExpandVersionList("1.34-1.36,1.35"), ElementsAre("1.34", "1.35", "1.36"));
   EXPECT_THAT(*ExpandVersionList("1.36"), ElementsAre("1.36"));

@@ -6,9 +6,9 @@
 #include "absl/status/statusor.h"
 
 // Returns from the enclosing function when `expr` yields a non-OK status.
-#define DEVMGR_RETURN_IF_ERROR(expr)            \
-  do {                                          \
-    ::absl::Status devmgr_status_ = (expr);     \
+#define DEVMGR_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::absl::Status devmgr_status_ = (expr);          \
     if (!devmgr_status_.ok()) return devmgr_status_; \
   } while (0)
 

@@ -19,8 +19,7 @@ class VersionMatrix {
 
   // Records the verdict ("passed", "failed", "skipped", "error", ...) of
   // `case_name` under `version`. Cases keep the order of first record.
-  void Record(const std::string& case_name, const std::string& version,
-              const std::string& verdict);
+  void Record(const std::string& case_name, const std::string& version, const std::string& verdict);
 
   const std::vector<std::string>& versions() const { return versions_; }
 

@@ -5,18 +5,24 @@ namespace devmgr::conformance {
 
 const char* LevelName(Level level) {
   switch (level) {
-    case Level::kMust: return "MUST";
-    case Level::kShould: return "SHOULD";
-    case Level::kInfo: return "INFO";
+    case Level::kMust:
+      return "MUST";
+    case Level::kShould:
+      return "SHOULD";
+    case Level::kInfo:
+      return "INFO";
   }
   return "?";
 }
 
 const char* StatusName(Status status) {
   switch (status) {
-    case Status::kPass: return "PASS";
-    case Status::kFail: return "FAIL";
-    case Status::kSkip: return "SKIP";
+    case Status::kPass:
+      return "PASS";
+    case Status::kFail:
+      return "FAIL";
+    case Status::kSkip:
+      return "SKIP";
   }
   return "?";
 }

@@ -5,11 +5,11 @@
 #include <thread>
 
 #include "common/go_format.h"
-#include "fmt/ranges.h"
 #include "conformance/checks.h"
 #include "conformance/session.h"
 #include "conformance/validation.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 
 namespace devmgr::conformance {
 namespace {
@@ -28,9 +28,10 @@ std::optional<Outcome> Needs(Session& s, size_t n, std::vector<std::string>* ids
   if (std::string why = s.KubeletHoldsNoneWhy(); !why.empty()) return Outcome::Skip(why);
   *ids = s.UsableIds();
   if (ids->size() < n) {
-    return Outcome::Skip(fmt::format("needs {} healthy device(s), the plugin lists {}: a kubelet "
-                                     "could not allocate {} either",
-                                     n, ids->size(), n));
+    return Outcome::Skip(
+        fmt::format("needs {} healthy device(s), the plugin lists {}: a kubelet "
+                    "could not allocate {} either",
+                    n, ids->size(), n));
   }
   return std::nullopt;
 }
@@ -70,7 +71,8 @@ Outcome InspectAllocate(Session& s, Inspect inspect, const std::string& what,
     for (const auto& c : r.resp.container_responses()) inspect(c, &problems);
     if (problems.size() > before) requests.push_back("request: " + req.ShortDebugString());
   }
-  if (problems.empty()) return Outcome::Pass(fmt::format("Allocate of {}", fmt::join(asked, " and ")));
+  if (problems.empty())
+    return Outcome::Pass(fmt::format("Allocate of {}", fmt::join(asked, " and ")));
   Outcome o = Outcome::Fail(fmt::format("{}; {}", what, consequence));
   for (auto& p : problems) o.Evidence(p);
   for (auto& r : requests) o.Evidence(r);
@@ -125,8 +127,9 @@ Outcome Deterministic(Session& s) {
   const std::string ta = a.ok() ? CanonicalText(a.resp) : a.StatusText();
   const std::string tb = b.ok() ? CanonicalText(b.resp) : b.StatusText();
   if (a.ok() == b.ok() && ta == tb) return Outcome::Pass();
-  return Outcome::Fail("the same Allocate request got two different answers; a kubelet that "
-                       "re-allocates after a restart gives the container different options")
+  return Outcome::Fail(
+             "the same Allocate request got two different answers; a kubelet that "
+             "re-allocates after a restart gives the container different options")
       .Evidence("request: " + req.ShortDebugString())
       .Evidence("first:  " + ta)
       .Evidence("second: " + tb);
@@ -137,12 +140,16 @@ Outcome AbsolutePaths(Session& s) {
       s,
       [](const v1beta1::ContainerAllocateResponse& c, std::vector<std::string>* p) {
         for (const auto& m : c.mounts()) {
-          if (!IsAbsolutePath(m.container_path())) p->push_back("mount container_path " + GoQuote(m.container_path()));
-          if (!IsAbsolutePath(m.host_path())) p->push_back("mount host_path " + GoQuote(m.host_path()));
+          if (!IsAbsolutePath(m.container_path()))
+            p->push_back("mount container_path " + GoQuote(m.container_path()));
+          if (!IsAbsolutePath(m.host_path()))
+            p->push_back("mount host_path " + GoQuote(m.host_path()));
         }
         for (const auto& d : c.devices()) {
-          if (!IsAbsolutePath(d.container_path())) p->push_back("device container_path " + GoQuote(d.container_path()));
-          if (!IsAbsolutePath(d.host_path())) p->push_back("device host_path " + GoQuote(d.host_path()));
+          if (!IsAbsolutePath(d.container_path()))
+            p->push_back("device container_path " + GoQuote(d.container_path()));
+          if (!IsAbsolutePath(d.host_path()))
+            p->push_back("device host_path " + GoQuote(d.host_path()));
         }
       },
       "the Allocate answer has paths that are not absolute",
@@ -195,27 +202,29 @@ Outcome Concurrent(Session& s) {
   ProbeClient* c = s.Client();
   const absl::Duration timeout = s.t().rpc;
   for (int i = 0; i < kConcurrentCalls; ++i) {
-    threads.emplace_back([&, i] {
-      results[i] = c->Allocate(AllocateRequestFor({{ids[i % ids.size()]}}), timeout);
-    });
+    threads.emplace_back(
+        [&, i] { results[i] = c->Allocate(AllocateRequestFor({{ids[i % ids.size()]}}), timeout); });
   }
   for (auto& t : threads) t.join();
   std::vector<std::string> failed;
   absl::Duration slowest;
   for (int i = 0; i < kConcurrentCalls; ++i) {
     slowest = std::max(slowest, results[i].latency);
-    if (!results[i].ok()) failed.push_back(fmt::format("call {}: {}", i + 1, results[i].StatusText()));
+    if (!results[i].ok())
+      failed.push_back(fmt::format("call {}: {}", i + 1, results[i].StatusText()));
   }
   Outcome o;
   o.figures.push_back({"slowest of concurrent Allocates", Dur(slowest)});
   if (failed.empty()) {
-    o.message = fmt::format("{} concurrent calls answered, slowest in {}", kConcurrentCalls, Dur(slowest));
+    o.message =
+        fmt::format("{} concurrent calls answered, slowest in {}", kConcurrentCalls, Dur(slowest));
     return o;
   }
   o.status = Status::kFail;
-  o.message = fmt::format("{} of {} concurrent Allocate calls failed; the kubelet may allocate "
-                          "for several pods at once",
-                          failed.size(), kConcurrentCalls);
+  o.message = fmt::format(
+      "{} of {} concurrent Allocate calls failed; the kubelet may allocate "
+      "for several pods at once",
+      failed.size(), kConcurrentCalls);
   for (auto& f : failed) o.Evidence(f);
   return o;
 }
@@ -239,15 +248,19 @@ Outcome ListUnchanged(Session& s) {
     std::vector<std::string> added, removed;
     std::set<std::string> now;
     for (const auto& d : msgs[i]->resp.devices()) now.insert(d.id());
-    for (const auto& id : now) if (!ids_before.count(id)) added.push_back(id);
-    for (const auto& id : ids_before) if (!now.count(id)) removed.push_back(id);
-    return Outcome::Fail("the device list changed after two Allocate calls; the kubelet's "
-                         "capacity then follows allocations instead of the hardware")
+    for (const auto& id : now)
+      if (!ids_before.count(id)) added.push_back(id);
+    for (const auto& id : ids_before)
+      if (!now.count(id)) removed.push_back(id);
+    return Outcome::Fail(
+               "the device list changed after two Allocate calls; the kubelet's "
+               "capacity then follows allocations instead of the hardware")
         .Evidence(fmt::format("devices: {} before, {} after", ids_before.size(), now.size()))
         .Evidence("added: " + GoQuoteList(added))
         .Evidence("removed: " + GoQuoteList(removed));
   }
-  return Outcome::Pass(fmt::format("{} message(s) after Allocate, list unchanged", msgs.size() - before));
+  return Outcome::Pass(
+      fmt::format("{} message(s) after Allocate, list unchanged", msgs.size() - before));
 }
 
 // GetPreferredAllocation as a kubelet sends it (kubelet-device-manager.md
@@ -272,7 +285,9 @@ struct PreferredProbe {
   Situation situation;
   v1beta1::PreferredAllocationRequest req;
   CallResult<v1beta1::PreferredAllocationResponse> res;
-  const v1beta1::ContainerPreferredAllocationRequest& creq() const { return req.container_requests(0); }
+  const v1beta1::ContainerPreferredAllocationRequest& creq() const {
+    return req.container_requests(0);
+  }
   std::vector<std::string> Answer() const {
     const auto& ids = res.resp.container_responses(0).deviceids();
     return {ids.begin(), ids.end()};
@@ -283,7 +298,8 @@ struct PreferredProbe {
   }
 };
 
-v1beta1::PreferredAllocationRequest PreferredRequestFor(Situation w, const std::vector<std::string>& ids) {
+v1beta1::PreferredAllocationRequest PreferredRequestFor(Situation w,
+                                                        const std::vector<std::string>& ids) {
   v1beta1::PreferredAllocationRequest req;
   auto* c = req.add_container_requests();
   for (const auto& id : ids) c->add_available_deviceids(id);
@@ -392,8 +408,9 @@ Outcome PreferredMustInclude(Session& s) {
   std::vector<std::string> ids;
   if (auto o = PreferredAdvertised(s, &ids)) return *o;
   if (ids.size() < 2) {
-    return Outcome::Skip("must-include is sent only when a container reuses a device and requests "
-                         "more: needs 2 healthy devices, the plugin lists 1");
+    return Outcome::Skip(
+        "must-include is sent only when a container reuses a device and requests "
+        "more: needs 2 healthy devices, the plugin lists 1");
   }
   return JudgePreferred(
       s, {Situation::kReuse},
@@ -476,39 +493,102 @@ Outcome PrestartTimely(Session& s) {
 
 std::vector<CheckInfo> AllocateChecks() {
   return {
-      {"allocate.one-per-container", "Allocate answers one response per container request",
-       Level::kMust, {}, kNeedNothing, OnePerContainer},
-      {"allocate.rejects-unknown", "Allocate rejects device IDs the plugin does not have",
-       Level::kShould, {}, kNeedNothing, RejectsUnknown},
-      {"allocate.rejects-unhealthy", "Allocate rejects unhealthy devices", Level::kShould, {},
-       kNeedNothing, RejectsUnhealthy},
-      {"allocate.deterministic", "Allocate gives the same answer to the same request",
-       Level::kShould, {}, kNeedNothing, Deterministic},
-      {"allocate.absolute-paths", "Allocate's mount and device paths are absolute", Level::kMust,
-       {}, kNeedNothing, AbsolutePaths},
-      {"allocate.permissions", "Allocate's device permissions are within \"rwm\"", Level::kMust,
-       {}, kNeedNothing, Permissions},
-      {"allocate.env-names", "Allocate's environment variable names are valid", Level::kMust, {},
-       kNeedNothing, EnvNames},
-      {"allocate.cdi-names", "Allocate's CDI device names are fully qualified", Level::kMust, {},
-       kNeedNothing, CdiNames},
-      {"allocate.concurrent", "Allocate handles concurrent requests", Level::kShould, {},
-       kNeedNothing, Concurrent},
-      {"allocate.list-unchanged", "Allocate does not change the device list", Level::kMust,
-       {"[Slow]"}, kNeedNothing, ListUnchanged},
+      {"allocate.one-per-container",
+       "Allocate answers one response per container request",
+       Level::kMust,
+       {},
+       kNeedNothing,
+       OnePerContainer},
+      {"allocate.rejects-unknown",
+       "Allocate rejects device IDs the plugin does not have",
+       Level::kShould,
+       {},
+       kNeedNothing,
+       RejectsUnknown},
+      {"allocate.rejects-unhealthy",
+       "Allocate rejects unhealthy devices",
+       Level::kShould,
+       {},
+       kNeedNothing,
+       RejectsUnhealthy},
+      {"allocate.deterministic",
+       "Allocate gives the same answer to the same request",
+       Level::kShould,
+       {},
+       kNeedNothing,
+       Deterministic},
+      {"allocate.absolute-paths",
+       "Allocate's mount and device paths are absolute",
+       Level::kMust,
+       {},
+       kNeedNothing,
+       AbsolutePaths},
+      {"allocate.permissions",
+       "Allocate's device permissions are within \"rwm\"",
+       Level::kMust,
+       {},
+       kNeedNothing,
+       Permissions},
+      {"allocate.env-names",
+       "Allocate's environment variable names are valid",
+       Level::kMust,
+       {},
+       kNeedNothing,
+       EnvNames},
+      {"allocate.cdi-names",
+       "Allocate's CDI device names are fully qualified",
+       Level::kMust,
+       {},
+       kNeedNothing,
+       CdiNames},
+      {"allocate.concurrent",
+       "Allocate handles concurrent requests",
+       Level::kShould,
+       {},
+       kNeedNothing,
+       Concurrent},
+      {"allocate.list-unchanged",
+       "Allocate does not change the device list",
+       Level::kMust,
+       {"[Slow]"},
+       kNeedNothing,
+       ListUnchanged},
       {"preferred.fresh-pod",
-       "GetPreferredAllocation prefers devices for a fresh pod (empty must-include)", Level::kMust,
-       {}, kNeedNothing, PreferredFreshPod},
-      {"preferred.subset", "GetPreferredAllocation picks only from the available devices",
-       Level::kMust, {}, kNeedNothing, PreferredSubset},
-      {"preferred.must-include", "GetPreferredAllocation includes every must-include device",
-       Level::kMust, {}, kNeedNothing, PreferredMustInclude},
-      {"preferred.size", "GetPreferredAllocation returns exactly allocation_size devices",
-       Level::kShould, {}, kNeedNothing, PreferredSize},
-      {"preferred.deterministic", "GetPreferredAllocation gives the same answer to the same request",
-       Level::kShould, {}, kNeedNothing, PreferredDeterministic},
-      {"prestart.timely", "PreStartContainer answers within 30 s when required", Level::kMust, {},
-       kNeedNothing, PrestartTimely},
+       "GetPreferredAllocation prefers devices for a fresh pod (empty must-include)",
+       Level::kMust,
+       {},
+       kNeedNothing,
+       PreferredFreshPod},
+      {"preferred.subset",
+       "GetPreferredAllocation picks only from the available devices",
+       Level::kMust,
+       {},
+       kNeedNothing,
+       PreferredSubset},
+      {"preferred.must-include",
+       "GetPreferredAllocation includes every must-include device",
+       Level::kMust,
+       {},
+       kNeedNothing,
+       PreferredMustInclude},
+      {"preferred.size",
+       "GetPreferredAllocation returns exactly allocation_size devices",
+       Level::kShould,
+       {},
+       kNeedNothing,
+       PreferredSize},
+      {"preferred.deterministic",
+       "GetPreferredAllocation gives the same answer to the same request",
+       Level::kShould,
+       {},
+       kNeedNothing,
+       PreferredDeterministic},
+      {"prestart.timely",
+       "PreStartContainer answers within 30 s when required",
+       Level::kMust,
+       {},
+       kNeedNothing,
+       PrestartTimely},
   };
 }
 

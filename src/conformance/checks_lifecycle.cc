@@ -51,22 +51,25 @@ std::optional<Outcome> AwaitReRegistration(Session& s, const std::string& after,
   TestKubelet* k = s.kubelet();
   const std::optional<size_t> i = k->WaitForRegistrationSince(since, s.t().reregister_within);
   if (!i) {
-    Outcome o = Outcome::Fail(fmt::format("no Register call within {} after {}; the resource "
-                                          "stays at 0 on the node until the plugin registers again",
-                                          Dur(s.t().reregister_within), after));
+    Outcome o =
+        Outcome::Fail(fmt::format("no Register call within {} after {}; the resource "
+                                  "stays at 0 on the node until the plugin registers again",
+                                  Dur(s.t().reregister_within), after));
     for (auto& l : s.PluginOutput(5)) o.Evidence(l);
     return o;
   }
   *took = MonoSub(k->Registrations()[*i].at, since);
   if (!k->WaitForConnections(connections_before + 1, s.t().serve_wait + s.t().rpc)) {
-    return Outcome::Fail(fmt::format("re-registered after {} but could not be dialled back", Dur(*took)));
+    return Outcome::Fail(
+        fmt::format("re-registered after {} but could not be dialled back", Dur(*took)));
   }
   StreamRecorder* r = k->LatestConnection()->stream.get();
   if (!r->WaitForMessages(1, s.t().first_list_within)) {
     if (!list_required) {
-      return Outcome::Skip(fmt::format("re-registered after {} but sent no device list within {} "
-                                       "(see law.first-list)",
-                                       Dur(*took), Dur(s.t().first_list_within)));
+      return Outcome::Skip(
+          fmt::format("re-registered after {} but sent no device list within {} "
+                      "(see law.first-list)",
+                      Dur(*took), Dur(s.t().first_list_within)));
     }
     return Outcome::Fail(fmt::format("re-registered after {} but sent no device list within {}",
                                      Dur(*took), Dur(s.t().first_list_within)));
@@ -75,7 +78,8 @@ std::optional<Outcome> AwaitReRegistration(Session& s, const std::string& after,
 }
 
 Outcome KubeletRestart(Session& s) {
-  if (!s.FirstRegistration()) return Outcome::Skip("the plugin never registered (see registration.timely)");
+  if (!s.FirstRegistration())
+    return Outcome::Skip("the plugin never registered (see registration.timely)");
   // Restart a settled node: the kubelet's stream is open and (normally)
   // has delivered its list.
   if (StreamRecorder* r = s.KubeletStream()) r->WaitForMessages(1, s.t().first_list_within);
@@ -84,7 +88,8 @@ Outcome KubeletRestart(Session& s) {
     return Outcome::Fail("could not restart the emulated kubelet: " + std::string(st.message()));
   }
   absl::Duration took;
-  if (auto o = AwaitReRegistration(s, "kubelet.sock was re-created in a wiped directory", at, 0, &took)) {
+  if (auto o = AwaitReRegistration(s, "kubelet.sock was re-created in a wiped directory", at, 0,
+                                   &took)) {
     return *o;
   }
   Outcome o = Outcome::Pass(fmt::format("re-registered {} after the restart (window {})", Dur(took),
@@ -104,9 +109,10 @@ Outcome PluginRestart(Session& s) {
   const std::string old_socket = s.SocketPath();
   const MonoTime stop_at = MonoNow();
   if (!s.StopPlugin()) {
-    return Outcome::Fail(fmt::format("the plugin did not exit within {} of SIGTERM and was killed; "
-                                     "a DaemonSet rollout then waits the whole grace period",
-                                     Dur(s.t().stop_grace)));
+    return Outcome::Fail(
+        fmt::format("the plugin did not exit within {} of SIGTERM and was killed; "
+                    "a DaemonSet rollout then waits the whole grace period",
+                    Dur(s.t().stop_grace)));
   }
   if (old_stream != nullptr && !old_stream->WaitForEnd(s.t().stop_grace)) {
     return Outcome::Fail("the kubelet's ListAndWatch stream stayed open after the plugin stopped");
@@ -126,10 +132,13 @@ Outcome PluginRestart(Session& s) {
   const auto after = Ids(s.kubelet()->LatestConnection()->stream->First()->resp);
   if (after != before) {
     std::vector<std::string> gone, added;
-    for (const auto& id : before) if (!after.count(id)) gone.push_back(id);
-    for (const auto& id : after) if (!before.count(id)) added.push_back(id);
-    return Outcome::Fail("device IDs changed across the restart; allocations in the kubelet's "
-                         "checkpoint refer to the old IDs and restarted containers fail")
+    for (const auto& id : before)
+      if (!after.count(id)) gone.push_back(id);
+    for (const auto& id : after)
+      if (!before.count(id)) added.push_back(id);
+    return Outcome::Fail(
+               "device IDs changed across the restart; allocations in the kubelet's "
+               "checkpoint refer to the old IDs and restarted containers fail")
         .Evidence("gone: " + GoQuoteList(gone))
         .Evidence("new: " + GoQuoteList(added));
   }
@@ -150,16 +159,18 @@ Outcome Reconnect(Session& s) {
   auto second = c->ListAndWatch();
   if (!second->WaitForMessages(1, s.t().first_list_within)) {
     auto st = second->end_status();
-    return Outcome::Fail(fmt::format("after the client closed a ListAndWatch stream, a new stream "
-                                     "got no device list within {}{}; a restarted kubelet opens "
-                                     "a new stream and would see no devices",
-                                     Dur(s.t().first_list_within),
-                                     st ? " (it ended: " + std::string(st->error_message()) + ")" : ""));
+    return Outcome::Fail(
+        fmt::format("after the client closed a ListAndWatch stream, a new stream "
+                    "got no device list within {}{}; a restarted kubelet opens "
+                    "a new stream and would see no devices",
+                    Dur(s.t().first_list_within),
+                    st ? " (it ended: " + std::string(st->error_message()) + ")" : ""));
   }
   second->Cancel();
   auto opts = c->GetDevicePluginOptions(s.t().rpc);
   if (!opts.ok()) {
-    return Outcome::Fail("after the client disconnects, GetDevicePluginOptions fails: " + opts.StatusText());
+    return Outcome::Fail("after the client disconnects, GetDevicePluginOptions fails: " +
+                         opts.StatusText());
   }
   return Outcome::Pass("a second stream got the list; the plugin still answers");
 }
@@ -219,7 +230,8 @@ Outcome Latency(Session& s) {
     const absl::Duration p50 = Percentile(smp.ok, 0.5), p99 = Percentile(smp.ok, 0.99);
     o.figures.push_back({smp.rpc + " p50", Dur(p50)});
     o.figures.push_back({smp.rpc + " p99", Dur(p99)});
-    if (smp.errors > 0) o.figures.push_back({smp.rpc + " errors", fmt::format("{}/{}", smp.errors, n)});
+    if (smp.errors > 0)
+      o.figures.push_back({smp.rpc + " errors", fmt::format("{}/{}", smp.errors, n)});
     if (p99 > s.t().latency_budget) over.push_back(fmt::format("{} p99 {}", smp.rpc, Dur(p99)));
   }
   if (StreamRecorder* r = s.KubeletStream(); r != nullptr && r->First() != nullptr) {
@@ -229,7 +241,8 @@ Outcome Latency(Session& s) {
   for (const auto& f : o.figures) summary += (summary.empty() ? "" : ", ") + f.name + " " + f.value;
   if (!over.empty()) {
     o.status = Status::kFail;
-    o.message = fmt::format("over the {} budget: {}", Dur(s.t().latency_budget), fmt::join(over, ", "));
+    o.message =
+        fmt::format("over the {} budget: {}", Dur(s.t().latency_budget), fmt::join(over, ", "));
     o.Evidence(summary);
   } else {
     o.message = summary;
@@ -242,14 +255,26 @@ Outcome Latency(Session& s) {
 std::vector<CheckInfo> LifecycleChecks() {
   return {
       {"law.reconnect",
-       "After a client disconnect, a second ListAndWatch gets the list and the plugin still answers",
-       Level::kMust, {}, kNeedNothing, Reconnect},
-      {"restart.kubelet", "The plugin re-registers after a kubelet restart", Level::kMust,
-       {"[Disruptive]"}, kNeedRegistration, KubeletRestart,
+       "After a client disconnect, a second ListAndWatch gets the list and the plugin still "
+       "answers",
+       Level::kMust,
+       {},
+       kNeedNothing,
+       Reconnect},
+      {"restart.kubelet",
+       "The plugin re-registers after a kubelet restart",
+       Level::kMust,
+       {"[Disruptive]"},
+       kNeedRegistration,
+       KubeletRestart,
        CompanionInfo{"restart.kubelet-prompt",
                      "The plugin re-registers promptly after a kubelet restart", Level::kShould}},
-      {"restart.plugin", "The plugin stops on SIGTERM and comes back with the same devices",
-       Level::kMust, {"[Disruptive]"}, kNeedRegistration | kNeedStartedByTester, PluginRestart},
+      {"restart.plugin",
+       "The plugin stops on SIGTERM and comes back with the same devices",
+       Level::kMust,
+       {"[Disruptive]"},
+       kNeedRegistration | kNeedStartedByTester,
+       PluginRestart},
       {"latency.rpcs", "RPC latency (p50/p99) per RPC", Level::kInfo, {}, kNeedNothing, Latency},
   };
 }

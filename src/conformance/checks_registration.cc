@@ -22,11 +22,11 @@ Outcome Version(Session& s) {
   if (!r) return NoRegistration(s);
   const std::string& v = r->request.version();
   if (v == "v1beta1") return Outcome::Pass("version \"v1beta1\"");
-  return Outcome::Fail(fmt::format(
-                           "RegisterRequest.version is {}; a kubelet refuses the registration: "
-                           "requested API version {} is not supported by kubelet. Supported "
-                           "version is [\"v1beta1\"]",
-                           GoQuote(v), GoQuote(v)))
+  return Outcome::Fail(
+             fmt::format("RegisterRequest.version is {}; a kubelet refuses the registration: "
+                         "requested API version {} is not supported by kubelet. Supported "
+                         "version is [\"v1beta1\"]",
+                         GoQuote(v), GoQuote(v)))
       .Evidence("RegisterRequest: " + r->request.ShortDebugString());
 }
 
@@ -38,8 +38,9 @@ Outcome ResourceName(Session& s) {
   return Outcome::Fail(fmt::format("{} is not an extended resource name; a kubelet refuses the "
                                    "registration: the ResourceName {} is invalid",
                                    GoQuote(n), GoQuote(n)))
-      .Evidence("an extended resource name has exactly one '/', a lowercase DNS subdomain "
-                "before it, no \"kubernetes.io/\", and a name of at most 63 characters")
+      .Evidence(
+          "an extended resource name has exactly one '/', a lowercase DNS subdomain "
+          "before it, no \"kubernetes.io/\", and a name of at most 63 characters")
       .Evidence("RegisterRequest: " + r->request.ShortDebugString());
 }
 
@@ -62,10 +63,11 @@ Outcome Endpoint(Session& s) {
                               s.SocketPath().empty() ? "not found" : s.SocketPath()));
   }
   if (!IsSocket(joined)) {
-    return Outcome::Fail(fmt::format("endpoint {}: {} is not a socket; a kubelet fails the "
-                                     "registration with \"failed to dial device plugin: context "
-                                     "deadline exceeded\"",
-                                     GoQuote(e), joined));
+    return Outcome::Fail(
+        fmt::format("endpoint {}: {} is not a socket; a kubelet fails the "
+                    "registration with \"failed to dial device plugin: context "
+                    "deadline exceeded\"",
+                    GoQuote(e), joined));
   }
   return Outcome::Pass(fmt::format("endpoint {}", GoQuote(e)));
 }
@@ -167,10 +169,11 @@ Outcome OptionsBacked(Session& s) {
   }
   if (!failed.empty()) {
     o.status = Status::kFail;
-    o.message = fmt::format("advertised in DevicePluginOptions but not implemented: {}; the "
-                            "kubelet calls what is advertised and fails the pod's admission or "
-                            "start",
-                            GoList(failed));
+    o.message = fmt::format(
+        "advertised in DevicePluginOptions but not implemented: {}; the "
+        "kubelet calls what is advertised and fails the pod's admission or "
+        "start",
+        GoList(failed));
   } else {
     o.message = "advertised RPCs are implemented";
   }
@@ -181,30 +184,58 @@ Outcome OptionsBacked(Session& s) {
 
 std::vector<CheckInfo> RegistrationChecks() {
   return {
-      {"registration.version", "Register sends version \"v1beta1\"", Level::kMust, {},
-       kNeedRegistration, Version},
-      {"registration.resource-name", "Register sends a valid extended resource name",
-       Level::kMust, {}, kNeedRegistration, ResourceName},
+      {"registration.version",
+       "Register sends version \"v1beta1\"",
+       Level::kMust,
+       {},
+       kNeedRegistration,
+       Version},
+      {"registration.resource-name",
+       "Register sends a valid extended resource name",
+       Level::kMust,
+       {},
+       kNeedRegistration,
+       ResourceName},
       {"registration.endpoint",
        "Register's endpoint is a plain socket file name inside the device-plugin directory",
-       Level::kMust, {}, kNeedRegistration, Endpoint},
-      {"registration.serves-first", "The plugin serves its socket before it calls Register",
-       Level::kMust, {}, kNeedRegistration, ServesFirst},
-      {"registration.timely", "The plugin registers soon after it starts", Level::kMust, {},
-       kNeedRegistration, Timely,
+       Level::kMust,
+       {},
+       kNeedRegistration,
+       Endpoint},
+      {"registration.serves-first",
+       "The plugin serves its socket before it calls Register",
+       Level::kMust,
+       {},
+       kNeedRegistration,
+       ServesFirst},
+      {"registration.timely",
+       "The plugin registers soon after it starts",
+       Level::kMust,
+       {},
+       kNeedRegistration,
+       Timely,
        CompanionInfo{"registration.prompt", "The plugin registers promptly after it starts",
                      Level::kShould}},
-      {"options.answers", "GetDevicePluginOptions answers with a message", Level::kMust, {},
-       kNeedNothing, OptionsAnswers},
-      {"options.backed", "Advertised optional RPCs are implemented", Level::kMust, {},
-       kNeedNothing, OptionsBacked},
+      {"options.answers",
+       "GetDevicePluginOptions answers with a message",
+       Level::kMust,
+       {},
+       kNeedNothing,
+       OptionsAnswers},
+      {"options.backed",
+       "Advertised optional RPCs are implemented",
+       Level::kMust,
+       {},
+       kNeedNothing,
+       OptionsBacked},
   };
 }
 
 Outcome PromptCompanion(const Session& s, const std::string& what, absl::Duration took,
                         absl::Duration must_window) {
   if (took <= s.t().prompt_within) {
-    return Outcome::Pass(fmt::format("{} after {}, within {}", what, Dur(took), Dur(s.t().prompt_within)));
+    return Outcome::Pass(
+        fmt::format("{} after {}, within {}", what, Dur(took), Dur(s.t().prompt_within)));
   }
   Outcome o = Outcome::Fail(fmt::format(
       "{} after {}; within the e2e window of {}, slower than the SHOULD of {}: until then the "

@@ -28,15 +28,17 @@ std::string EndText(const StreamRecorder& r) {
 
 Outcome FirstList(Session& s) {
   StreamRecorder* r = s.KubeletStream();
-  if (r == nullptr) return Outcome::Skip("no ListAndWatch stream: the plugin's socket was not found");
+  if (r == nullptr)
+    return Outcome::Skip("no ListAndWatch stream: the plugin's socket was not found");
   if (!r->WaitForMessages(1, s.t().first_list_within)) {
-    return Outcome::Fail(fmt::format("no device list within {} of opening ListAndWatch (stream {}); "
-                                     "the resource stays at 0 until the first list arrives",
-                                     Dur(s.t().first_list_within), EndText(*r)));
+    return Outcome::Fail(
+        fmt::format("no device list within {} of opening ListAndWatch (stream {}); "
+                    "the resource stays at 0 until the first list arrives",
+                    Dur(s.t().first_list_within), EndText(*r)));
   }
   const absl::Duration took = MonoSub(r->First()->at, r->opened_at());
-  Outcome o = Outcome::Pass(fmt::format("first list after {} (window {})", Dur(took),
-                                        Dur(s.t().first_list_within)));
+  Outcome o = Outcome::Pass(
+      fmt::format("first list after {} (window {})", Dur(took), Dur(s.t().first_list_within)));
   o.figures.push_back({"time to first list", Dur(took)});
   o.Companion(PromptCompanion(s, "first list", took, s.t().first_list_within));
   return o;
@@ -46,10 +48,11 @@ Outcome StreamOpen(Session& s) {
   StreamRecorder* r = s.KubeletStream();
   if (r == nullptr || !r->WaitForMessages(1, s.t().first_list_within)) return NoList(s);
   if (r->WaitForEnd(s.t().observe)) {
-    return Outcome::Fail(fmt::format("the stream {} after {} message(s); a kubelet never calls "
-                                     "ListAndWatch again and marks every device unhealthy "
-                                     "(allocatable 0) until the plugin registers again",
-                                     EndText(*r), r->MessageCount()));
+    return Outcome::Fail(
+        fmt::format("the stream {} after {} message(s); a kubelet never calls "
+                    "ListAndWatch again and marks every device unhealthy "
+                    "(allocatable 0) until the plugin registers again",
+                    EndText(*r), r->MessageCount()));
   }
   return Outcome::Pass(fmt::format("still open after {}", Dur(s.t().observe)));
 }
@@ -63,11 +66,13 @@ Outcome PerDevice(Session& s, Pred bad, const std::string& what, const std::stri
     std::string why = bad(d);
     if (!why.empty()) found.push_back(why);
   }
-  if (found.empty()) return Outcome::Pass(fmt::format("{} device(s) checked", list->devices_size()));
+  if (found.empty())
+    return Outcome::Pass(fmt::format("{} device(s) checked", list->devices_size()));
   Outcome o = Outcome::Fail(fmt::format("{} of {} device(s) {}; {}", found.size(),
                                         list->devices_size(), what, consequence));
   for (size_t i = 0; i < found.size() && i < kMaxEvidence; ++i) o.Evidence(found[i]);
-  if (found.size() > kMaxEvidence) o.Evidence(fmt::format("... and {} more", found.size() - kMaxEvidence));
+  if (found.size() > kMaxEvidence)
+    o.Evidence(fmt::format("... and {} more", found.size() - kMaxEvidence));
   return o;
 }
 
@@ -174,39 +179,62 @@ Outcome NoResend(Session& s) {
     if (DeviceListKey(msgs[i]->resp) == DeviceListKey(msgs[i - 1]->resp)) ++repeats;
   }
   if (repeats == 0) {
-    return Outcome::Pass(fmt::format("{} message(s) in {}, none repeated", msgs.size(),
-                                     Dur(s.t().observe)));
+    return Outcome::Pass(
+        fmt::format("{} message(s) in {}, none repeated", msgs.size(), Dur(s.t().observe)));
   }
   const absl::Duration span = MonoSub(msgs.back()->at, msgs.front()->at);
-  return Outcome::Fail(fmt::format("{} of {} message(s) in {} re-sent an unchanged list (every "
-                                   "~{}); each one makes the kubelet rebuild the device sets and "
-                                   "write its checkpoint",
-                                   repeats, msgs.size(), Dur(s.t().observe),
-                                   Dur(span / std::max(1, repeats))));
+  return Outcome::Fail(
+      fmt::format("{} of {} message(s) in {} re-sent an unchanged list (every "
+                  "~{}); each one makes the kubelet rebuild the device sets and "
+                  "write its checkpoint",
+                  repeats, msgs.size(), Dur(s.t().observe), Dur(span / std::max(1, repeats))));
 }
 
 }  // namespace
 
 std::vector<CheckInfo> StreamChecks() {
   return {
-      {"law.first-list", "ListAndWatch sends the first device list", Level::kMust, {},
-       kNeedNothing, FirstList,
+      {"law.first-list",
+       "ListAndWatch sends the first device list",
+       Level::kMust,
+       {},
+       kNeedNothing,
+       FirstList,
        CompanionInfo{"law.first-list-prompt", "ListAndWatch sends the first device list promptly",
                      Level::kShould}},
-      {"law.stream-open", "ListAndWatch keeps the stream open after the first list",
-       Level::kMust, {"[Slow]"}, kNeedNothing, StreamOpen},
+      {"law.stream-open",
+       "ListAndWatch keeps the stream open after the first list",
+       Level::kMust,
+       {"[Slow]"},
+       kNeedNothing,
+       StreamOpen},
       {"law.ids-unique", "Device IDs are unique", Level::kMust, {}, kNeedNothing, IdsUnique},
-      {"law.ids-nonempty", "Device IDs are not empty", Level::kMust, {}, kNeedNothing,
-       IdsNonEmpty},
-      {"law.ids-printable", "Device IDs are printable UTF-8 without control characters",
-       Level::kShould, {}, kNeedNothing, IdsPrintable},
-      {"law.health-values", "Device health is exactly \"Healthy\" or \"Unhealthy\"",
-       Level::kMust, {}, kNeedNothing, HealthValues},
+      {"law.ids-nonempty", "Device IDs are not empty", Level::kMust, {}, kNeedNothing, IdsNonEmpty},
+      {"law.ids-printable",
+       "Device IDs are printable UTF-8 without control characters",
+       Level::kShould,
+       {},
+       kNeedNothing,
+       IdsPrintable},
+      {"law.health-values",
+       "Device health is exactly \"Healthy\" or \"Unhealthy\"",
+       Level::kMust,
+       {},
+       kNeedNothing,
+       HealthValues},
       {"law.numa-ids", "NUMA node IDs are valid", Level::kMust, {}, kNeedNothing, NumaIds},
-      {"law.size", "The device list fits the kubelet's 4 MiB message limit", Level::kMust, {},
-       kNeedNothing, Size},
-      {"law.no-resend", "ListAndWatch sends only changes, not the same list again",
-       Level::kShould, {"[Slow]"}, kNeedNothing, NoResend},
+      {"law.size",
+       "The device list fits the kubelet's 4 MiB message limit",
+       Level::kMust,
+       {},
+       kNeedNothing,
+       Size},
+      {"law.no-resend",
+       "ListAndWatch sends only changes, not the same list again",
+       Level::kShould,
+       {"[Slow]"},
+       kNeedNothing,
+       NoResend},
   };
 }
 

@@ -139,15 +139,15 @@ ProbeClient::ProbeClient(std::string socket_path, int max_recv_msg_size)
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
-  channel_ = grpc::CreateCustomChannel("unix:" + socket_path_, grpc::InsecureChannelCredentials(),
-                                       args);
+  channel_ =
+      grpc::CreateCustomChannel("unix:" + socket_path_, grpc::InsecureChannelCredentials(), args);
   stub_ = v1beta1::DevicePlugin::NewStub(channel_);
 }
 
 absl::Status ProbeClient::Dial(absl::Duration timeout) {
   if (channel_->WaitForConnected(Deadline(timeout))) return absl::OkStatus();
-  return absl::DeadlineExceededError(fmt::format("could not connect to {} within {}",
-                                                 socket_path_, absl::FormatDuration(timeout)));
+  return absl::DeadlineExceededError(fmt::format("could not connect to {} within {}", socket_path_,
+                                                 absl::FormatDuration(timeout)));
 }
 
 CallResult<v1beta1::DevicePluginOptions> ProbeClient::GetDevicePluginOptions(
@@ -167,16 +167,16 @@ CallResult<v1beta1::AllocateResponse> ProbeClient::Allocate(const v1beta1::Alloc
 
 CallResult<v1beta1::PreferredAllocationResponse> ProbeClient::GetPreferredAllocation(
     const v1beta1::PreferredAllocationRequest& req, absl::Duration timeout) {
-  return Timed<v1beta1::PreferredAllocationResponse>(
-      timeout,
-      [&](grpc::ClientContext* c, auto* r) { return stub_->GetPreferredAllocation(c, req, r); });
+  return Timed<v1beta1::PreferredAllocationResponse>(timeout, [&](grpc::ClientContext* c, auto* r) {
+    return stub_->GetPreferredAllocation(c, req, r);
+  });
 }
 
 CallResult<v1beta1::PreStartContainerResponse> ProbeClient::PreStartContainer(
     const v1beta1::PreStartContainerRequest& req, absl::Duration timeout) {
-  return Timed<v1beta1::PreStartContainerResponse>(
-      timeout,
-      [&](grpc::ClientContext* c, auto* r) { return stub_->PreStartContainer(c, req, r); });
+  return Timed<v1beta1::PreStartContainerResponse>(timeout, [&](grpc::ClientContext* c, auto* r) {
+    return stub_->PreStartContainer(c, req, r);
+  });
 }
 
 std::unique_ptr<StreamRecorder> ProbeClient::ListAndWatch() {

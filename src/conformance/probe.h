@@ -122,7 +122,8 @@ class ProbeClient {
 };
 
 // A one-container Allocate request.
-v1beta1::AllocateRequest AllocateRequestFor(const std::vector<std::vector<std::string>>& containers);
+v1beta1::AllocateRequest AllocateRequestFor(
+    const std::vector<std::vector<std::string>>& containers);
 
 // True when a unix socket at `path` accepts a connection right now.
 bool SocketAccepts(const std::string& path);

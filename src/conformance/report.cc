@@ -37,9 +37,10 @@ std::string FiguresText(const CheckResult& r) {
 std::string SummaryTable(const RunReport& report) {
   size_t w = 2;
   for (const auto& r : report.results) w = std::max(w, r.id.size());
-  std::string out = fmt::format("devmgr conformance: {} (kubelet {})\n\n", report.target,
-                                report.kubelet_version);
-  out += fmt::format("{:<{}}  {:<6}  {:<6}  {:>7}  {}\n", "ID", w, "LEVEL", "RESULT", "TIME", "DETAILS");
+  std::string out =
+      fmt::format("devmgr conformance: {} (kubelet {})\n\n", report.target, report.kubelet_version);
+  out += fmt::format("{:<{}}  {:<6}  {:<6}  {:>7}  {}\n", "ID", w, "LEVEL", "RESULT", "TIME",
+                     "DETAILS");
   for (const auto& r : report.results) {
     std::string msg = r.outcome.message.empty() ? r.title : r.outcome.message;
     out += fmt::format("{:<{}}  {:<6}  {:<6}  {:>6}s  {}\n", r.id, w, LevelName(r.level),
@@ -51,11 +52,12 @@ std::string SummaryTable(const RunReport& report) {
   }
   const int must_fail = report.Count(Level::kMust, Status::kFail);
   const int should_fail = report.Count(Level::kShould, Status::kFail);
-  out += fmt::format("\n{} checks: {} passed, {} failed ({} MUST, {} SHOULD, {} INFO), {} skipped "
-                     "in {:.1f}s\n",
-                     report.results.size(), report.Count(Status::kPass), report.Count(Status::kFail),
-                     must_fail, should_fail, report.Count(Level::kInfo, Status::kFail),
-                     report.Count(Status::kSkip), absl::ToDoubleSeconds(report.duration));
+  out += fmt::format(
+      "\n{} checks: {} passed, {} failed ({} MUST, {} SHOULD, {} INFO), {} skipped "
+      "in {:.1f}s\n",
+      report.results.size(), report.Count(Status::kPass), report.Count(Status::kFail), must_fail,
+      should_fail, report.Count(Level::kInfo, Status::kFail), report.Count(Status::kSkip),
+      absl::ToDoubleSeconds(report.duration));
   out += must_fail == 0 ? "RESULT: PASS (every MUST check passed)\n"
                         : fmt::format("RESULT: FAIL ({} MUST check(s) failed)\n", must_fail);
   return out;
@@ -74,8 +76,9 @@ std::string JUnitXml(const RunReport& report) {
   suite->SetAttribute("errors", 0);
   suite->SetAttribute("skipped", report.Count(Status::kSkip));
   suite->SetAttribute("time", Seconds(report.duration).c_str());
-  suite->SetAttribute("timestamp", absl::FormatTime("%Y-%m-%dT%H:%M:%S", report.started,
-                                                    absl::UTCTimeZone()).c_str());
+  suite->SetAttribute(
+      "timestamp",
+      absl::FormatTime("%Y-%m-%dT%H:%M:%S", report.started, absl::UTCTimeZone()).c_str());
   auto* props = doc.NewElement("properties");
   suite->InsertEndChild(props);
   for (const auto& [k, v] : {std::pair<std::string, std::string>{"target", report.target},
@@ -89,7 +92,8 @@ std::string JUnitXml(const RunReport& report) {
     auto* tc = doc.NewElement("testcase");
     suite->InsertEndChild(tc);
     tc->SetAttribute("classname", Area(r.id).c_str());
-    tc->SetAttribute("name", fmt::format("[{}] {}: {}", LevelName(r.level), r.id, Title(r)).c_str());
+    tc->SetAttribute("name",
+                     fmt::format("[{}] {}: {}", LevelName(r.level), r.id, Title(r)).c_str());
     tc->SetAttribute("time", Seconds(r.duration).c_str());
     if (r.outcome.status == Status::kFail) {
       auto* f = doc.NewElement("failure");
@@ -155,10 +159,12 @@ std::string JsonReport(const RunReport& report) {
 
 absl::Status WriteFile(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) return absl::FailedPreconditionError(fmt::format("open {}: {}", path, std::strerror(errno)));
+  if (!f)
+    return absl::FailedPreconditionError(fmt::format("open {}: {}", path, std::strerror(errno)));
   f << text;
   f.close();
-  if (!f) return absl::FailedPreconditionError(fmt::format("write {}: {}", path, std::strerror(errno)));
+  if (!f)
+    return absl::FailedPreconditionError(fmt::format("write {}: {}", path, std::strerror(errno)));
   return absl::OkStatus();
 }
 

@@ -21,14 +21,22 @@ RunReport SampleReport() {
   r.kubelet_version = "1.32";
   r.started = absl::FromUnixSeconds(1700000000);
   r.duration = absl::Seconds(3);
-  CheckResult pass{"registration.version", "Register sends version", Level::kMust, {},
-                   Outcome::Pass("version \"v1beta1\""), absl::Milliseconds(20)};
-  CheckResult fail{"law.size", "fits 4 MiB", Level::kMust, {},
-                   Outcome::Fail("too big <&>").Evidence("80000 device(s)"), absl::Milliseconds(30)};
+  CheckResult pass{"registration.version",
+                   "Register sends version",
+                   Level::kMust,
+                   {},
+                   Outcome::Pass("version \"v1beta1\""),
+                   absl::Milliseconds(20)};
+  CheckResult fail{"law.size",
+                   "fits 4 MiB",
+                   Level::kMust,
+                   {},
+                   Outcome::Fail("too big <&>").Evidence("80000 device(s)"),
+                   absl::Milliseconds(30)};
   fail.outcome.figures.push_back({"largest", "5 MiB"});
-  CheckResult should{"law.no-resend", "no re-sends", Level::kShould, {"[Slow]"},
+  CheckResult should{"law.no-resend",          "no re-sends",   Level::kShould, {"[Slow]"},
                      Outcome::Fail("re-sent"), absl::Seconds(1)};
-  CheckResult skip{"prestart.timely", "prestart", Level::kMust, {}, Outcome::Skip("not required"),
+  CheckResult skip{"prestart.timely",   "prestart", Level::kMust, {}, Outcome::Skip("not required"),
                    absl::ZeroDuration()};
   r.results = {pass, fail, should, skip};
   return r;

@@ -25,7 +25,8 @@ absl::StatusOr<std::regex> Compile(const std::string& flag, const std::string& r
   try {
     return std::regex(re, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
-    return absl::InvalidArgumentError(fmt::format("{}: invalid regular expression {}: {}", flag, re, e.what()));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: invalid regular expression {}: {}", flag, re, e.what()));
   }
 }
 
@@ -119,8 +120,9 @@ absl::StatusOr<RunReport> RunConformance(Target& target, const RunOptions& opts,
     r.duration = MonoSub(MonoNow(), start);
     std::optional<CheckResult> companion;
     if (c->companion) {
-      companion = CheckResult{c->companion->id, c->companion->title, c->companion->level, c->tags,
-                              {}, absl::ZeroDuration()};
+      companion =
+          CheckResult{c->companion->id,    c->companion->title, c->companion->level, c->tags, {},
+                      absl::ZeroDuration()};
       if (r.outcome.companion != nullptr) {
         companion->outcome = *r.outcome.companion;
       } else if (r.outcome.status == Status::kSkip) {

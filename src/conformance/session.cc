@@ -36,7 +36,8 @@ absl::Status Session::Begin(bool expect_registration) {
           fmt::format("nothing accepts connections on {}", socket_path_));
     }
     ProbeClient* c = Client();
-    if (absl::Status s = c->Dial(t().rpc); !s.ok()) return absl::FailedPreconditionError(s.message());
+    if (absl::Status s = c->Dial(t().rpc); !s.ok())
+      return absl::FailedPreconditionError(s.message());
     auto opts = c->GetDevicePluginOptions(t().rpc);
     if (opts.ok()) socket_options_ = opts.resp;
     own_stream_ = c->ListAndWatch();
@@ -205,16 +206,18 @@ std::string Session::KubeletHoldsNoneWhy() {
   if (list == nullptr) return "";
   const size_t bytes = list->ByteSizeLong();
   if (bytes > static_cast<size_t>(kKubeletMaxRecvMsgSize)) {
-    return fmt::format("the device list is {} bytes, over the kubelet's 4 MiB receive limit: a "
-                       "kubelet never gets it and has no device to allocate (see law.size)",
-                       bytes);
+    return fmt::format(
+        "the device list is {} bytes, over the kubelet's 4 MiB receive limit: a "
+        "kubelet never gets it and has no device to allocate (see law.size)",
+        bytes);
   }
   if (profile().validates_utf8) {
     for (const auto& d : list->devices()) {
       if (!IsValidUtf8(d.id())) {
-        return fmt::format("device ID {} is not valid UTF-8: a {} kubelet rejects the whole list "
-                           "and has no device to allocate (see law.ids-printable)",
-                           GoQuote(d.id()), profile().name);
+        return fmt::format(
+            "device ID {} is not valid UTF-8: a {} kubelet rejects the whole list "
+            "and has no device to allocate (see law.ids-printable)",
+            GoQuote(d.id()), profile().name);
       }
     }
   }

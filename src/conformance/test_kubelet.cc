@@ -61,9 +61,8 @@ std::vector<std::string> FindPluginSockets(const std::string& dir) {
       const std::string path = dir + "/" + name;
       struct stat st {};
       if (::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
-        found.emplace_back(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 +
-                               st.st_mtim.tv_nsec,
-                           path);
+        found.emplace_back(
+            static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec, path);
       }
     }
     ::closedir(d);
@@ -158,9 +157,9 @@ void TestKubelet::HandleRegister(const v1beta1::RegisterRequest& req) {
   r.at = MonoNow();
   r.request = req;
   if (req.version() != "v1beta1") {
-    r.kubelet_error = fmt::format(
-        "requested API version {} is not supported by kubelet. Supported version is {}",
-        GoQuote(req.version()), GoQuoteList({"v1beta1"}));
+    r.kubelet_error =
+        fmt::format("requested API version {} is not supported by kubelet. Supported version is {}",
+                    GoQuote(req.version()), GoQuoteList({"v1beta1"}));
   } else if (!IsExtendedResourceName(req.resource_name())) {
     r.kubelet_error = fmt::format("the ResourceName {} is invalid", GoQuote(req.resource_name()));
   }

@@ -13,8 +13,8 @@ bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsAlnum(char c) { return IsLetter(c) || IsDigit(c); }
 
-std::string NamePartProblem(const std::string& what, const std::string& v,
-                            const std::string& extra, bool letter_first) {
+std::string NamePartProblem(const std::string& what, const std::string& v, const std::string& extra,
+                            bool letter_first) {
   if (v.empty()) return fmt::format("empty {}", what);
   if (letter_first ? !IsLetter(v.front()) : !IsAlnum(v.front())) {
     return fmt::format("{} {} must start with a {}", what, GoQuote(v),
@@ -42,7 +42,8 @@ std::string DeviceIdProblem(const std::string& id) {
     // C1 controls U+0080..U+009F are encoded as C2 80..C2 9F.
     if (c == 0xc2 && i + 1 < id.size()) {
       const auto n = static_cast<unsigned char>(id[i + 1]);
-      if (n >= 0x80 && n <= 0x9f) return fmt::format("control character U+{:04X} at offset {}", n, i);
+      if (n >= 0x80 && n <= 0x9f)
+        return fmt::format("control character U+{:04X} at offset {}", n, i);
     }
   }
   if (id.find_first_not_of(' ') == std::string::npos) return "only spaces";

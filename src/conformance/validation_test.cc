@@ -38,7 +38,8 @@ TEST(CdiNameTest, FullyQualifiedNames) {
   EXPECT_EQ(CdiNameProblem("vendor.com/gpu="), "empty device name");
   EXPECT_EQ(CdiNameProblem("1vendor.com/gpu=x"), "vendor \"1vendor.com\" must start with a letter");
   EXPECT_EQ(CdiNameProblem("vendor.com/g.pu=x"), "class \"g.pu\" holds an invalid character \".\"");
-  EXPECT_EQ(CdiNameProblem("vendor.com/gpu=x-"), "device name \"x-\" must end with a letter or digit");
+  EXPECT_EQ(CdiNameProblem("vendor.com/gpu=x-"),
+            "device name \"x-\" must end with a letter or digit");
 }
 
 TEST(PermissionsTest, WithinRwm) {
@@ -83,9 +84,7 @@ TEST(DeviceListKeyTest, OrderInsensitiveHealthAndTopologySensitive) {
   EXPECT_NE(DeviceListKey(a), DeviceListKey(b));
 }
 
-TEST(FormatBytesTest, Mebibytes) {
-  EXPECT_EQ(FormatBytes(4194304), "4194304 B (4.00 MiB)");
-}
+TEST(FormatBytesTest, Mebibytes) { EXPECT_EQ(FormatBytes(4194304), "4194304 B (4.00 MiB)"); }
 
 }  // namespace
 }  // namespace devmgr::conformance

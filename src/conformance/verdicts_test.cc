@@ -39,7 +39,7 @@ plugin::Config Load(const std::string& name) {
 }
 
 RunReport RunChecks(const plugin::Config& config, const Timeouts& t, const std::string& focus = "",
-              const std::string& version = "") {
+                    const std::string& version = "") {
   auto target = NewInProcessTarget(config);
   TempDir dir;
   RunOptions o;
@@ -104,16 +104,19 @@ TEST(VerdictsTest, SlowReregistrationPassesEveryMustAndGetsAShouldWithItsTime) {
   EXPECT_THAT(prompt->outcome.message, ContainsRegex("re-registered after 2(\\.[0-9]+)?s;"));
   EXPECT_THAT(prompt->outcome.message,
               HasSubstr("within the e2e window of 5s, slower than the SHOULD of 1s"));
-  EXPECT_THAT(Find(r, "restart.kubelet")->outcome.message, ContainsRegex("re-registered 2(\\.[0-9]+)?s after the restart"));
+  EXPECT_THAT(Find(r, "restart.kubelet")->outcome.message,
+              ContainsRegex("re-registered 2(\\.[0-9]+)?s after the restart"));
 }
 
 TEST(VerdictsTest, NeverReregisteringFailsTheMustAndSkipsItsShould) {
-  RunReport r = RunChecks(Load("broken/restart.kubelet.yaml"), FastTimeouts(), "^restart\\.kubelet");
+  RunReport r =
+      RunChecks(Load("broken/restart.kubelet.yaml"), FastTimeouts(), "^restart\\.kubelet");
   EXPECT_EQ(Of(r), (Verdicts{{"restart.kubelet", Status::kFail},
                              {"restart.kubelet-prompt", Status::kSkip}}))
       << SummaryTable(r);
   EXPECT_THAT(Find(r, "restart.kubelet")->outcome.message, HasSubstr("no Register call within 3s"));
-  EXPECT_EQ(Find(r, "restart.kubelet-prompt")->outcome.message, "not measured (see restart.kubelet)");
+  EXPECT_EQ(Find(r, "restart.kubelet-prompt")->outcome.message,
+            "not measured (see restart.kubelet)");
 }
 
 TEST(VerdictsTest, EmptyPreferredSetForAFreshPodFailsAMustWithTheRequestAndAnswer) {
@@ -140,8 +143,7 @@ TEST(VerdictsTest, ControlByteIdsAreReportedAndStillAllocated) {
   // Sorted first, the control-byte ID is in every Allocate the checks make.
   for (const char* id : {"allocate.absolute-paths", "allocate.permissions", "allocate.env-names",
                          "allocate.cdi-names"}) {
-    EXPECT_THAT(Find(r, id)->outcome.message, HasSubstr("Allocate of [\"gpu-\\x01\"] and"))
-        << id;
+    EXPECT_THAT(Find(r, id)->outcome.message, HasSubstr("Allocate of [\"gpu-\\x01\"] and")) << id;
   }
 }
 
@@ -198,10 +200,11 @@ TEST(VerdictsTest, SlowFirstListPassesTheMustAndGetsAShould) {
   plugin::Config c = Load("broken/law.first-list-prompt.yaml");
   c.fault(plugin::Rpc::kListAndWatch).delay = absl::Seconds(2);
   RunReport r = RunChecks(c, SlowWindows(), "^law\\.first-list");
-  EXPECT_EQ(Of(r), (Verdicts{{"law.first-list", Status::kPass},
-                             {"law.first-list-prompt", Status::kFail}}))
+  EXPECT_EQ(Of(r),
+            (Verdicts{{"law.first-list", Status::kPass}, {"law.first-list-prompt", Status::kFail}}))
       << SummaryTable(r);
-  EXPECT_THAT(Find(r, "law.first-list-prompt")->outcome.message, ContainsRegex("first list after 2(\\.[0-9]+)?s;"));
+  EXPECT_THAT(Find(r, "law.first-list-prompt")->outcome.message,
+              ContainsRegex("first list after 2(\\.[0-9]+)?s;"));
 }
 
 TEST(VerdictsTest, ACompanionIsSelectedThroughItsCheck) {

@@ -49,8 +49,8 @@ std::string MatrixSummary(const VersionMatrix& m) {
   if (diff.empty()) {
     out += "=== no check verdict differs between kubelet versions\n";
   } else {
-    out += fmt::format("=== check verdicts that differ between kubelet versions ({}):\n",
-                       diff.size());
+    out +=
+        fmt::format("=== check verdicts that differ between kubelet versions ({}):\n", diff.size());
     for (const std::string& d : diff) out += "    " + d + "\n";
   }
   return out;

@@ -25,10 +25,14 @@ constexpr State kStates[] = {State::kOk, State::kAbsent, State::kCorrupt, State:
 std::string EscapeLabel(const std::string& v) {
   std::string out;
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -44,10 +48,14 @@ Verdict Unreadable(const std::string& why) {
 
 const char* StateName(State s) {
   switch (s) {
-    case State::kOk: return "ok";
-    case State::kAbsent: return "absent";
-    case State::kCorrupt: return "corrupt";
-    case State::kUnreadable: return "unreadable";
+    case State::kOk:
+      return "ok";
+    case State::kAbsent:
+      return "absent";
+    case State::kCorrupt:
+      return "corrupt";
+    case State::kUnreadable:
+      return "unreadable";
   }
   return "unknown";
 }
@@ -112,16 +120,17 @@ Verdict Examine(const std::string& path) {
   }
   if (r.valid) {
     v.state = State::kOk;
-    v.summary = fmt::format("OK {} checksum {} ({} entries, {} pods)", v.format, r.stored, v.entries,
-                            v.pods);
+    v.summary = fmt::format("OK {} checksum {} ({} entries, {} pods)", v.format, r.stored,
+                            v.entries, v.pods);
   } else if (!r.parsed) {
     v.state = State::kCorrupt;
     v.format.clear();
-    v.summary = fmt::format("CORRUPT v2 parse error: {}{}", r.error, bytes.empty() ? " (empty file)" : "");
+    v.summary =
+        fmt::format("CORRUPT v2 parse error: {}{}", r.error, bytes.empty() ? " (empty file)" : "");
   } else {
     v.state = State::kCorrupt;
-    v.summary = fmt::format("CORRUPT {} checksum mismatch: stored {}, computed {}", v.format, r.stored,
-                            r.computed);
+    v.summary = fmt::format("CORRUPT {} checksum mismatch: stored {}, computed {}", v.format,
+                            r.stored, r.computed);
   }
   return v;
 }
@@ -143,9 +152,11 @@ std::string CheckpointDoctor::RenderMetrics() const {
   const std::string p = EscapeLabel(path_);
   std::string out;
   out +=
-      "# HELP devmgr_checkpoint_entries Pod device entries in the checkpoint at the last verification "
+      "# HELP devmgr_checkpoint_entries Pod device entries in the checkpoint at the last "
+      "verification "
       "that could parse it.\n# TYPE devmgr_checkpoint_entries gauge\n";
-  out += fmt::format("devmgr_checkpoint_entries{{path=\"{}\"}} {}\n", p, examined_ ? last_.entries : 0);
+  out += fmt::format("devmgr_checkpoint_entries{{path=\"{}\"}} {}\n", p,
+                     examined_ ? last_.entries : 0);
   out +=
       "# HELP devmgr_checkpoint_last_verification_timestamp_seconds When the checkpoint was last "
       "verified (Unix time; 0 before the first verification).\n"
@@ -154,7 +165,8 @@ std::string CheckpointDoctor::RenderMetrics() const {
                      examined_ ? absl::ToUnixSeconds(last_time_) : 0);
   out +=
       "# HELP devmgr_checkpoint_state 1 for the state of the checkpoint at the last verification "
-      "(ok, absent, corrupt, unreadable), 0 for the others.\n# TYPE devmgr_checkpoint_state gauge\n";
+      "(ok, absent, corrupt, unreadable), 0 for the others.\n# TYPE devmgr_checkpoint_state "
+      "gauge\n";
   for (State s : kStates) {
     out += fmt::format("devmgr_checkpoint_state{{path=\"{}\",state=\"{}\"}} {}\n", p, StateName(s),
                        examined_ && last_.state == s ? 1 : 0);

@@ -120,7 +120,8 @@ TEST_F(CheckpointDoctorTest, MetricsCarryStateCountsAndTime) {
   EXPECT_THAT(m, HasSubstr("# TYPE devmgr_checkpoint_state gauge\n"));
   EXPECT_THAT(m, HasSubstr("devmgr_checkpoint_state{" + p + ",state=\"corrupt\"} 1\n"));
   EXPECT_THAT(m, HasSubstr("devmgr_checkpoint_state{" + p + ",state=\"ok\"} 0\n"));
-  EXPECT_THAT(m, HasSubstr("devmgr_checkpoint_verifications_total{" + p + ",result=\"corrupt\"} 2\n"));
+  EXPECT_THAT(m,
+              HasSubstr("devmgr_checkpoint_verifications_total{" + p + ",result=\"corrupt\"} 2\n"));
   EXPECT_THAT(m, HasSubstr("devmgr_checkpoint_verifications_total{" + p + ",result=\"ok\"} 0\n"));
   EXPECT_THAT(m, HasSubstr("devmgr_checkpoint_last_verification_timestamp_seconds{" + p +
                            "} 1700000060\n"));

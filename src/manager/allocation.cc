@@ -163,8 +163,7 @@ absl::Status ManagerImpl::AllocateContainerResources(
 
 bool ManagerImpl::IsDevicePluginResource(const std::string& resource_name) const {
   absl::MutexLock l(&mu_);
-  return devices_.HasHealthy(resource_name) ||
-         allocated_devices_.count(resource_name) != 0;
+  return devices_.HasHealthy(resource_name) || allocated_devices_.count(resource_name) != 0;
 }
 
 bool ManagerImpl::SourcesReadyLocked() const {

@@ -8,16 +8,16 @@
 namespace devmgr::manager {
 namespace {
 
+using testing::Ctr;
+using testing::Devices;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using testing::MakePod;
 using ::testing::SizeIs;
 using ::testing::StartsWith;
 using ::testing::UnorderedElementsAre;
 using ::testing::UnorderedElementsAreArray;
-using testing::Ctr;
-using testing::Devices;
-using testing::MakePod;
 
 constexpr char kGpu[] = "vendor.com/gpu";
 
@@ -124,8 +124,7 @@ TEST_F(AllocationTest, PreferredAllocationIsHonoured) {
   auto calls = c_->calls();
   ASSERT_THAT(calls.preferred, SizeIs(1));
   const auto& req = calls.preferred[0].container_requests(0);
-  EXPECT_THAT(req.available_deviceids(),
-              UnorderedElementsAre("dev0", "dev1", "dev2", "dev3"));
+  EXPECT_THAT(req.available_deviceids(), UnorderedElementsAre("dev0", "dev1", "dev2", "dev3"));
   EXPECT_THAT(req.must_include_deviceids(), IsEmpty());
   EXPECT_EQ(req.allocation_size(), 2);
 }
@@ -137,7 +136,7 @@ TEST_F(AllocationTest, PreferredAllocationPartialOrInvalidIsFilledUp) {
     v1beta1::PreferredAllocationResponse resp;
     auto* c = resp.add_container_responses();
     c->add_deviceids("dev1");
-    c->add_deviceids("dev1");   // duplicates collapse
+    c->add_deviceids("dev1");    // duplicates collapse
     c->add_deviceids("nosuch");  // unknown IDs are dropped
     return resp;
   };
@@ -295,8 +294,9 @@ TEST_F(AllocationTest, ChangedRequestIsRejected) {
   ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   auto bigger = MakePod("p", {Ctr("c", {{kGpu, 2}})});
   absl::Status s = m_->Allocate(bigger, bigger.containers[0]);
-  EXPECT_EQ(s.message(),
-            "pod \"p\" container \"c\" changed request for resource \"vendor.com/gpu\" from 1 to 2");
+  EXPECT_EQ(
+      s.message(),
+      "pod \"p\" container \"c\" changed request for resource \"vendor.com/gpu\" from 1 to 2");
 }
 
 TEST_F(AllocationTest, PreviouslyAllocatedDeviceNoLongerHealthy) {
@@ -376,7 +376,8 @@ TEST_F(AllocationTest, AlignedDevicesComeFirstAndAreNotRolledBack) {
   ASSERT_TRUE(m_->Start(StartOpts()).ok());
   c_ = Connect(*m_, kGpu, /*preferred=*/true);
   m_->PluginListAndWatchReceiver(
-      kGpu, c_.get(), Devices({{"a", "Healthy", {0}}, {"b", "Healthy", {1}}, {"c", "Healthy", {1}}}));
+      kGpu, c_.get(),
+      Devices({{"a", "Healthy", {0}}, {"b", "Healthy", {1}}, {"c", "Healthy", {1}}}));
   SetActive({"p", "q"});
   // Needed (2) >= |aligned| (1): "a" is taken first, then the plugin is asked.
   c_->on_preferred = [](const v1beta1::PreferredAllocationRequest& req) {

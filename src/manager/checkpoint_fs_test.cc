@@ -12,10 +12,10 @@
 namespace devmgr::manager {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::StartsWith;
 using testing::Ctr;
+using ::testing::HasSubstr;
 using testing::MakePod;
+using ::testing::StartsWith;
 using Op = fs::FaultInjectingFs::Op;
 
 constexpr char kGpu[] = "vendor.com/gpu";
@@ -46,14 +46,12 @@ TEST_F(CheckpointFsTest, EnospcFailsTheAllocationAndKeepsTheOldCheckpoint) {
   ASSERT_THAT(before, HasSubstr("\"p1\""));
 
   faults_.Fail(Op::kAppend, ENOSPC);
-  const topology::AdmitResult r =
-      testing::AdmitPod(*m_, MakePod("p2", {Ctr("c", {{kGpu, 1}})}));
+  const topology::AdmitResult r = testing::AdmitPod(*m_, MakePod("p2", {Ctr("c", {{kGpu, 1}})}));
   EXPECT_FALSE(r.admitted);
   EXPECT_EQ(r.reason, "UnexpectedAdmissionError");
-  EXPECT_THAT(r.message,
-              StartsWith("Allocate failed due to failed to write checkpoint file "
-                         "\"kubelet_internal_checkpoint\": write " +
-                         dir_.path() + "/.kubelet_internal_checkpoint."));
+  EXPECT_THAT(r.message, StartsWith("Allocate failed due to failed to write checkpoint file "
+                                    "\"kubelet_internal_checkpoint\": write " +
+                                    dir_.path() + "/.kubelet_internal_checkpoint."));
   EXPECT_THAT(r.message, HasSubstr(": No space left on device, which is unexpected"));
   EXPECT_EQ(dir_.Read("kubelet_internal_checkpoint"), before);
   // No temp file is left beside it.

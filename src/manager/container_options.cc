@@ -60,8 +60,8 @@ absl::Status ManagerImpl::CallPreStartContainerIfNeeded(const std::string& pod_u
     // Possible after the grace-period removal while allocations remain: the
     // container then fails to start.
     if (it == endpoints_.end()) {
-      return absl::NotFoundError(fmt::format(
-          "endpoint not found in cache for a registered resource: {}", resource_name));
+      return absl::NotFoundError(
+          fmt::format("endpoint not found in cache for a registered resource: {}", resource_name));
     }
     if (!it->second.opts.has_value() || !it->second.opts->pre_start_required()) {
       DM_VINFO(5, "Plugin options indicate to skip PreStartContainer for resource",

@@ -9,12 +9,12 @@
 namespace devmgr::manager {
 namespace {
 
+using testing::Ctr;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using testing::MakePod;
 using ::testing::SizeIs;
 using ::testing::UnorderedElementsAre;
-using testing::Ctr;
-using testing::MakePod;
 
 constexpr char kGpu[] = "vendor.com/gpu";
 using ContainerOptionsTest = testing::AllocationFixture;

@@ -44,8 +44,7 @@ bool ManagerImpl::IsContainerAlreadyRunningLocked(const std::string& pod_uid,
 absl::StatusOr<DeviceSet> ManagerImpl::DevicesToAllocate(const std::string& pod_uid,
                                                          const std::string& container_name,
                                                          const std::string& resource_name,
-                                                         int required,
-                                                         const DeviceSet& reusable) {
+                                                         int required, const DeviceSet& reusable) {
   absl::MutexLock l(&mu_);
   int needed = required;
   // A container may have been allocated already (restart, re-admission).
@@ -111,9 +110,9 @@ absl::StatusOr<DeviceSet> ManagerImpl::DevicesToAllocate(const std::string& pod_
     return false;
   };
   auto less_than_required = [&] {
-    return absl::ResourceExhaustedError(fmt::format(
-        "unexpectedly allocated less resources than required. Requested: {}, Got: {}", required,
-        required - needed));
+    return absl::ResourceExhaustedError(
+        fmt::format("unexpectedly allocated less resources than required. Requested: {}, Got: {}",
+                    required, required - needed));
   };
 
   // Reusable devices (from init containers) first, with no health check.
@@ -128,9 +127,11 @@ absl::StatusOr<DeviceSet> ManagerImpl::DevicesToAllocate(const std::string& pod_
   if (auto ep = endpoints_.find(resource_name);
       ep != endpoints_.end() &&
       (!ep->second.opts.has_value() || !ep->second.opts->get_preferred_allocation_available())) {
-    const std::optional<topology::BitMask> affinity = affinity_->GetAffinity(pod_uid, container_name);
+    const std::optional<topology::BitMask> affinity =
+        affinity_->GetAffinity(pod_uid, container_name);
     const DeviceMap* all = devices_.All(resource_name);
-    if (all != nullptr && (!affinity.has_value() || !devices_.HasTopologyAlignment(resource_name))) {
+    if (all != nullptr &&
+        (!affinity.has_value() || !devices_.HasTopologyAlignment(resource_name))) {
       DeviceSet& in_use = allocated_devices_[resource_name];
       size_t available = devices_.HealthyCount(resource_name);
       for (const std::string& d : in_use) available -= devices_.IsHealthy(resource_name, d);
@@ -159,9 +160,9 @@ absl::StatusOr<DeviceSet> ManagerImpl::DevicesToAllocate(const std::string& pod_
     }
   }
   if (static_cast<int>(available.size()) < needed) {
-    return absl::ResourceExhaustedError(fmt::format(
-        "requested number of devices unavailable for {}. Requested: {}, Available: {}",
-        resource_name, needed, available.size()));
+    return absl::ResourceExhaustedError(
+        fmt::format("requested number of devices unavailable for {}. Requested: {}, Available: {}",
+                    resource_name, needed, available.size()));
   }
 
   AffinityBuckets buckets = FilterByAffinity(affinity_->GetAffinity(pod_uid, container_name),
@@ -192,13 +193,12 @@ absl::StatusOr<DeviceSet> ManagerImpl::DevicesToAllocate(const std::string& pod_
 }
 
 absl::StatusOr<DeviceSet> ManagerImpl::CallGetPreferredAllocationIfAvailableLocked(
-    const std::string& pod_uid, const std::string& container_name,
-    const std::string& resource_name, const DeviceSet& available, const DeviceSet& must_include,
-    int size) {
+    const std::string& pod_uid, const std::string& container_name, const std::string& resource_name,
+    const DeviceSet& available, const DeviceSet& must_include, int size) {
   auto it = endpoints_.find(resource_name);
   if (it == endpoints_.end()) {
-    return absl::NotFoundError(fmt::format(
-        "endpoint not found in cache for a registered resource: {}", resource_name));
+    return absl::NotFoundError(
+        fmt::format("endpoint not found in cache for a registered resource: {}", resource_name));
   }
   if (!it->second.opts.has_value() || !it->second.opts->get_preferred_allocation_available()) {
     DM_VINFO(5, "Plugin options indicate to skip GetPreferredAllocation for resource",
@@ -213,8 +213,7 @@ absl::StatusOr<DeviceSet> ManagerImpl::CallGetPreferredAllocationIfAvailableLock
   // afterwards; state may change meanwhile.
   mu_.Unlock();
   DM_VINFO(4, "Issuing a GetPreferredAllocation call for container",
-           {"resourceName", resource_name}, {"containerName", container_name},
-           {"podUID", pod_uid});
+           {"resourceName", resource_name}, {"containerName", container_name}, {"podUID", pod_uid});
   absl::StatusOr<v1beta1::PreferredAllocationResponse> resp =
       endpoint->GetPreferredAllocation(avail, must, size);
   mu_.Lock();

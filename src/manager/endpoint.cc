@@ -68,8 +68,7 @@ absl::Time Endpoint::StopTime() const {
 std::string Endpoint::StoppedErrorText() const {
   // &endpointImpl{mutex sync.Mutex, resourceName, api, stopTime, client}
   return fmt::format("endpoint &{{{{0 0}} {} {} {} {}}} has been stopped", resource_name_,
-                     GoPointer(client_.get()), GoTimeStruct(StopTime()),
-                     GoPointer(client_.get()));
+                     GoPointer(client_.get()), GoTimeStruct(StopTime()), GoPointer(client_.get()));
 }
 
 absl::StatusOr<v1beta1::AllocateResponse> Endpoint::Allocate(

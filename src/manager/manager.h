@@ -46,8 +46,8 @@ struct ResourceStatus {
   // nullopt when the kubelet would report no allocatable entry (only an
   // unhealthy set exists; node status then copies capacity).
   std::optional<int64_t> allocatable;
-  std::vector<DeviceInfo> devices;  // allDevices[r], sorted by id
-  std::vector<std::string> healthy;  // sorted
+  std::vector<DeviceInfo> devices;     // allDevices[r], sorted by id
+  std::vector<std::string> healthy;    // sorted
   std::vector<std::string> unhealthy;  // sorted
   std::vector<std::string> allocated;  // sorted
   bool has_endpoint = false;

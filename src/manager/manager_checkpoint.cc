@@ -47,8 +47,8 @@ absl::Status ManagerImpl::ReadCheckpoint() {
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status())) {
       // ErrCheckpointNotFound: logged, and Start goes on with empty state.
-      DM_INFO("Failed to read data from checkpoint",
-              {"checkpoint", checkpoint::kCheckpointName}, {"err", "checkpoint is not found"});
+      DM_INFO("Failed to read data from checkpoint", {"checkpoint", checkpoint::kCheckpointName},
+              {"err", "checkpoint is not found"});
       return absl::OkStatus();
     }
     return bytes.status();
@@ -116,9 +116,9 @@ absl::Status ManagerImpl::WriteCheckpoint() {
   const checkpoint::IncrementalEncoder::Output out = encoder_.Render();
   absl::Status s = store_.Write(checkpoint::kCheckpointName, out.bytes);
   if (!s.ok()) {
-    return absl::Status(s.code(), fmt::format("failed to write checkpoint file {}: {}",
-                                              GoQuote(checkpoint::kCheckpointName),
-                                              std::string(s.message())));
+    return absl::Status(
+        s.code(), fmt::format("failed to write checkpoint file {}: {}",
+                              GoQuote(checkpoint::kCheckpointName), std::string(s.message())));
   }
   return absl::OkStatus();
 }

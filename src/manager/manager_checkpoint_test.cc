@@ -1,7 +1,6 @@
 // Start/Stop and the checkpoint: when it is written, what it holds, and how
 // Start restores from it (shared/kubelet-device-manager.md sections 4, 8).
 #include "checkpoint/checkpoint.h"
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "manager/manager_test_util.h"
@@ -9,12 +8,12 @@
 namespace devmgr::manager {
 namespace {
 
+using testing::Ctr;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using ::testing::UnorderedElementsAre;
-using testing::Ctr;
 using testing::MakePod;
+using ::testing::UnorderedElementsAre;
 
 constexpr char kFile[] = "kubelet_internal_checkpoint";
 
@@ -42,8 +41,7 @@ TEST_F(CheckpointIoTest, WrittenAfterEveryListAndWatchResponse) {
   EXPECT_THAT(dir_.Read(kFile), HasSubstr("\"PodDeviceEntries\":null"));
 
   // No healthy device: an empty list, never null.
-  m->PluginListAndWatchReceiver("vendor.com/gpu", c.get(),
-                                testing::Devices({{"a", "Unhealthy"}}));
+  m->PluginListAndWatchReceiver("vendor.com/gpu", c.get(), testing::Devices({{"a", "Unhealthy"}}));
   EXPECT_THAT(dir_.Read(kFile), HasSubstr("\"RegisteredDevices\":{\"vendor.com/gpu\":[]}"));
 }
 
@@ -54,8 +52,9 @@ TEST_F(CheckpointIoTest, EmptyManagerWritesTheKubeletsEmptyCheckpoint) {
   m->PluginDisconnected("vendor.com/gpu", c.get());
   clock_.Advance(absl::Minutes(6));
   EXPECT_THAT(m->GetCapacity().removed, ElementsAre("vendor.com/gpu"));
-  EXPECT_EQ(dir_.Read(kFile),
-            "{\"Data\":{\"PodDeviceEntries\":null,\"RegisteredDevices\":{}},\"Checksum\":3467439661}");
+  EXPECT_EQ(
+      dir_.Read(kFile),
+      "{\"Data\":{\"PodDeviceEntries\":null,\"RegisteredDevices\":{}},\"Checksum\":3467439661}");
 }
 
 TEST_F(CheckpointIoTest, StartRestoresRegisteredResourcesAsStoppedPlaceholders) {
@@ -99,9 +98,9 @@ TEST_F(CheckpointIoTest, AllocationsSurviveARestart) {
     auto m = NewImpl();
     ASSERT_TRUE(m->Start(StartOpts()).ok());
     auto c = Connect(*m, "vendor.com/gpu");
-    m->PluginListAndWatchReceiver("vendor.com/gpu", c.get(),
-                                  testing::Devices({{"a", "Healthy", {0}}, {"b", "Healthy", {1}},
-                                                    {"c"}}));
+    m->PluginListAndWatchReceiver(
+        "vendor.com/gpu", c.get(),
+        testing::Devices({{"a", "Healthy", {0}}, {"b", "Healthy", {1}}, {"c"}}));
     auto pod = MakePod("p1", {Ctr("main", {{"vendor.com/gpu", 3}})});
     ASSERT_TRUE(testing::AdmitPod(*m, pod).admitted);
     m->Stop();
@@ -166,8 +165,9 @@ TEST_F(CheckpointIoTest, V1FallbackOnlyIn130WithDevicesOnNuma0) {
 }
 
 TEST_F(CheckpointIoTest, CorruptCheckpointStartsEmptyAndIsOverwritten) {
-  std::string bad = "{\"Data\":{\"PodDeviceEntries\":null,\"RegisteredDevices\":{\"x.io/y\":[]}},"
-                    "\"Checksum\":1}";
+  std::string bad =
+      "{\"Data\":{\"PodDeviceEntries\":null,\"RegisteredDevices\":{\"x.io/y\":[]}},"
+      "\"Checksum\":1}";
   dir_.Write(kFile, bad);
   auto m = NewImpl();
   EXPECT_TRUE(m->Start(StartOpts()).ok());
@@ -196,8 +196,9 @@ TEST_F(CheckpointIoTest, WriteFailureFailsTheAllocationWithTheKubeletsText) {
   m.PluginListAndWatchReceiver("vendor.com/gpu", c.get(), testing::HealthyDevices(1));
   auto pod = MakePod("p", {Ctr("c", {{"vendor.com/gpu", 1}})});
   absl::Status s = m.Allocate(pod, pod.containers[0]);
-  EXPECT_THAT(std::string(s.message()),
-              ::testing::StartsWith("failed to write checkpoint file \"kubelet_internal_checkpoint\": "));
+  EXPECT_THAT(
+      std::string(s.message()),
+      ::testing::StartsWith("failed to write checkpoint file \"kubelet_internal_checkpoint\": "));
   // podDevices was updated before the write failed.
   EXPECT_TRUE(m.PodDevicesForTest().HasPod("p"));
 }

@@ -63,12 +63,12 @@ absl::Status ManagerImpl::PluginConnected(const std::string& resource_name,
       std::map<std::string, EndpointInfo>& store = endpoint_store_[resource_name];
       auto existing = store.find(socket_path);
       if (existing != store.end()) {
-        DM_INFO("Device plugin registration rejected: socket already in use by a connected "
-                "endpoint; possible same-socket race",
-                {"resourceName", resource_name}, {"socketPath", socket_path},
-                {"incumbentStopped", existing->second.e->IsStopped() ? "true" : "false"});
-        return absl::UnknownError(
-            fmt::format("device plugin already connected: {}", socket_path));
+        DM_INFO(
+            "Device plugin registration rejected: socket already in use by a connected "
+            "endpoint; possible same-socket race",
+            {"resourceName", resource_name}, {"socketPath", socket_path},
+            {"incumbentStopped", existing->second.e->IsStopped() ? "true" : "false"});
+        return absl::UnknownError(fmt::format("device plugin already connected: {}", socket_path));
       }
       store[socket_path] = EndpointInfo{e, *options};
     }
@@ -84,8 +84,7 @@ absl::Status ManagerImpl::PluginConnected(const std::string& resource_name,
   return absl::OkStatus();
 }
 
-void ManagerImpl::PluginListAndWatchReceiver(const std::string& resource_name,
-                                             PluginClient* client,
+void ManagerImpl::PluginListAndWatchReceiver(const std::string& resource_name, PluginClient* client,
                                              const v1beta1::ListAndWatchResponse& resp) {
   std::set<std::string> pods_to_update;
   {

@@ -105,13 +105,12 @@ class ManagerImpl final : public Manager {
   absl::StatusOr<DeviceSet> DevicesToAllocate(const std::string& pod_uid,
                                               const std::string& container_name,
                                               const std::string& resource_name, int required,
-                                              const DeviceSet& reusable)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                                              const DeviceSet& reusable) ABSL_LOCKS_EXCLUDED(mu_);
   // REQUIRES: mu_ held. Releases mu_ during the RPC, as the kubelet does.
   absl::StatusOr<DeviceSet> CallGetPreferredAllocationIfAvailableLocked(
       const std::string& pod_uid, const std::string& container_name,
-      const std::string& resource_name, const DeviceSet& available,
-      const DeviceSet& must_include, int size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      const std::string& resource_name, const DeviceSet& available, const DeviceSet& must_include,
+      int size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool IsContainerAlreadyRunningLocked(const std::string& pod_uid,
                                        const std::string& container_name) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -120,11 +119,9 @@ class ManagerImpl final : public Manager {
   // setPodPendingAdmission (1.30/1.31 profiles only).
   void MarkPendingAdmission(const std::string& pod_uid) ABSL_LOCKS_EXCLUDED(mu_);
   // generateDeviceTopologyHints.
-  std::vector<topology::TopologyHint> GenerateDeviceTopologyHintsLocked(const std::string& resource_name,
-                                                              const DeviceSet& available,
-                                                              const DeviceSet& reusable,
-                                                              int request) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<topology::TopologyHint> GenerateDeviceTopologyHintsLocked(
+      const std::string& resource_name, const DeviceSet& available, const DeviceSet& reusable,
+      int request) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // ---- container_options.cc ----
   absl::Status CallPreStartContainerIfNeeded(const std::string& pod_uid,
@@ -159,15 +156,13 @@ class ManagerImpl final : public Manager {
   std::map<std::string, EndpointInfo> endpoints_ ABSL_GUARDED_BY(mu_);
   // 1.37 only: resource -> socket path -> connected endpoint (the kubelet's
   // m.endpointStore); an entry goes when its stream ends.
-  std::map<std::string, std::map<std::string, EndpointInfo>> endpoint_store_
-      ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::map<std::string, EndpointInfo>> endpoint_store_ ABSL_GUARDED_BY(mu_);
   DeviceSets devices_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, DeviceSet> allocated_devices_ ABSL_GUARDED_BY(mu_);
   PodDevices pod_devices_ ABSL_GUARDED_BY(mu_);
   // podUID -> resource -> devices reusable by the pod's next containers.
   // Only the pod being allocated keeps an entry.
-  std::map<std::string, std::map<std::string, DeviceSet>> devices_to_reuse_
-      ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::map<std::string, DeviceSet>> devices_to_reuse_ ABSL_GUARDED_BY(mu_);
   // 1.30/1.31: the pod being admitted counts as active in GC.
   std::optional<std::string> pending_admission_pod_ ABSL_GUARDED_BY(mu_);
   StartOptions start_opts_ ABSL_GUARDED_BY(mu_);

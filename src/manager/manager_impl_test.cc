@@ -11,11 +11,11 @@
 namespace devmgr::manager {
 namespace {
 
+using testing::Dev;
+using testing::Devices;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
-using testing::Dev;
-using testing::Devices;
 
 class DeviceStateTest : public testing::ManagerFixture {};
 
@@ -49,7 +49,8 @@ TEST_F(DeviceStateTest, OptionsFailureFailsTheConnectionAndTheResourceNeverAppea
   auto c = std::make_shared<FakePluginClient>();
   c->options = absl::UnknownError("rpc error: code = Unknown desc = boom");
   absl::Status s = m->PluginConnected("vendor.com/gpu", c);
-  EXPECT_EQ(s.message(), "failed to get device plugin options: rpc error: code = Unknown desc = boom");
+  EXPECT_EQ(s.message(),
+            "failed to get device plugin options: rpc error: code = Unknown desc = boom");
   EXPECT_THAT(m->Snapshot(), IsEmpty());
   EXPECT_THAT(m->GetCapacity().capacity, IsEmpty());
 }

@@ -142,8 +142,8 @@ class ManagerFixture : public ::testing::Test {
   std::shared_ptr<FakePluginClient> Connect(ManagerImpl& m, const std::string& resource,
                                             bool preferred = false, bool prestart = false,
                                             const std::string& socket = "") {
-    auto c = std::make_shared<FakePluginClient>(socket.empty() ? "/tmp/" + resource + ".sock"
-                                                               : socket);
+    auto c =
+        std::make_shared<FakePluginClient>(socket.empty() ? "/tmp/" + resource + ".sock" : socket);
     v1beta1::DevicePluginOptions o;
     o.set_get_preferred_allocation_available(preferred);
     o.set_pre_start_required(prestart);

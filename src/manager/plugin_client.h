@@ -54,8 +54,7 @@ class ClientHandler {
   // the resource is disconnected.
   virtual void PluginDisconnected(const std::string& resource_name, PluginClient* client) = 0;
   // One ListAndWatch response: a full replacement of the device list.
-  virtual void PluginListAndWatchReceiver(const std::string& resource_name,
-                                          PluginClient* client,
+  virtual void PluginListAndWatchReceiver(const std::string& resource_name, PluginClient* client,
                                           const v1beta1::ListAndWatchResponse& resp) = 0;
 };
 

@@ -51,9 +51,9 @@ std::optional<DeviceSet> PodDevices::ContainerDevices(const std::string& pod_uid
   return DevicesOf(r->second.device_ids);
 }
 
-void PodDevices::AddContainerAllocatedResources(
-    const std::string& pod_uid, const std::string& container_name,
-    std::map<std::string, DeviceSet>* allocated) const {
+void PodDevices::AddContainerAllocatedResources(const std::string& pod_uid,
+                                                const std::string& container_name,
+                                                std::map<std::string, DeviceSet>* allocated) const {
   auto p = devs_.find(pod_uid);
   if (p == devs_.end()) return;
   auto c = p->second.find(container_name);
@@ -102,8 +102,8 @@ std::optional<std::vector<checkpoint::PodDevicesEntry>> PodDevices::ToCheckpoint
     for (const auto& [cname, resources] : containers) {
       for (const auto& [resource, info] : resources) {
         if (!info.alloc_resp.has_value()) {
-          DM_ERROR("", "Can't marshal allocResp, allocation response is missing",
-                   {"podUID", uid}, {"containerName", cname}, {"resourceName", resource});
+          DM_ERROR("", "Can't marshal allocResp, allocation response is missing", {"podUID", uid},
+                   {"containerName", cname}, {"resourceName", resource});
           continue;
         }
         std::string bytes;
@@ -113,8 +113,8 @@ std::optional<std::vector<checkpoint::PodDevicesEntry>> PodDevices::ToCheckpoint
           continue;
         }
         if (!out.has_value()) out.emplace();
-        out->push_back(checkpoint::PodDevicesEntry{uid, cname, resource, info.device_ids,
-                                                   std::move(bytes)});
+        out->push_back(
+            checkpoint::PodDevicesEntry{uid, cname, resource, info.device_ids, std::move(bytes)});
       }
     }
   }
@@ -153,9 +153,8 @@ std::optional<RunContainerOptions> PodDevices::DeviceRunContainerOptions(
   return merger.Take();
 }
 
-std::map<std::string, std::map<std::string, std::vector<int64_t>>>
-PodDevices::GetContainerDevices(const std::string& pod_uid,
-                                const std::string& container_name) const {
+std::map<std::string, std::map<std::string, std::vector<int64_t>>> PodDevices::GetContainerDevices(
+    const std::string& pod_uid, const std::string& container_name) const {
   std::map<std::string, std::map<std::string, std::vector<int64_t>>> out;
   auto p = devs_.find(pod_uid);
   if (p == devs_.end()) return out;

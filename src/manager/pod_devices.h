@@ -56,8 +56,7 @@ class PodDevices {
                                             const std::string& resource_name) const;
   // Adds / removes the container's devices, per resource, to / from
   // `allocated` (the devicesToReuse bookkeeping of Allocate).
-  void AddContainerAllocatedResources(const std::string& pod_uid,
-                                      const std::string& container_name,
+  void AddContainerAllocatedResources(const std::string& pod_uid, const std::string& container_name,
                                       std::map<std::string, DeviceSet>* allocated) const;
   void RemoveContainerAllocatedResources(const std::string& pod_uid,
                                          const std::string& container_name,

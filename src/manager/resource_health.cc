@@ -40,9 +40,7 @@ bool DeviceUpdateChannel::TrySend(std::vector<std::string> pod_uids) {
 std::optional<std::vector<std::string>> DeviceUpdateChannel::Receive(absl::Duration timeout) {
   absl::MutexLock l(&mu_);
   const uint64_t wakes = wakes_;
-  auto ready = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return !queue_.empty() || wakes_ != wakes;
-  };
+  auto ready = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !queue_.empty() || wakes_ != wakes; };
   mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
   if (queue_.empty()) return std::nullopt;
   std::vector<std::string> out = std::move(queue_.front());
@@ -85,8 +83,8 @@ std::set<std::string> PodsToUpdate(
       // back after missing from a list counts as new.)
       if (it != old_devices->end() && it->second.health == d.health()) continue;
     }
-    auto owner = PodAndContainerForDevice(pod_devices, per_resource_lookup ? &resource : nullptr,
-                                          d.id());
+    auto owner =
+        PodAndContainerForDevice(pod_devices, per_resource_lookup ? &resource : nullptr, d.id());
     if (owner) out.insert(owner->first);
   }
   return out;

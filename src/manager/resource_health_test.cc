@@ -10,12 +10,12 @@
 namespace devmgr::manager {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
 using testing::Ctr;
 using testing::Dev;
 using testing::Devices;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using testing::MakePod;
 
 constexpr char kGpu[] = "vendor.com/gpu";
@@ -109,8 +109,8 @@ TEST_F(ResourceHealthTest, StatusCarriesTheLastReportedHealthAndAnythingButHealt
   EXPECT_THAT(StatusOf(*m, "p1"),
               ElementsAre(ResourceHealthStatus{kGpu, {{"d0", "Healthy"}, {"d1", "Healthy"}}}));
   m->PluginListAndWatchReceiver(kGpu, c.get(), Devices({{"d0", "Unhealthy"}, {"d1", "Broken"}}));
-  EXPECT_THAT(StatusOf(*m, "p1"), ElementsAre(ResourceHealthStatus{
-                                      kGpu, {{"d0", "Unhealthy"}, {"d1", "Unhealthy"}}}));
+  EXPECT_THAT(StatusOf(*m, "p1"),
+              ElementsAre(ResourceHealthStatus{kGpu, {{"d0", "Unhealthy"}, {"d1", "Unhealthy"}}}));
 }
 
 TEST_F(ResourceHealthTest, ADeviceNoLongerListedCountsAsHealthy) {
@@ -145,8 +145,8 @@ TEST_F(ResourceHealthTest, SameNameIsReplacedOthersAppendedNothingRemoved) {
   EXPECT_THAT(*st[0].allocated_resources_status,
               ElementsAre(ResourceHealthStatus{"gone.com/fpga", {{"f0", "Healthy"}}},
                           ResourceHealthStatus{kGpu, {{"d0", "Unhealthy"}}}));
-  st[0].allocated_resources_status = std::vector<ResourceHealthStatus>{
-      {"gone.com/fpga", {{"f0", "Healthy"}}}};
+  st[0].allocated_resources_status =
+      std::vector<ResourceHealthStatus>{{"gone.com/fpga", {{"f0", "Healthy"}}}};
   m->UpdateAllocatedResourcesStatus("p1", &st);
   EXPECT_THAT(*st[0].allocated_resources_status,
               ElementsAre(ResourceHealthStatus{"gone.com/fpga", {{"f0", "Healthy"}}},
@@ -194,8 +194,8 @@ TEST_F(ResourceHealthTest, DisconnectKeepsTheLastReportedHealthAndQueuesNothing)
   m->PluginDisconnected(kGpu, c.get());
   EXPECT_EQ(m->GetCapacity().allocatable[kGpu], 0);  // every device unhealthy for scheduling
   EXPECT_THAT(Drain(*m), IsEmpty());
-  EXPECT_THAT(StatusOf(*m, "p1"), ElementsAre(ResourceHealthStatus{
-                                      kGpu, {{"d0", "Unhealthy"}, {"d1", "Healthy"}}}));
+  EXPECT_THAT(StatusOf(*m, "p1"),
+              ElementsAre(ResourceHealthStatus{kGpu, {{"d0", "Unhealthy"}, {"d1", "Healthy"}}}));
   // The plugin comes back with the same list: no health changed.
   auto c2 = Connect(*m, kGpu);
   m->PluginListAndWatchReceiver(kGpu, c2.get(), Devices({{"d0", "Unhealthy"}, {"d1"}}));
@@ -208,7 +208,8 @@ TEST_F(ResourceHealthTest, AFullChannelDropsTheUpdateAndLogs) {
   m->PluginListAndWatchReceiver(kGpu, c.get(), Devices({{"d0"}}));
   Admit(*m, "p1", kGpu);
   for (int i = 0; i < 101; ++i) {
-    m->PluginListAndWatchReceiver(kGpu, c.get(), Devices({{"d0", i % 2 ? "Healthy" : "Unhealthy"}}));
+    m->PluginListAndWatchReceiver(kGpu, c.get(),
+                                  Devices({{"d0", i % 2 ? "Healthy" : "Unhealthy"}}));
   }
   EXPECT_EQ(m->Updates().size(), kDeviceUpdateChannelCapacity);
   bool logged = false;
@@ -254,11 +255,14 @@ TEST_F(LookupTest, From137TheLookupIsScopedByResource) {
 TEST(PodAndContainerForDeviceTest, NobodyHoldsIt) {
   PodDevices pd;
   EXPECT_FALSE(PodAndContainerForDevice(pd, nullptr, "x").has_value());
-  pd.Insert("u", "c", kGpu, DevicesPerNUMA(std::map<int64_t, checkpoint::DeviceList>{{-1, std::vector<std::string>{"x"}}}),
+  pd.Insert("u", "c", kGpu,
+            DevicesPerNUMA(
+                std::map<int64_t, checkpoint::DeviceList>{{-1, std::vector<std::string>{"x"}}}),
             v1beta1::ContainerAllocateResponse());
   const std::string nic = kNic;
   EXPECT_FALSE(PodAndContainerForDevice(pd, &nic, "x").has_value());
-  EXPECT_EQ(*PodAndContainerForDevice(pd, nullptr, "x"), std::make_pair(std::string("u"), std::string("c")));
+  EXPECT_EQ(*PodAndContainerForDevice(pd, nullptr, "x"),
+            std::make_pair(std::string("u"), std::string("c")));
 }
 
 }  // namespace

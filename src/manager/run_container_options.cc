@@ -34,8 +34,8 @@ void RunContainerOptionsMerger::Add(const v1beta1::ContainerAllocateResponse& re
     if (e != nullptr) {
       if (log_) DM_VINFO(4, "Skip existing env", {"envKey", k}, {"envValue", v});
       if (log_ && e->value != v) {
-        DM_ERROR("", "Environment variable has conflicting setting", {"envKey", k},
-                 {"expected", v}, {"got", e->value});
+        DM_ERROR("", "Environment variable has conflicting setting", {"envKey", k}, {"expected", v},
+                 {"got", e->value});
       }
       continue;
     }
@@ -66,15 +66,15 @@ void RunContainerOptionsMerger::Add(const v1beta1::ContainerAllocateResponse& re
       }
       continue;
     }
-    opts_.mounts.push_back({m.container_path(), m.container_path(), m.host_path(), m.read_only(),
-                            false});
+    opts_.mounts.push_back(
+        {m.container_path(), m.container_path(), m.host_path(), m.read_only(), false});
   }
   for (const auto& [k, v] : SortedEntries(resp.annotations())) {
     const Annotation* a = FindBy(opts_.annotations, k, [](const Annotation& x) { return x.name; });
     if (a != nullptr) {
       if (log_ && a->value != v) {
-        DM_ERROR("", "Annotation has conflicting setting", {"annotationKey", k},
-                 {"expected", v}, {"got", a->value});
+        DM_ERROR("", "Annotation has conflicting setting", {"annotationKey", k}, {"expected", v},
+                 {"got", a->value});
       }
       continue;
     }

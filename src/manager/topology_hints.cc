@@ -116,8 +116,7 @@ std::vector<TopologyHint> ManagerImpl::GenerateDeviceTopologyHintsLocked(
   return hints;
 }
 
-ProviderHints ManagerImpl::GetTopologyHints(const pod::Pod& pod,
-                                            const pod::Container& container) {
+ProviderHints ManagerImpl::GetTopologyHints(const pod::Pod& pod, const pod::Container& container) {
   MarkPendingAdmission(pod.uid);
   // Garbage-collect stranded devices first.
   UpdateAllocatedDevices();

@@ -15,9 +15,9 @@ void PrintTo(const TopologyHint& h, std::ostream* os) {
 namespace devmgr::manager {
 namespace {
 
+using testing::Ctr;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-using testing::Ctr;
 using testing::MakePod;
 using topology::TopologyHint;
 
@@ -47,7 +47,6 @@ v1beta1::ListAndWatchResponse List(const std::vector<TDev>& devs) {
 }
 
 TopologyHint H(uint64_t m, bool preferred) { return TopologyHint{topology::BitMask(m), preferred}; }
-
 
 class FixedAffinity final : public topology::TopologyAffinityStore {
  public:
@@ -194,10 +193,8 @@ TEST_F(TopologyHintsTest, DeviceSpanningTwoNodesCountsForBoth) {
 TEST_F(TopologyHintsTest, FragmentedFreePoolYieldsOnlyNonPreferredHints) {
   SetUpManager({0, 1});
   // Unhealthy devices count in the inventory but are not free.
-  AddResource(kGpu, {{"a0", {{0}}},
-                     {"a1", {{0}}, "Unhealthy"},
-                     {"b0", {{1}}},
-                     {"b1", {{1}}, "Unhealthy"}});
+  AddResource(
+      kGpu, {{"a0", {{0}}}, {"a1", {{0}}, "Unhealthy"}, {"b0", {{1}}}, {"b1", {{1}}, "Unhealthy"}});
   // The preferred size is 1 (one node of the inventory holds 2), but no
   // single node has 2 free devices.
   EXPECT_THAT(*Hints(2), ElementsAre(H(0b11, false)));
@@ -324,8 +321,8 @@ TEST_F(TopologyHintsTest, NoNumaNodesGivesEmptyHints) {
 TEST_F(TopologyHintsTest, PodHintsUsePodLimitsAndIgnoreReuse) {
   TwoByTwo();
   // Pod limit: max(1 + 1, init 2) = 2.
-  auto pod = MakePod("p", {Ctr("a", {{kGpu, 1}}), Ctr("b", {{kGpu, 1}})},
-                     {Ctr("init", {{kGpu, 2}})});
+  auto pod =
+      MakePod("p", {Ctr("a", {{kGpu, 1}}), Ctr("b", {{kGpu, 1}})}, {Ctr("init", {{kGpu, 2}})});
   topology::ProviderHints h = m_->GetPodTopologyHints(pod);
   EXPECT_THAT(*h[kGpu], ElementsAre(H(0b01, true), H(0b10, true), H(0b11, false)));
   // Pod limit 3: both nodes.

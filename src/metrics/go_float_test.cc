@@ -31,7 +31,7 @@ TEST(FormatGoFloatTest, MatchesGoStrconvG) {
 
 TEST(FormatGoFloatTest, ExponentialBucketBoundsPrintShort) {
   double b = 0.05;
-  const char* want[] = {"0.05", "0.1", "0.2", "0.4", "0.8", "1.6", "3.2", "6.4",
+  const char* want[] = {"0.05", "0.1",  "0.2",  "0.4",   "0.8",   "1.6",   "3.2",  "6.4",
                         "12.8", "25.6", "51.2", "102.4", "204.8", "409.6", "819.2"};
   for (const char* w : want) {
     EXPECT_EQ(FormatGoFloat(b), w);

@@ -42,7 +42,9 @@ HttpServer::HttpServer(std::function<std::string()> render) : render_(std::move(
 
 HttpServer::~HttpServer() { Stop(); }
 
-void HttpServer::SetReadiness(std::function<bool(std::string*)> ready) { ready_ = std::move(ready); }
+void HttpServer::SetReadiness(std::function<bool(std::string*)> ready) {
+  ready_ = std::move(ready);
+}
 
 absl::StatusOr<std::string> HttpServer::Start(const std::string& address) {
   if (server_) return absl::FailedPreconditionError("metrics server already started");

@@ -79,9 +79,10 @@ KubeletMetrics::KubeletMetrics(KubeletMetricsOptions opts) : opts_(opts) {
   topo_errors_ = registry_.AddCounter(
       Opts(kTopologyAdmissionErrors,
            "The number of admission request failures where resources could not be aligned."));
-  topo_duration_ = registry_.AddHistogram(
-      Opts(kTopologyAdmissionDuration, "Duration in milliseconds to serve a pod admission request."),
-      ExponentialBuckets(.05, 2, 15));
+  topo_duration_ =
+      registry_.AddHistogram(Opts(kTopologyAdmissionDuration,
+                                  "Duration in milliseconds to serve a pod admission request."),
+                             ExponentialBuckets(.05, 2, 15));
   if (opts_.aligned_compute_resources) {
     aligned_ = registry_.AddCounter(
         Opts(kAlignedComputeResources,

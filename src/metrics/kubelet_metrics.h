@@ -19,7 +19,8 @@ namespace devmgr::metrics {
 
 inline constexpr char kRegistrationTotal[] = "kubelet_device_plugin_registration_total";
 inline constexpr char kAllocDuration[] = "kubelet_device_plugin_alloc_duration_seconds";
-inline constexpr char kPodResourcesRequestsTotal[] = "kubelet_pod_resources_endpoint_requests_total";
+inline constexpr char kPodResourcesRequestsTotal[] =
+    "kubelet_pod_resources_endpoint_requests_total";
 inline constexpr char kPodResourcesRequestsList[] = "kubelet_pod_resources_endpoint_requests_list";
 inline constexpr char kPodResourcesRequestsGetAllocatable[] =
     "kubelet_pod_resources_endpoint_requests_get_allocatable";
@@ -28,10 +29,14 @@ inline constexpr char kPodResourcesErrorsList[] = "kubelet_pod_resources_endpoin
 inline constexpr char kPodResourcesErrorsGetAllocatable[] =
     "kubelet_pod_resources_endpoint_errors_get_allocatable";
 inline constexpr char kPodResourcesErrorsGet[] = "kubelet_pod_resources_endpoint_errors_get";
-inline constexpr char kTopologyAdmissionRequests[] = "kubelet_topology_manager_admission_requests_total";
-inline constexpr char kTopologyAdmissionErrors[] = "kubelet_topology_manager_admission_errors_total";
-inline constexpr char kTopologyAdmissionDuration[] = "kubelet_topology_manager_admission_duration_ms";
-inline constexpr char kAlignedComputeResources[] = "kubelet_container_aligned_compute_resources_count";
+inline constexpr char kTopologyAdmissionRequests[] =
+    "kubelet_topology_manager_admission_requests_total";
+inline constexpr char kTopologyAdmissionErrors[] =
+    "kubelet_topology_manager_admission_errors_total";
+inline constexpr char kTopologyAdmissionDuration[] =
+    "kubelet_topology_manager_admission_duration_ms";
+inline constexpr char kAlignedComputeResources[] =
+    "kubelet_container_aligned_compute_resources_count";
 
 enum class PodResourcesMethod { kList, kGetAllocatableResources, kGet };
 
@@ -110,8 +115,7 @@ class KubeletMetrics {
   HistogramVec* topo_duration_;
   CounterVec* aligned_ = nullptr;
   absl::Mutex source_mu_;
-  std::function<std::map<std::string, int64_t>()> registration_source_
-      ABSL_GUARDED_BY(source_mu_);
+  std::function<std::map<std::string, int64_t>()> registration_source_ ABSL_GUARDED_BY(source_mu_);
   std::function<std::map<std::string, int64_t>()> aligned_source_ ABSL_GUARDED_BY(source_mu_);
 };
 

@@ -18,7 +18,8 @@ TEST(KubeletMetricsTest, FreshRegistryShowsOnlyUnlabelledFamilies) {
                               "The number of admission requests where resources have to be "
                               "aligned.\n# TYPE kubelet_topology_manager_admission_requests_total "
                               "counter\nkubelet_topology_manager_admission_requests_total 0\n"));
-  EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_duration_ms_bucket{le=\"819.2\"} 0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("kubelet_topology_manager_admission_duration_ms_bucket{le=\"819.2\"} 0\n"));
 }
 
 TEST(KubeletMetricsTest, RegistrationAndAllocDuration) {
@@ -27,21 +28,26 @@ TEST(KubeletMetricsTest, RegistrationAndAllocDuration) {
   m.CountRegistration("example.com/gpu");
   m.ObserveAllocDuration("example.com/gpu", absl::Milliseconds(30));
   const std::string text = m.Render();
-  EXPECT_THAT(text, HasSubstr(
-      "# HELP kubelet_device_plugin_registration_total [ALPHA] Cumulative number of device "
-      "plugin registrations. Broken down by resource name.\n"
-      "# TYPE kubelet_device_plugin_registration_total counter\n"
-      "kubelet_device_plugin_registration_total{resource_name=\"example.com/gpu\"} 2\n"));
-  EXPECT_THAT(text, HasSubstr(
-      "# HELP kubelet_device_plugin_alloc_duration_seconds [ALPHA] Duration in seconds to serve "
-      "a device plugin Allocation request. Broken down by resource name.\n"
-      "# TYPE kubelet_device_plugin_alloc_duration_seconds histogram\n"
-      "kubelet_device_plugin_alloc_duration_seconds_bucket{resource_name=\"example.com/gpu\","
-      "le=\"0.005\"} 0\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "# HELP kubelet_device_plugin_registration_total [ALPHA] Cumulative number of device "
+          "plugin registrations. Broken down by resource name.\n"
+          "# TYPE kubelet_device_plugin_registration_total counter\n"
+          "kubelet_device_plugin_registration_total{resource_name=\"example.com/gpu\"} 2\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "# HELP kubelet_device_plugin_alloc_duration_seconds [ALPHA] Duration in seconds to "
+          "serve "
+          "a device plugin Allocation request. Broken down by resource name.\n"
+          "# TYPE kubelet_device_plugin_alloc_duration_seconds histogram\n"
+          "kubelet_device_plugin_alloc_duration_seconds_bucket{resource_name=\"example.com/gpu\","
+          "le=\"0.005\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("le=\"0.05\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("le=\"10\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr(
-      "kubelet_device_plugin_alloc_duration_seconds_count{resource_name=\"example.com/gpu\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kubelet_device_plugin_alloc_duration_seconds_count{resource_name="
+                              "\"example.com/gpu\"} 1\n"));
   EXPECT_EQ(m.AllocCount("example.com/gpu"), 1u);
   EXPECT_EQ(m.RegistrationCount("example.com/gpu"), 2);
 }
@@ -62,8 +68,12 @@ TEST(KubeletMetricsTest, PodResourcesCountersPerGate) {
   off.CountPodResourcesRequest(PodResourcesMethod::kGet);
   off.CountPodResourcesError(PodResourcesMethod::kGet);
   std::string text = off.Render();
-  EXPECT_THAT(text, HasSubstr("kubelet_pod_resources_endpoint_requests_total{server_api_version=\"v1\"} 2\n"));
-  EXPECT_THAT(text, HasSubstr("kubelet_pod_resources_endpoint_requests_list{server_api_version=\"v1\"} 1\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("kubelet_pod_resources_endpoint_requests_total{server_api_version=\"v1\"} 2\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("kubelet_pod_resources_endpoint_requests_list{server_api_version=\"v1\"} 1\n"));
   EXPECT_THAT(text, Not(HasSubstr("kubelet_pod_resources_endpoint_requests_get{")));
   EXPECT_THAT(text, Not(HasSubstr("kubelet_pod_resources_endpoint_errors_get")));
 
@@ -74,14 +84,17 @@ TEST(KubeletMetricsTest, PodResourcesCountersPerGate) {
   on.CountPodResourcesError(PodResourcesMethod::kGet);
   on.CountPodResourcesRequest(PodResourcesMethod::kGetAllocatableResources);
   text = on.Render();
-  EXPECT_THAT(text, HasSubstr(
-      "# HELP kubelet_pod_resources_endpoint_requests_get [ALPHA] Number of requests to the "
-      "PodResource Get endpoint. Broken down by server api version.\n"
-      "# TYPE kubelet_pod_resources_endpoint_requests_get counter\n"
-      "kubelet_pod_resources_endpoint_requests_get{server_api_version=\"v1\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("kubelet_pod_resources_endpoint_errors_get{server_api_version=\"v1\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr(
-      "kubelet_pod_resources_endpoint_requests_get_allocatable{server_api_version=\"v1\"} 1\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "# HELP kubelet_pod_resources_endpoint_requests_get [ALPHA] Number of requests to the "
+          "PodResource Get endpoint. Broken down by server api version.\n"
+          "# TYPE kubelet_pod_resources_endpoint_requests_get counter\n"
+          "kubelet_pod_resources_endpoint_requests_get{server_api_version=\"v1\"} 1\n"));
+  EXPECT_THAT(
+      text, HasSubstr("kubelet_pod_resources_endpoint_errors_get{server_api_version=\"v1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kubelet_pod_resources_endpoint_requests_get_allocatable{server_api_"
+                              "version=\"v1\"} 1\n"));
 }
 
 TEST(KubeletMetricsTest, TopologyAdmission) {
@@ -95,13 +108,15 @@ TEST(KubeletMetricsTest, TopologyAdmission) {
   const std::string text = m.Render();
   EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_requests_total 2\n"));
   EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_errors_total 1\n"));
-  EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_duration_ms_bucket{le=\"0.05\"} 1\n"
-                              "kubelet_topology_manager_admission_duration_ms_bucket{le=\"0.1\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_duration_ms_bucket{le=\"1.6\"} 2\n"));
+  EXPECT_THAT(text,
+              HasSubstr("kubelet_topology_manager_admission_duration_ms_bucket{le=\"0.05\"} 1\n"
+                        "kubelet_topology_manager_admission_duration_ms_bucket{le=\"0.1\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("kubelet_topology_manager_admission_duration_ms_bucket{le=\"1.6\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_duration_ms_sum 1\n"));
   EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_duration_ms_count 2\n"));
-  EXPECT_THAT(text, HasSubstr(
-      "kubelet_container_aligned_compute_resources_count{boundary=\"numa_node\",scope=\"container\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kubelet_container_aligned_compute_resources_count{boundary=\"numa_"
+                              "node\",scope=\"container\"} 1\n"));
 
   KubeletMetricsOptions o;
   o.aligned_compute_resources = false;  // before 1.32
@@ -120,8 +135,8 @@ TEST(KubeletMetricsTest, PodAdmissionAndMirroredAlignedCounts) {
   EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_requests_total 2\n"));
   EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_errors_total 1\n"));
   EXPECT_THAT(text, HasSubstr("kubelet_topology_manager_admission_duration_ms_sum 3\n"));
-  EXPECT_THAT(text, HasSubstr(
-      "kubelet_container_aligned_compute_resources_count{boundary=\"numa_node\",scope=\"pod\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("kubelet_container_aligned_compute_resources_count{boundary=\"numa_"
+                              "node\",scope=\"pod\"} 2\n"));
   EXPECT_THAT(text, Not(HasSubstr("scope=\"container\"")));
 }
 

@@ -199,8 +199,7 @@ std::string Registry::Render() const {
     std::string out;
     Header(&out, o, "counter");
     for (const auto* kv : SortedSeries(values, order)) {
-      out += o.name + LabelSet(o.labels, order, kv->first) + " " + FormatGoFloat(kv->second) +
-             "\n";
+      out += o.name + LabelSet(o.labels, order, kv->first) + " " + FormatGoFloat(kv->second) + "\n";
     }
     families[o.name] = std::move(out);
   }
@@ -219,10 +218,10 @@ std::string Registry::Render() const {
       uint64_t acc = 0;
       for (size_t i = 0; i < h->buckets_.size(); ++i) {
         acc += kv->second.cumulative[i];
-        out += o.name + "_bucket" +
-               LabelSet(o.labels, order, kv->first,
-                        "le=\"" + FormatGoFloat(h->buckets_[i]) + "\"") +
-               " " + std::to_string(acc) + "\n";
+        out +=
+            o.name + "_bucket" +
+            LabelSet(o.labels, order, kv->first, "le=\"" + FormatGoFloat(h->buckets_[i]) + "\"") +
+            " " + std::to_string(acc) + "\n";
       }
       out += o.name + "_bucket" + LabelSet(o.labels, order, kv->first, "le=\"+Inf\"") + " " +
              std::to_string(kv->second.count) + "\n";

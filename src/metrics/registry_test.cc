@@ -62,8 +62,8 @@ TEST(RegistryTest, WrongLabelCountIsIgnored) {
 
 TEST(RegistryTest, HistogramBucketsAreCumulative) {
   Registry r;
-  HistogramVec* h = r.AddHistogram({"d_seconds", "D.", Stability::kAlpha, {"resource_name"}},
-                                   {0.1, 1, 10});
+  HistogramVec* h =
+      r.AddHistogram({"d_seconds", "D.", Stability::kAlpha, {"resource_name"}}, {0.1, 1, 10});
   h->Observe({"x"}, 0.05);
   h->Observe({"x"}, 0.5);
   h->Observe({"x"}, 1);  // le is inclusive
@@ -107,8 +107,7 @@ TEST(RegistryTest, CollectHooksRunBeforeRender) {
 }
 
 TEST(BucketsTest, DefAndExponential) {
-  EXPECT_EQ(DefBuckets(),
-            (std::vector<double>{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}));
+  EXPECT_EQ(DefBuckets(), (std::vector<double>{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}));
   EXPECT_EQ(ExponentialBuckets(1, 2, 4), (std::vector<double>{1, 2, 4, 8}));
 }
 

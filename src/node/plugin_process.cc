@@ -112,8 +112,9 @@ std::string EnterUserNamespaceIfNeeded() {
   const uid_t uid = geteuid();
   const gid_t gid = getegid();
   if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
-    return Errno("unshare(CLONE_NEWUSER|CLONE_NEWNS) (not root, and unprivileged user "
-                 "namespaces are unavailable)");
+    return Errno(
+        "unshare(CLONE_NEWUSER|CLONE_NEWNS) (not root, and unprivileged user "
+        "namespaces are unavailable)");
   }
   auto write_file = [](const char* path, const std::string& text) -> std::string {
     const int fd = open(path, O_WRONLY | O_CLOEXEC);

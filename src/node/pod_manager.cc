@@ -90,8 +90,8 @@ void PodManager::AdmitAndStart(Node* node, const std::string& uid, bool start_co
       rec->reason = r.reason;
       rec->message = r.message;
       for (ContainerRecord& c : rec->containers) c.running = false;
-      DM_INFO("Pod admission failed", {"pod", p.namespace_ + "/" + p.name},
-              {"reason", r.reason}, {"message", r.message});
+      DM_INFO("Pod admission failed", {"pod", p.namespace_ + "/" + p.name}, {"reason", r.reason},
+              {"message", r.message});
       return;
     }
     rec->phase = pod::Phase::kRunning;
@@ -119,8 +119,8 @@ void PodManager::StartContainers(Node* node, const std::string& uid) {
       } else {
         cr.start_error = std::string(opts.status().message());
         cr.running = false;
-        DM_ERROR(cr.start_error, "Error starting container",
-                 {"pod", p.namespace_ + "/" + p.name}, {"container", c->name});
+        DM_ERROR(cr.start_error, "Error starting container", {"pod", p.namespace_ + "/" + p.name},
+                 {"container", c->name});
       }
     }
   }

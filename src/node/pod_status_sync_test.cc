@@ -10,13 +10,13 @@
 namespace devmgr::node {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::IsEmpty;
 using manager::ContainerResourceStatus;
 using manager::ResourceHealthStatus;
 using manager::testing::Ctr;
 using manager::testing::Devices;
 using manager::testing::MakePod;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
 
 constexpr char kGpu[] = "vendor.com/gpu";
 constexpr char kNic[] = "vendor.com/nic";

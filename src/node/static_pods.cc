@@ -50,16 +50,14 @@ void ReconcileStaticPods(PodManager& pods, const std::vector<pod::ManifestChange
     const std::set<std::string> unchanged =
         c.kind == Kind::kChanged ? DeleteReplaced(pods, c) : std::set<std::string>{};
     if (!c.error.ok()) {
-      DM_ERROR(std::string(c.error.message()), "Could not process manifest file",
-               {"path", c.path});
+      DM_ERROR(std::string(c.error.message()), "Could not process manifest file", {"path", c.path});
       continue;
     }
     for (const pod::Pod& p : c.pods) {
       if (unchanged.count(p.uid) != 0) continue;
       DM_INFO("Admitting static pod", {"pod", Ref(p)}, {"uid", p.uid}, {"path", c.path});
       if (auto rec = pods.AddPod(p); !rec.ok()) {
-        DM_ERROR(std::string(rec.status().message()), "Could not add static pod",
-                 {"path", c.path});
+        DM_ERROR(std::string(rec.status().message()), "Could not add static pod", {"path", c.path});
       }
     }
   }

@@ -89,8 +89,9 @@ nlohmann::ordered_json AllocatedResourcesStatusJson(
 }
 
 // The container's allocatedResourcesStatus, or nullptr when it has none.
-const std::vector<manager::ResourceHealthStatus>* ResourceStatusOf(
-    const StatusInput& in, const std::string& uid, const std::string& container) {
+const std::vector<manager::ResourceHealthStatus>* ResourceStatusOf(const StatusInput& in,
+                                                                   const std::string& uid,
+                                                                   const std::string& container) {
   auto p = in.pod_statuses.find(uid);
   if (p == in.pod_statuses.end()) return nullptr;
   for (const manager::ContainerResourceStatus& c : p->second) {

@@ -12,8 +12,8 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "manager/manager.h"
-#include "node/pod_manager.h"
 #include "nlohmann/json.hpp"
+#include "node/pod_manager.h"
 
 namespace devmgr::node {
 

@@ -22,9 +22,9 @@ StatusInput OnePod(bool gate) {
   }
   in.pods.push_back(r);
   if (gate) {
-    manager::ContainerResourceStatus main{"main", std::vector<manager::ResourceHealthStatus>{
-                                                      {"example.com/gpu",
-                                                       {{"gpu-0", "Healthy"}, {"gpu-1", "Unhealthy"}}}}};
+    manager::ContainerResourceStatus main{
+        "main", std::vector<manager::ResourceHealthStatus>{
+                    {"example.com/gpu", {{"gpu-0", "Healthy"}, {"gpu-1", "Unhealthy"}}}}};
     in.pod_statuses["u1"] = {main, {"log", std::nullopt}};
   }
   return in;

@@ -5,7 +5,9 @@
 
 namespace devmgr::node {
 
-void StatusLoop::Start() { thread_ = std::thread([this] { Run(); }); }
+void StatusLoop::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void StatusLoop::MarkDirty() {
   absl::MutexLock l(&mu_);

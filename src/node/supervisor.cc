@@ -45,8 +45,9 @@ void Supervisor::Watch(Entry* e) {
       cb = on_change_;
     }
     const auto code = e->process->exit_code();
-    DM_WARN("Device plugin process exited; restarting it", {"command", e->process->options().command},
-            {"exitCode", code.value_or(-1)}, {"backoff", absl::FormatDuration(backoff)});
+    DM_WARN("Device plugin process exited; restarting it",
+            {"command", e->process->options().command}, {"exitCode", code.value_or(-1)},
+            {"backoff", absl::FormatDuration(backoff)});
     for (const std::string& line : e->process->OutputTail(5)) {
       DM_INFO("Device plugin output", {"line", line});
     }

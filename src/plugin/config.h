@@ -130,7 +130,7 @@ struct RegistrationConfig {
   absl::Duration reregister_delay = absl::ZeroDuration();
   bool serve_before_register = true;
   absl::Duration timeout = absl::Seconds(30);  // the Register call's deadline
-  std::string registry_socket;  // file name in the registry dir
+  std::string registry_socket;                 // file name in the registry dir
 };
 
 struct ListAndWatchConfig {

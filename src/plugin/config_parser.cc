@@ -88,12 +88,18 @@ Keys FaultKeys(Rpc rpc) {
 
 const char* FaultSectionName(Rpc rpc) {
   switch (rpc) {
-    case Rpc::kGetDevicePluginOptions: return "get_device_plugin_options";
-    case Rpc::kListAndWatch: return "list_and_watch";
-    case Rpc::kGetPreferredAllocation: return "get_preferred_allocation";
-    case Rpc::kAllocate: return "allocate";
-    case Rpc::kPreStartContainer: return "pre_start_container";
-    case Rpc::kRegister: return "register";
+    case Rpc::kGetDevicePluginOptions:
+      return "get_device_plugin_options";
+    case Rpc::kListAndWatch:
+      return "list_and_watch";
+    case Rpc::kGetPreferredAllocation:
+      return "get_preferred_allocation";
+    case Rpc::kAllocate:
+      return "allocate";
+    case Rpc::kPreStartContainer:
+      return "pre_start_container";
+    case Rpc::kRegister:
+      return "register";
   }
   return "";
 }
@@ -121,8 +127,8 @@ class Parser : public yaml::TypedReader {
 
   absl::Status ParseDevices(const YAML::Node& n, Config* c) const {
     DEVMGR_RETURN_IF_ERROR(ExpectSeq(n, "devices"));
-    static const Keys kKeys = {"id",    "id_hex",    "health", "numa",
-                               "topology", "count", "id_prefix", "start"};
+    static const Keys kKeys = {"id",       "id_hex", "health",    "numa",
+                               "topology", "count",  "id_prefix", "start"};
     for (const YAML::Node& d : n) {
       DEVMGR_RETURN_IF_ERROR(ExpectMap(d, "a device"));
       DEVMGR_RETURN_IF_ERROR(CheckKeys(d, kKeys, "a device"));
@@ -172,7 +178,8 @@ class Parser : public yaml::TypedReader {
         // e.g. 677075ff is "gpu" and the byte 0xff, invalid UTF-8.
         std::string hex;
         DEVMGR_RETURN_IF_ERROR(String(d["id_hex"], "id_hex", &hex));
-        if (hex.size() % 2 != 0 || hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
+        if (hex.size() % 2 != 0 ||
+            hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
           return Error(d["id_hex"], "id_hex must be an even number of hex digits");
         }
         for (size_t i = 0; i < hex.size(); i += 2) {
@@ -218,7 +225,8 @@ class Parser : public yaml::TypedReader {
           DEVMGR_RETURN_IF_ERROR(String(m["host_path"], "host_path", &mc.host_path));
           DEVMGR_RETURN_IF_ERROR(Template(m["host_path"], per_device, mc.host_path));
         }
-        if (m["read_only"]) DEVMGR_RETURN_IF_ERROR(Bool(m["read_only"], "read_only", &mc.read_only));
+        if (m["read_only"])
+          DEVMGR_RETURN_IF_ERROR(Bool(m["read_only"], "read_only", &mc.read_only));
         t->mounts.push_back(mc);
       }
     }
@@ -312,7 +320,8 @@ class Parser : public yaml::TypedReader {
     }
     DEVMGR_RETURN_IF_ERROR(CheckKeys(n, FaultKeys(rpc), where, all));
     FaultConfig& f = c->fault(rpc);
-    if (n["skip_calls"]) DEVMGR_RETURN_IF_ERROR(Int32(n["skip_calls"], "skip_calls", 0, &f.skip_calls));
+    if (n["skip_calls"])
+      DEVMGR_RETURN_IF_ERROR(Int32(n["skip_calls"], "skip_calls", 0, &f.skip_calls));
     if (n["times"]) DEVMGR_RETURN_IF_ERROR(Int32(n["times"], "times", 0, &f.times));
     if (n["delay"]) DEVMGR_RETURN_IF_ERROR(Duration(n["delay"], "delay", &f.delay));
     if (n["error"]) {
@@ -373,10 +382,10 @@ class Parser : public yaml::TypedReader {
 
   absl::Status ParseRegistration(const YAML::Node& n, Config* c) const {
     DEVMGR_RETURN_IF_ERROR(ExpectMap(n, "registration"));
-    DEVMGR_RETURN_IF_ERROR(CheckKeys(
-        n, {"mode", "reregister", "reregister_delay", "serve_before_register", "timeout",
-            "registry_socket"},
-        "registration"));
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(n,
+                                     {"mode", "reregister", "reregister_delay",
+                                      "serve_before_register", "timeout", "registry_socket"},
+                                     "registration"));
     RegistrationConfig& r = c->registration;
     if (n["mode"]) {
       std::string mode;
@@ -393,7 +402,8 @@ class Parser : public yaml::TypedReader {
     }
     if (n["reregister"]) DEVMGR_RETURN_IF_ERROR(Bool(n["reregister"], "reregister", &r.reregister));
     if (n["reregister_delay"]) {
-      DEVMGR_RETURN_IF_ERROR(Duration(n["reregister_delay"], "reregister_delay", &r.reregister_delay));
+      DEVMGR_RETURN_IF_ERROR(
+          Duration(n["reregister_delay"], "reregister_delay", &r.reregister_delay));
     }
     if (n["serve_before_register"]) {
       DEVMGR_RETURN_IF_ERROR(
@@ -408,14 +418,15 @@ class Parser : public yaml::TypedReader {
 
   absl::Status ParseTop(const YAML::Node& root, Config* c) const {
     if (!root.IsDefined() || root.IsNull()) {
-      return absl::InvalidArgumentError(fmt::format("{}: empty config (need at least resource)", file()));
+      return absl::InvalidArgumentError(
+          fmt::format("{}: empty config (need at least resource)", file()));
     }
     DEVMGR_RETURN_IF_ERROR(ExpectMap(root, "the config"));
-    DEVMGR_RETURN_IF_ERROR(CheckKeys(root,
-                                     {"resource", "socket", "devices", "options", "allocate",
-                                      "preferred_allocation", "registration", "list_and_watch",
-                                      "faults", "health_changes"},
-                                     "the config"));
+    DEVMGR_RETURN_IF_ERROR(
+        CheckKeys(root,
+                  {"resource", "socket", "devices", "options", "allocate", "preferred_allocation",
+                   "registration", "list_and_watch", "faults", "health_changes"},
+                  "the config"));
     if (!root["resource"]) return Error(root, "missing key 'resource'");
     DEVMGR_RETURN_IF_ERROR(String(root["resource"], "resource", &c->resource));
     if (c->resource.empty()) return Error(root["resource"], "resource must not be empty");
@@ -482,7 +493,8 @@ class Parser : public yaml::TypedReader {
           CheckKeys(l, {"resend_interval", "shuffle", "seed"}, "list_and_watch"));
       ListAndWatchConfig& lw = c->list_and_watch;
       if (l["resend_interval"]) {
-        DEVMGR_RETURN_IF_ERROR(Duration(l["resend_interval"], "resend_interval", &lw.resend_interval));
+        DEVMGR_RETURN_IF_ERROR(
+            Duration(l["resend_interval"], "resend_interval", &lw.resend_interval));
       }
       if (l["shuffle"]) DEVMGR_RETURN_IF_ERROR(Bool(l["shuffle"], "shuffle", &lw.shuffle));
       if (l["seed"]) {
@@ -508,19 +520,22 @@ class Parser : public yaml::TypedReader {
         DEVMGR_RETURN_IF_ERROR(String(e["health"], "health", &hc.health));
         c->health_changes.push_back(hc);
       }
-      std::stable_sort(c->health_changes.begin(), c->health_changes.end(),
-                       [](const HealthChange& a, const HealthChange& b) { return a.after < b.after; });
+      std::stable_sort(
+          c->health_changes.begin(), c->health_changes.end(),
+          [](const HealthChange& a, const HealthChange& b) { return a.after < b.after; });
     }
     // Cross-field checks.
     const FaultConfig& reg = c->fault(Rpc::kRegister);
     if (c->registration.mode == RegistrationConfig::Mode::kKubeletSock) {
       const YAML::Node rf = root["faults"] ? root["faults"]["register"] : YAML::Node();
       if (reg.error || reg.hang || reg.empty) {
-        return Error(rf, "faults.register: error, hang and empty apply only to "
-                         "registration.mode plugins-registry (the GetInfo RPC)");
+        return Error(rf,
+                     "faults.register: error, hang and empty apply only to "
+                     "registration.mode plugins-registry (the GetInfo RPC)");
       }
       if (c->register_overrides.type) {
-        return Error(rf, "faults.register: type applies only to registration.mode plugins-registry");
+        return Error(rf,
+                     "faults.register: type applies only to registration.mode plugins-registry");
       }
     }
     return absl::OkStatus();
@@ -531,12 +546,18 @@ class Parser : public yaml::TypedReader {
 
 const char* RpcName(Rpc rpc) {
   switch (rpc) {
-    case Rpc::kGetDevicePluginOptions: return "GetDevicePluginOptions";
-    case Rpc::kListAndWatch: return "ListAndWatch";
-    case Rpc::kGetPreferredAllocation: return "GetPreferredAllocation";
-    case Rpc::kAllocate: return "Allocate";
-    case Rpc::kPreStartContainer: return "PreStartContainer";
-    case Rpc::kRegister: return "Register";
+    case Rpc::kGetDevicePluginOptions:
+      return "GetDevicePluginOptions";
+    case Rpc::kListAndWatch:
+      return "ListAndWatch";
+    case Rpc::kGetPreferredAllocation:
+      return "GetPreferredAllocation";
+    case Rpc::kAllocate:
+      return "Allocate";
+    case Rpc::kPreStartContainer:
+      return "PreStartContainer";
+    case Rpc::kRegister:
+      return "Register";
   }
   return "";
 }

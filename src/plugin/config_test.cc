@@ -174,7 +174,8 @@ devices:
   - {id_hex: 677075fF}
 preferred_allocation: {policy: all, empty_without_must_include: true}
 registration: {reregister_delay: 12s}
-)", "p.yaml");
+)",
+                                         "p.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_EQ(c->devices.size(), 2u);
   EXPECT_EQ(c->devices[0].id, std::string("gpu-\x01"));
@@ -185,9 +186,13 @@ registration: {reregister_delay: 12s}
 }
 
 TEST(ConfigTest, RejectsBadIdHex) {
-  EXPECT_EQ(std::string(ParseConfig("resource: a.com/b\ndevices: [{id_hex: abc}]\n", "p.yaml").status().message()),
+  EXPECT_EQ(std::string(ParseConfig("resource: a.com/b\ndevices: [{id_hex: abc}]\n", "p.yaml")
+                            .status()
+                            .message()),
             "p.yaml:2:20: id_hex must be an even number of hex digits");
-  EXPECT_EQ(std::string(ParseConfig("resource: a.com/b\ndevices: [{id: x, id_hex: ab}]\n", "p.yaml").status().message()),
+  EXPECT_EQ(std::string(ParseConfig("resource: a.com/b\ndevices: [{id: x, id_hex: ab}]\n", "p.yaml")
+                            .status()
+                            .message()),
             "p.yaml:2:27: give either id or id_hex, not both");
 }
 

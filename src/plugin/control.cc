@@ -44,12 +44,24 @@ absl::StatusOr<std::vector<std::string>> Split(const std::string& line) {
         if (i >= line.size()) break;
         const char e = line[i++];
         switch (e) {
-          case '\\': w += '\\'; break;
-          case '"': w += '"'; break;
-          case 'n': w += '\n'; break;
-          case 't': w += '\t'; break;
-          case 'r': w += '\r'; break;
-          case '0': w += '\0'; break;
+          case '\\':
+            w += '\\';
+            break;
+          case '"':
+            w += '"';
+            break;
+          case 'n':
+            w += '\n';
+            break;
+          case 't':
+            w += '\t';
+            break;
+          case 'r':
+            w += '\r';
+            break;
+          case '0':
+            w += '\0';
+            break;
           case 'x': {
             const int hi = i < line.size() ? HexValue(line[i]) : -1;
             const int lo = i + 1 < line.size() ? HexValue(line[i + 1]) : -1;
@@ -64,7 +76,8 @@ absl::StatusOr<std::vector<std::string>> Split(const std::string& line) {
       }
       if (!closed) return absl::InvalidArgumentError("unterminated quoted word");
     } else {
-      while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') w += line[i++];
+      while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r')
+        w += line[i++];
     }
     words.push_back(std::move(w));
   }
@@ -81,7 +94,8 @@ absl::Status ParseNuma(const std::string& s, DeviceConfig* d) {
   size_t start = 0;
   while (start <= s.size()) {
     const size_t comma = s.find(',', start);
-    const std::string part = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string part =
+        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t used = 0;
     long long v = 0;
     try {

@@ -15,10 +15,11 @@
 #ifndef DEVMGR_PLUGIN_CONTROL_H_
 #define DEVMGR_PLUGIN_CONTROL_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 #include "absl/status/statusor.h"

@@ -85,8 +85,7 @@ grpc::Status DevicePluginService::GetDevicePluginOptions(grpc::ServerContext* ct
   if (f != nullptr && f->error) return ToGrpcStatus(*f->error);
   if (f != nullptr && f->empty) return grpc::Status::OK;
   resp->set_pre_start_required(core_->config().pre_start_required);
-  resp->set_get_preferred_allocation_available(
-      core_->config().get_preferred_allocation_available);
+  resp->set_get_preferred_allocation_available(core_->config().get_preferred_allocation_available);
   return grpc::Status::OK;
 }
 
@@ -191,9 +190,10 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext* ctx,
                                         config.resource, id));
       }
       if (health && *health != kHealthy && config.allocate.reject_unhealthy_devices) {
-        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            fmt::format("invalid allocation request for \"{}\": unhealthy device: {}",
-                                        config.resource, id));
+        return grpc::Status(
+            grpc::StatusCode::INVALID_ARGUMENT,
+            fmt::format("invalid allocation request for \"{}\": unhealthy device: {}",
+                        config.resource, id));
       }
     }
     std::vector<std::string> ids(c.devices_ids().begin(), c.devices_ids().end());

@@ -23,8 +23,7 @@ inline constexpr absl::Duration kTimeout = absl::Seconds(10);
 inline constexpr char kReceived[] = "received";
 
 inline std::chrono::system_clock::time_point Deadline(absl::Duration d) {
-  return std::chrono::system_clock::now() +
-         std::chrono::milliseconds(absl::ToInt64Milliseconds(d));
+  return std::chrono::system_clock::now() + std::chrono::milliseconds(absl::ToInt64Milliseconds(d));
 }
 
 inline std::shared_ptr<grpc::Channel> Dial(const std::string& path) {

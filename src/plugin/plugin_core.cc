@@ -11,15 +11,14 @@ bool HasEffect(const FaultConfig& f) {
 
 }  // namespace
 
-PluginCore::PluginCore(Config config)
-    : config_(std::move(config)), devices_(config_.devices) {}
+PluginCore::PluginCore(Config config) : config_(std::move(config)), devices_(config_.devices) {}
 
 const FaultConfig* PluginCore::CountCall(Rpc rpc) {
   const int n = ++calls_[static_cast<int>(rpc)];
   const FaultConfig& f = config_.fault(rpc);
   const RegisterOverrides& o = config_.register_overrides;
-  const bool overrides = rpc == Rpc::kRegister && (o.version || o.resource || o.endpoint ||
-                                                   o.type || o.skip);
+  const bool overrides =
+      rpc == Rpc::kRegister && (o.version || o.resource || o.endpoint || o.type || o.skip);
   if (!HasEffect(f) && !overrides) return nullptr;
   if (n <= f.skip_calls) return nullptr;
   if (f.times >= 0 && n > f.skip_calls + f.times) return nullptr;

@@ -22,7 +22,9 @@ grpc::Status RegistryService::GetInfo(grpc::ServerContext* ctx,
   DM_VINFO(2, "Received RPC", {"method", "GetInfo"});
 
   const FaultConfig* f = core_->CountCall(Rpc::kRegister);
-  auto interrupted = [&] { return shutting_down_.load() || core_->stopping() || ctx->IsCancelled(); };
+  auto interrupted = [&] {
+    return shutting_down_.load() || core_->stopping() || ctx->IsCancelled();
+  };
   if (f != nullptr) {
     if (f->exit_code) {
       core_->RequestExit(*f->exit_code);
@@ -40,7 +42,8 @@ grpc::Status RegistryService::GetInfo(grpc::ServerContext* ctx,
     if (f->error) return ToGrpcStatus(*f->error);
     if (f->empty) return grpc::Status::OK;
   }
-  const RegisterOverrides o = f != nullptr ? core_->config().register_overrides : RegisterOverrides{};
+  const RegisterOverrides o =
+      f != nullptr ? core_->config().register_overrides : RegisterOverrides{};
   resp->set_type(o.type.value_or("DevicePlugin"));
   resp->set_name(o.resource.value_or(core_->config().resource));
   resp->set_endpoint(o.endpoint.value_or(endpoint_));

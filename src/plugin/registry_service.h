@@ -10,8 +10,8 @@
 #include <functional>
 #include <string>
 
-#include "pluginregistration/v1/api.grpc.pb.h"
 #include "plugin/plugin_core.h"
+#include "pluginregistration/v1/api.grpc.pb.h"
 
 namespace devmgr::plugin {
 
@@ -27,9 +27,9 @@ class RegistryService final : public pluginregistration::Registration::Service {
 
   grpc::Status GetInfo(grpc::ServerContext* ctx, const pluginregistration::InfoRequest* req,
                        pluginregistration::PluginInfo* resp) override;
-  grpc::Status NotifyRegistrationStatus(grpc::ServerContext* ctx,
-                                        const pluginregistration::RegistrationStatus* req,
-                                        pluginregistration::RegistrationStatusResponse* resp) override;
+  grpc::Status NotifyRegistrationStatus(
+      grpc::ServerContext* ctx, const pluginregistration::RegistrationStatus* req,
+      pluginregistration::RegistrationStatusResponse* resp) override;
 
  private:
   PluginCore* const core_;

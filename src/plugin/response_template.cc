@@ -8,8 +8,7 @@ namespace devmgr::plugin {
 namespace {
 
 const std::vector<std::string>& FieldNames(bool per_device) {
-  static const std::vector<std::string> kContainer = {"DeviceIDs", "DeviceCount",
-                                                      "ResourceName"};
+  static const std::vector<std::string> kContainer = {"DeviceIDs", "DeviceCount", "ResourceName"};
   static const std::vector<std::string> kDevice = {"DeviceIDs", "DeviceCount", "ResourceName",
                                                    "DeviceID", "DeviceIndex"};
   return per_device ? kDevice : kContainer;
@@ -45,8 +44,8 @@ absl::Status CheckTemplate(const std::string& text, bool per_device) {
       if (guess.empty() && !per_device) {
         guess = SpellCheck(field, FieldNames(true));
         if (!guess.empty()) {
-          return absl::InvalidArgumentError(
-              msg + " ({{." + guess + "}} is only available in allocate.per_device)");
+          return absl::InvalidArgumentError(msg + " ({{." + guess +
+                                            "}} is only available in allocate.per_device)");
         }
       }
       if (!guess.empty()) msg += " (did you mean {{." + guess + "}}?)";

@@ -66,7 +66,8 @@ std::vector<std::string> PreferredDevices(const PreferredAllocationConfig& polic
       return {req.must_include_deviceids().begin(), req.must_include_deviceids().end()};
     case Policy::kFirst:
     case Policy::kLast: {
-      const size_t size = req.allocation_size() > 0 ? static_cast<size_t>(req.allocation_size()) : 0;
+      const size_t size =
+          req.allocation_size() > 0 ? static_cast<size_t>(req.allocation_size()) : 0;
       std::set<std::string> taken;
       for (const std::string& id : req.must_include_deviceids()) {
         if (out.size() >= size) break;

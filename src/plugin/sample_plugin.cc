@@ -69,12 +69,23 @@ std::string JoinPath(const std::string& dir, const std::string& name) {
 }
 
 const char* CodeName(grpc::StatusCode code) {
-  static const char* kNames[] = {"OK",           "CANCELLED",         "UNKNOWN",
-                                 "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-                                 "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-                                 "FAILED_PRECONDITION", "ABORTED",    "OUT_OF_RANGE",
-                                 "UNIMPLEMENTED", "INTERNAL",         "UNAVAILABLE",
-                                 "DATA_LOSS",    "UNAUTHENTICATED"};
+  static const char* kNames[] = {"OK",
+                                 "CANCELLED",
+                                 "UNKNOWN",
+                                 "INVALID_ARGUMENT",
+                                 "DEADLINE_EXCEEDED",
+                                 "NOT_FOUND",
+                                 "ALREADY_EXISTS",
+                                 "PERMISSION_DENIED",
+                                 "RESOURCE_EXHAUSTED",
+                                 "FAILED_PRECONDITION",
+                                 "ABORTED",
+                                 "OUT_OF_RANGE",
+                                 "UNIMPLEMENTED",
+                                 "INTERNAL",
+                                 "UNAVAILABLE",
+                                 "DATA_LOSS",
+                                 "UNAUTHENTICATED"};
   const int c = static_cast<int>(code);
   return c >= 0 && c <= 16 ? kNames[c] : "UNKNOWN";
 }
@@ -96,7 +107,9 @@ SamplePlugin::SamplePlugin(Config config, PluginOptions options)
 
 SamplePlugin::~SamplePlugin() { Stop(); }
 
-std::string SamplePlugin::socket_path() const { return JoinPath(options_.dir, core_->config().socket); }
+std::string SamplePlugin::socket_path() const {
+  return JoinPath(options_.dir, core_->config().socket);
+}
 
 std::string SamplePlugin::registry_socket_path() const {
   return JoinPath(options_.registry_dir, core_->config().registration.registry_socket);
@@ -276,13 +289,14 @@ void SamplePlugin::Register() {
   const std::string kubelet_socket = JoinPath(options_.dir, kKubeletSocketName);
   grpc::ChannelArguments args;
   args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, "localhost");
-  auto channel = grpc::CreateCustomChannel("unix:" + kubelet_socket,
-                                           grpc::InsecureChannelCredentials(), args);
+  auto channel =
+      grpc::CreateCustomChannel("unix:" + kubelet_socket, grpc::InsecureChannelCredentials(), args);
   auto stub = v1beta1::Registration::NewStub(channel);
   grpc::ClientContext ctx;
   ctx.set_wait_for_ready(true);
-  ctx.set_deadline(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(absl::ToInt64Milliseconds(config.registration.timeout)));
+  ctx.set_deadline(
+      std::chrono::system_clock::now() +
+      std::chrono::milliseconds(absl::ToInt64Milliseconds(config.registration.timeout)));
   {
     absl::MutexLock l(&mu_);
     if (stopped_) return;
@@ -382,7 +396,8 @@ void SamplePlugin::Loop() {
 
     absl::Duration wait = kLoopPeriod;
     if (register_after_socket_loss) {
-      wait = std::max(absl::ZeroDuration(), std::min(wait, *register_after_socket_loss - absl::Now()));
+      wait =
+          std::max(absl::ZeroDuration(), std::min(wait, *register_after_socket_loss - absl::Now()));
     }
     if (delayed_restart) {
       wait = std::max(absl::ZeroDuration(), std::min(wait, *delayed_restart - absl::Now()));

@@ -3,12 +3,12 @@
 // scenario runner and the conformance suite rely on: the call-log file, the
 // control file, exit faults and a clean SIGTERM. Skipped without DEVMGR_BIN.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -51,15 +51,10 @@ class SamplePluginProcessTest : public testing::Test {
   }
 
   void Spawn(const std::string& yaml) {
-    {
-      std::ofstream(dir_ + "/p.yaml") << yaml;
-    }
-    std::vector<std::string> args = {bin_,           "sample-plugin",
-                                     "--config",     dir_ + "/p.yaml",
-                                     "--dir",        dir_,
-                                     "--call-log",   dir_ + "/calls.jsonl",
-                                     "--control",    dir_ + "/control",
-                                     "-v",           "2"};
+    { std::ofstream(dir_ + "/p.yaml") << yaml; }
+    std::vector<std::string> args = {
+        bin_,         "sample-plugin",       "--config",  dir_ + "/p.yaml",  "--dir", dir_,
+        "--call-log", dir_ + "/calls.jsonl", "--control", dir_ + "/control", "-v",    "2"};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -122,9 +117,7 @@ TEST_F(SamplePluginProcessTest, RegistersLogsCallsAndFollowsTheControlFile) {
   auto first = kubelet_->WaitForUpdate(0, 1);
   ASSERT_TRUE(first.has_value()) << Stderr();
   EXPECT_EQ(first->devices_size(), 2);
-  {
-    std::ofstream(dir_ + "/control", std::ios::app) << "health gpu-1 Unhealthy\n";
-  }
+  { std::ofstream(dir_ + "/control", std::ios::app) << "health gpu-1 Unhealthy\n"; }
   auto second = kubelet_->WaitForUpdate(0, 2);
   ASSERT_TRUE(second.has_value()) << Stderr();
   EXPECT_EQ(second->devices(1).health(), "Unhealthy");

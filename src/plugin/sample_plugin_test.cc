@@ -164,9 +164,9 @@ TEST_F(SamplePluginTest, RegistersAndServesLikeARealPlugin) {
 
   // The call log has everything, in order, with arguments. The sent Register
   // record is written when the call returns, so it races with ListAndWatch.
-  EXPECT_THAT(Methods(kReceived), ElementsAre("GetDevicePluginOptions", "ListAndWatch", "Allocate",
-                                              "Allocate", "GetPreferredAllocation",
-                                              "PreStartContainer"));
+  EXPECT_THAT(Methods(kReceived),
+              ElementsAre("GetDevicePluginOptions", "ListAndWatch", "Allocate", "Allocate",
+                          "GetPreferredAllocation", "PreStartContainer"));
   const std::vector<CallRecord> sent = Records("sent");
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].method, "Register");
@@ -432,7 +432,7 @@ faults:
   EXPECT_FALSE(result.ok());
   struct stat st {};
   EXPECT_NE(stat(p->socket_path().c_str(), &st), 0);  // socket removed
-  p->Stop();  // idempotent
+  p->Stop();                                          // idempotent
 }
 
 TEST_F(SamplePluginTest, ExitFaultInProcessRecordsTheCode) {
@@ -444,7 +444,8 @@ TEST_F(SamplePluginTest, ExitFaultInProcessRecordsTheCode) {
     exit_code = code;
     exited.Notify();
   };
-  SamplePlugin* p = StartPlugin(std::string(kBasic) + "faults: {pre_start_container: {exit: 7}}\n", o);
+  SamplePlugin* p =
+      StartPlugin(std::string(kBasic) + "faults: {pre_start_container: {exit: 7}}\n", o);
   ASSERT_TRUE(k->WaitForUpdate(0, 1).has_value());
   auto stub = PluginStub();
   std::thread caller([&] {
@@ -493,7 +494,8 @@ TEST_F(SamplePluginTest, RegisterBeforeServeFailsTheDialBack) {
   SamplePlugin* p =
       StartPlugin(std::string(kBasic) + "registration: {serve_before_register: false}\n");
   ASSERT_TRUE(p->WaitForCalls("Register", 1, kTimeout));
-  EXPECT_EQ(p->last_registration_error(), "failed to dial device plugin: context deadline exceeded");
+  EXPECT_EQ(p->last_registration_error(),
+            "failed to dial device plugin: context deadline exceeded");
   EXPECT_EQ(p->registrations(), 0);
 }
 

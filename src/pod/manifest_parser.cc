@@ -23,11 +23,16 @@ namespace {
 
 const char* KindOf(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Scalar: return "a scalar";
-    case YAML::NodeType::Null: return "null";
-    case YAML::NodeType::Undefined: break;
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Undefined:
+      break;
   }
   return "nothing";
 }
@@ -49,11 +54,9 @@ class DocParser {
   explicit DocParser(const std::string& filename) : filename_(filename) {}
 
   // Appends the pods of one document (a Pod, or a list when allowed).
-  absl::Status ParseDocument(const YAML::Node& doc, bool allow_list,
-                             std::vector<Pod>* out) {
+  absl::Status ParseDocument(const YAML::Node& doc, bool allow_list, std::vector<Pod>* out) {
     if (!doc.IsMap()) {
-      return Error(doc, fmt::format("a manifest must be a mapping, got {}",
-                                    KindOf(doc)));
+      return Error(doc, fmt::format("a manifest must be a mapping, got {}", KindOf(doc)));
     }
     std::string api_version, kind;
     DEVMGR_RETURN_IF_ERROR(GetString(doc, "apiVersion", "apiVersion", &api_version));
@@ -87,8 +90,8 @@ class DocParser {
         std::string item_kind;
         DEVMGR_RETURN_IF_ERROR(GetString(item, "kind", path + ".kind", &item_kind));
         if (!item_kind.empty() && item_kind != "Pod") {
-          return Error(item["kind"], fmt::format("{}.kind: want \"Pod\", got {}", path,
-                                                 GoQuote(item_kind)));
+          return Error(item["kind"],
+                       fmt::format("{}.kind: want \"Pod\", got {}", path, GoQuote(item_kind)));
         }
         Pod pod;
         DEVMGR_RETURN_IF_ERROR(ParsePod(item, path + ".", &pod));
@@ -114,8 +117,8 @@ class DocParser {
 
   // Reads parent[key] as a string: absent/null -> "" (ok), scalar -> its
   // text, anything else -> error.
-  absl::Status GetString(const YAML::Node& parent, const char* key,
-                         const std::string& path, std::string* out) const {
+  absl::Status GetString(const YAML::Node& parent, const char* key, const std::string& path,
+                         std::string* out) const {
     out->clear();
     const YAML::Node v = parent[key];
     if (!v.IsDefined() || v.IsNull()) return absl::OkStatus();
@@ -153,12 +156,10 @@ class DocParser {
 
     const bool has_metadata = metadata.IsDefined() && metadata.IsMap();
     if (has_metadata) {
-      DEVMGR_RETURN_IF_ERROR(
-          GetString(metadata, "name", prefix + "metadata.name", &pod->name));
+      DEVMGR_RETURN_IF_ERROR(GetString(metadata, "name", prefix + "metadata.name", &pod->name));
       DEVMGR_RETURN_IF_ERROR(
           GetString(metadata, "namespace", prefix + "metadata.namespace", &pod->namespace_));
-      DEVMGR_RETURN_IF_ERROR(
-          GetString(metadata, "uid", prefix + "metadata.uid", &pod->uid));
+      DEVMGR_RETURN_IF_ERROR(GetString(metadata, "uid", prefix + "metadata.uid", &pod->uid));
     }
     if (pod->name.empty()) {
       return Invalid(has_metadata ? metadata.Mark() : doc.Mark(), "",
@@ -183,9 +184,7 @@ class DocParser {
     }
     if (app.empty()) {
       const YAML::Node list = has_spec ? spec["containers"] : YAML::Node();
-      YAML::Mark mark = list.IsDefined() ? list.Mark()
-                        : has_spec       ? spec.Mark()
-                                         : doc.Mark();
+      YAML::Mark mark = list.IsDefined() ? list.Mark() : has_spec ? spec.Mark() : doc.Mark();
       return Invalid(mark, pod->name, "spec.containers: Required value");
     }
     // The API server validates app containers first, then init containers
@@ -227,8 +226,8 @@ class DocParser {
 
   // status.extendedResourceClaimStatus: {resourceClaimName, requestMappings:
   // [{containerName, resourceName, requestName}]}.
-  absl::Status ParseExtendedResourceClaimStatus(const YAML::Node& status,
-                                                const std::string& prefix, Pod* pod) {
+  absl::Status ParseExtendedResourceClaimStatus(const YAML::Node& status, const std::string& prefix,
+                                                Pod* pod) {
     const std::string path = prefix + "status.extendedResourceClaimStatus";
     const YAML::Node ercs = status["extendedResourceClaimStatus"];
     if (!ercs.IsDefined() || ercs.IsNull()) return absl::OkStatus();
@@ -238,8 +237,8 @@ class DocParser {
     const YAML::Node list = ercs["requestMappings"];
     if (!list.IsDefined() || list.IsNull()) return absl::OkStatus();
     if (!list.IsSequence()) {
-      return Error(list, fmt::format("{}.requestMappings: expected a list, got {}", path,
-                                     KindOf(list)));
+      return Error(list,
+                   fmt::format("{}.requestMappings: expected a list, got {}", path, KindOf(list)));
     }
     for (size_t i = 0; i < list.size(); ++i) {
       const YAML::Node m = list[i];
@@ -247,7 +246,8 @@ class DocParser {
       DEVMGR_RETURN_IF_ERROR(CheckMap(m, mp));
       if (!m.IsMap()) return Error(m, fmt::format("{}: expected a mapping, got {}", mp, KindOf(m)));
       ExtendedResourceMapping e;
-      DEVMGR_RETURN_IF_ERROR(GetString(m, "containerName", mp + ".containerName", &e.container_name));
+      DEVMGR_RETURN_IF_ERROR(
+          GetString(m, "containerName", mp + ".containerName", &e.container_name));
       DEVMGR_RETURN_IF_ERROR(GetString(m, "resourceName", mp + ".resourceName", &e.resource_name));
       DEVMGR_RETURN_IF_ERROR(GetString(m, "requestName", mp + ".requestName", &e.request_name));
       if (e.container_name.empty()) {
@@ -266,8 +266,7 @@ class DocParser {
   }
 
   absl::Status ParseContainerList(const YAML::Node& spec, const char* key,
-                                  const std::string& prefix,
-                                  std::vector<RawContainer>* out) {
+                                  const std::string& prefix, std::vector<RawContainer>* out) {
     const std::string list_path = fmt::format("{}spec.{}", prefix, key);
     const YAML::Node list = spec[key];
     if (!list.IsDefined() || list.IsNull()) return absl::OkStatus();
@@ -300,10 +299,9 @@ class DocParser {
     DEVMGR_RETURN_IF_ERROR(CheckMap(resources, path + ".resources"));
     if (resources.IsDefined() && resources.IsMap()) {
       DEVMGR_RETURN_IF_ERROR(ParseResourceList(resources, "limits", path + ".resources.limits",
-                                                     &raw->limits, &raw->limit_marks));
-      DEVMGR_RETURN_IF_ERROR(ParseResourceList(resources, "requests",
-                                                     path + ".resources.requests",
-                                                     &raw->requests, &raw->request_marks));
+                                               &raw->limits, &raw->limit_marks));
+      DEVMGR_RETURN_IF_ERROR(ParseResourceList(resources, "requests", path + ".resources.requests",
+                                               &raw->requests, &raw->request_marks));
     }
     for (const auto& [r, q] : raw->limits) raw->container.limits[r] = q.Value();
     for (const auto& [r, q] : raw->requests) raw->container.requests[r] = q.Value();
@@ -311,8 +309,7 @@ class DocParser {
   }
 
   absl::Status ParseResourceList(const YAML::Node& resources, const char* key,
-                                 const std::string& path,
-                                 std::map<std::string, Quantity>* out,
+                                 const std::string& path, std::map<std::string, Quantity>* out,
                                  std::map<std::string, YAML::Mark>* marks) {
     const YAML::Node list = resources[key];
     DEVMGR_RETURN_IF_ERROR(CheckMap(list, path));
@@ -321,8 +318,7 @@ class DocParser {
       const YAML::Node k = it->first;
       const YAML::Node v = it->second;
       if (!k.IsScalar()) {
-        return Error(k, fmt::format("{}: resource names must be strings, got {}", path,
-                                    KindOf(k)));
+        return Error(k, fmt::format("{}: resource names must be strings, got {}", path, KindOf(k)));
       }
       const std::string name = k.Scalar();
       const std::string entry_path = fmt::format("{}[{}]", path, name);
@@ -341,8 +337,7 @@ class DocParser {
     return absl::OkStatus();
   }
 
-  absl::Status ValidateContainer(const RawContainer& c, bool init,
-                                 const std::string& pod_name,
+  absl::Status ValidateContainer(const RawContainer& c, bool init, const std::string& pod_name,
                                  std::set<std::string>* names) const {
     const std::string& name = c.container.name;
     if (name.empty()) {
@@ -355,8 +350,9 @@ class DocParser {
     if (!c.restart_policy.empty()) {
       if (!init) {
         return Invalid(c.restart_policy_mark, pod_name,
-                       c.path + ".restartPolicy: Forbidden: may not be set for non-init "
-                                "containers");
+                       c.path +
+                           ".restartPolicy: Forbidden: may not be set for non-init "
+                           "containers");
       }
       if (c.restart_policy != "Always") {
         return Invalid(c.restart_policy_mark, pod_name,
@@ -400,7 +396,7 @@ class NullEvents final : public YAML::EventHandler {
 
 // Loads all documents; YAML syntax errors become file:line:col errors.
 absl::StatusOr<std::vector<YAML::Node>> LoadDocuments(const std::string& text,
-                                                     const std::string& filename) {
+                                                      const std::string& filename) {
   try {
     // yaml-cpp 0.7's LoadAll never returns on some malformed streams (e.g. ",x": the parser
     // yields empty documents without advancing; found by tests/fuzz/manifest_fuzz.cc). Every
@@ -435,9 +431,9 @@ absl::StatusOr<std::vector<Pod>> ParseAll(const std::string& text, const std::st
     for (const YAML::Node& doc : *docs) {
       if (doc.IsNull()) continue;
       if (single && seen) {
-        return absl::InvalidArgumentError(fmt::format(
-            "{}:{}:{}: a Pod manifest must hold a single document", filename,
-            doc.Mark().line + 1, doc.Mark().column + 1));
+        return absl::InvalidArgumentError(
+            fmt::format("{}:{}:{}: a Pod manifest must hold a single document", filename,
+                        doc.Mark().line + 1, doc.Mark().column + 1));
       }
       seen = true;
       absl::Status s = parser.ParseDocument(doc, !single, &pods);

@@ -33,8 +33,7 @@ namespace devmgr::pod {
 // Parses a file holding exactly one Pod (empty YAML documents are skipped;
 // a second document or a non-Pod kind is an error). `filename` is used in
 // errors and stored in Pod::source.
-absl::StatusOr<Pod> ParsePodManifest(const std::string& text,
-                                     const std::string& filename);
+absl::StatusOr<Pod> ParsePodManifest(const std::string& text, const std::string& filename);
 
 // Parses every document of a multi-document YAML file; each must be a Pod or
 // a PodList (kind "PodList" or "List" with Pod items). Empty documents are

@@ -58,8 +58,8 @@ status:
   const Container& c = pod->containers[0];
   EXPECT_EQ(c.name, "cuda");
   EXPECT_FALSE(c.restartable);
-  EXPECT_THAT(c.limits, ElementsAre(Pair("cpu", 1), Pair("memory", 1073741824),
-                                    Pair("nvidia.com/gpu", 2)));
+  EXPECT_THAT(c.limits,
+              ElementsAre(Pair("cpu", 1), Pair("memory", 1073741824), Pair("nvidia.com/gpu", 2)));
   EXPECT_THAT(c.requests, ElementsAre(Pair("cpu", 1), Pair("nvidia.com/gpu", 2)));
 }
 
@@ -82,10 +82,8 @@ spec: {containers: [{name: a}]}
 }
 
 TEST(UidTest, StableValues) {
-  EXPECT_EQ(DeterministicPodUid("default", "gpu-pod"),
-            "a29611c3-0946-5f17-927e-809311f673d7");
-  EXPECT_EQ(DeterministicPodUid("kube-system", "a"),
-            "609636d0-0c03-556c-bebe-2d0f1b8e5c4b");
+  EXPECT_EQ(DeterministicPodUid("default", "gpu-pod"), "a29611c3-0946-5f17-927e-809311f673d7");
+  EXPECT_EQ(DeterministicPodUid("kube-system", "a"), "609636d0-0c03-556c-bebe-2d0f1b8e5c4b");
   EXPECT_NE(DeterministicPodUid("a", "bc"), DeterministicPodUid("ab", "c"));
   // FIPS 180 "abc" test vector.
   std::string h = Sha1("abc");
@@ -332,7 +330,8 @@ TEST(ManifestParserTest, JsonManifest) {
   EXPECT_EQ(pod->phase, Phase::kSucceeded);
   EXPECT_EQ(pod->containers[0].limits.at("example.com/dev"), 3);
 
-  absl::StatusOr<Pod> bad = ParsePodManifest("{\"apiVersion\": \"v1\",\n \"kind\": \"Pod\"", "p.json");
+  absl::StatusOr<Pod> bad =
+      ParsePodManifest("{\"apiVersion\": \"v1\",\n \"kind\": \"Pod\"", "p.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("p.json:2:"));
 }
@@ -371,8 +370,7 @@ items:
 
   absl::StatusOr<Pod> single = ParsePodManifest(yaml, "m.yaml");
   ASSERT_FALSE(single.ok());
-  EXPECT_EQ(single.status().message(),
-            "m.yaml:7:1: a Pod manifest must hold a single document");
+  EXPECT_EQ(single.status().message(), "m.yaml:7:1: a Pod manifest must hold a single document");
 
   absl::StatusOr<std::vector<Pod>> wrong = ParsePodManifests(
       "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c}]}\n"
@@ -440,8 +438,7 @@ TEST(ManifestParserTest, ExtendedResourceClaimStatusErrors) {
   bad.replace(bad.find("containerName: app"), 18, "containerName: nope");
   absl::StatusOr<Pod> pod = ParsePodManifest(bad, "dra.yaml");
   ASSERT_FALSE(pod.ok());
-  EXPECT_THAT(std::string(pod.status().message()),
-              ::testing::HasSubstr("dra.yaml:12:23:"));
+  EXPECT_THAT(std::string(pod.status().message()), ::testing::HasSubstr("dra.yaml:12:23:"));
   EXPECT_THAT(std::string(pod.status().message()),
               ::testing::HasSubstr("status.extendedResourceClaimStatus.requestMappings[0]."
                                    "containerName: Not found: \"nope\""));

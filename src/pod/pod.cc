@@ -6,10 +6,14 @@ namespace devmgr::pod {
 
 std::string_view PhaseName(Phase phase) {
   switch (phase) {
-    case Phase::kPending: return "Pending";
-    case Phase::kRunning: return "Running";
-    case Phase::kSucceeded: return "Succeeded";
-    case Phase::kFailed: return "Failed";
+    case Phase::kPending:
+      return "Pending";
+    case Phase::kRunning:
+      return "Running";
+    case Phase::kSucceeded:
+      return "Succeeded";
+    case Phase::kFailed:
+      return "Failed";
   }
   return "Unknown";
 }

@@ -67,8 +67,7 @@ TEST(PodTest, PhaseNames) {
   EXPECT_EQ(PhaseName(Phase::kFailed), "Failed");
 }
 
-std::map<std::string, Quantity> Qs(
-    std::initializer_list<std::pair<const char*, const char*>> in) {
+std::map<std::string, Quantity> Qs(std::initializer_list<std::pair<const char*, const char*>> in) {
   std::map<std::string, Quantity> out;
   for (const auto& [k, v] : in) out[k] = *Quantity::Parse(v);
   return out;

@@ -74,17 +74,15 @@ bool InterpretSuffix(const std::string& s, SuffixMeaning* out) {
     int base;
     int exponent;
   } kTable[] = {
-      {"", 10, 0},   {"n", 10, -9}, {"u", 10, -6}, {"m", 10, -3},
-      {"k", 10, 3},  {"M", 10, 6},  {"G", 10, 9},  {"T", 10, 12},
-      {"P", 10, 15}, {"E", 10, 18}, {"Ki", 2, 10}, {"Mi", 2, 20},
+      {"", 10, 0},   {"n", 10, -9}, {"u", 10, -6}, {"m", 10, -3}, {"k", 10, 3},  {"M", 10, 6},
+      {"G", 10, 9},  {"T", 10, 12}, {"P", 10, 15}, {"E", 10, 18}, {"Ki", 2, 10}, {"Mi", 2, 20},
       {"Gi", 2, 30}, {"Ti", 2, 40}, {"Pi", 2, 50}, {"Ei", 2, 60},
   };
   for (const auto& e : kTable) {
     if (s == e.text) {
       out->base = e.base;
       out->exponent = e.exponent;
-      out->format = e.base == 2 ? Quantity::Format::kBinarySI
-                                : Quantity::Format::kDecimalSI;
+      out->format = e.base == 2 ? Quantity::Format::kBinarySI : Quantity::Format::kDecimalSI;
       return true;
     }
   }
@@ -105,8 +103,7 @@ bool InterpretSuffix(const std::string& s, SuffixMeaning* out) {
       if (v > (int64_t{1} << 31)) return false;
     }
     if (negative) v = -v;
-    if (v > std::numeric_limits<int32_t>::max() ||
-        v < std::numeric_limits<int32_t>::min()) {
+    if (v > std::numeric_limits<int32_t>::max() || v < std::numeric_limits<int32_t>::min()) {
       return false;
     }
     out->base = 10;
@@ -117,9 +114,7 @@ bool InterpretSuffix(const std::string& s, SuffixMeaning* out) {
   return false;
 }
 
-bool MulOverflows(int128 a, int128 b, int128* out) {
-  return __builtin_mul_overflow(a, b, out);
-}
+bool MulOverflows(int128 a, int128 b, int128* out) { return __builtin_mul_overflow(a, b, out); }
 
 // Parses a digit string (no sign) into *out; false on overflow.
 bool ParseDigits(std::string_view digits, int128* out) {
@@ -211,8 +206,7 @@ std::string Int128ToString(int128 v) {
 }
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.substr(s.size() - suffix.size()) == suffix;
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
 }  // namespace
@@ -242,18 +236,15 @@ absl::StatusOr<Quantity> Quantity::Parse(const std::string& text) {
         parts.denom.find_first_not_of('0') == std::string::npos) {
       k = 0;  // zero
     } else {
-      return absl::OutOfRangeError(
-          fmt::format("quantity \"{}\" is too large", text));
+      return absl::OutOfRangeError(fmt::format("quantity \"{}\" is too large", text));
     }
   }
   int128 magnitude;
   if (!ToNanos(parts.num + parts.denom, k, b, &magnitude)) {
-    return absl::OutOfRangeError(
-        fmt::format("quantity \"{}\" is too large", text));
+    return absl::OutOfRangeError(fmt::format("quantity \"{}\" is too large", text));
   }
   if (meaning.base == 2) {
-    const int128 cap = static_cast<int128>(std::numeric_limits<int64_t>::max()) *
-                       kNanosPerUnit;
+    const int128 cap = static_cast<int128>(std::numeric_limits<int64_t>::max()) * kNanosPerUnit;
     if (magnitude > cap) magnitude = cap;
     if (magnitude > 0 && magnitude < kNanosPerUnit) {
       q.format_ = Format::kDecimalSI;
@@ -267,8 +258,8 @@ absl::StatusOr<Quantity> Quantity::Parse(const std::string& text) {
   if (meaning.base == 10) {
     const int precision = 18 - static_cast<int>(shifted.size());
     const int scale = meaning.exponent - denom_len;
-    if (precision >= 0 && scale >= -9 && scale % 3 == 0 &&
-        !EndsWith(shifted, "000") && shifted[0] != '0') {
+    if (precision >= 0 && scale >= -9 && scale % 3 == 0 && !EndsWith(shifted, "000") &&
+        shifted[0] != '0') {
       q.cached_ = text;
     }
   } else if (parts.denom.empty()) {
@@ -309,8 +300,7 @@ std::string Quantity::String() const {
   Format format = format_;
   if (format == Format::kBinarySI) {
     const int128 unit = kNanosPerUnit;
-    if ((nanos_ > -1024 * unit && nanos_ < 1024 * unit) ||
-        nanos_ % unit != 0) {
+    if ((nanos_ > -1024 * unit && nanos_ < 1024 * unit) || nanos_ % unit != 0) {
       format = Format::kDecimalSI;
     }
   }
@@ -337,17 +327,37 @@ std::string Quantity::String() const {
   std::string suffix;
   if (format == Format::kDecimalSI) {
     switch (exponent) {
-      case -9: suffix = "n"; break;
-      case -6: suffix = "u"; break;
-      case -3: suffix = "m"; break;
-      case 0: break;
-      case 3: suffix = "k"; break;
-      case 6: suffix = "M"; break;
-      case 9: suffix = "G"; break;
-      case 12: suffix = "T"; break;
-      case 15: suffix = "P"; break;
-      case 18: suffix = "E"; break;
-      default: suffix = fmt::format("e{}", exponent);
+      case -9:
+        suffix = "n";
+        break;
+      case -6:
+        suffix = "u";
+        break;
+      case -3:
+        suffix = "m";
+        break;
+      case 0:
+        break;
+      case 3:
+        suffix = "k";
+        break;
+      case 6:
+        suffix = "M";
+        break;
+      case 9:
+        suffix = "G";
+        break;
+      case 12:
+        suffix = "T";
+        break;
+      case 15:
+        suffix = "P";
+        break;
+      case 18:
+        suffix = "E";
+        break;
+      default:
+        suffix = fmt::format("e{}", exponent);
     }
   } else if (exponent != 0) {
     suffix = fmt::format("e{}", exponent);

@@ -15,7 +15,7 @@
 namespace devmgr::pod {
 
 struct ResourceError {
-  std::string resource;  // the resource the error is about
+  std::string resource;      // the resource the error is about
   bool in_requests = false;  // found while checking requests (else limits)
   // The field.Error text, e.g.
   // `spec.containers[0].resources.requests: Invalid value: "1": must be equal
@@ -41,8 +41,7 @@ bool IsNativeResourceName(const std::string& name);
 // Deviation: for "must be an integer" Go prints the Quantity with %#v (a
 // struct dump); devmgr prints it quoted like the other errors.
 std::vector<ResourceError> ValidateResourceRequirements(
-    const std::map<std::string, Quantity>& limits,
-    const std::map<std::string, Quantity>& requests,
+    const std::map<std::string, Quantity>& limits, const std::map<std::string, Quantity>& requests,
     const std::string& resources_path);
 
 }  // namespace devmgr::pod

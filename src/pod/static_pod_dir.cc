@@ -14,9 +14,12 @@ namespace fs = std::filesystem;
 
 const char* ManifestChangeKindName(ManifestChange::Kind kind) {
   switch (kind) {
-    case ManifestChange::Kind::kAdded: return "added";
-    case ManifestChange::Kind::kChanged: return "changed";
-    case ManifestChange::Kind::kRemoved: return "removed";
+    case ManifestChange::Kind::kAdded:
+      return "added";
+    case ManifestChange::Kind::kChanged:
+      return "changed";
+    case ManifestChange::Kind::kRemoved:
+      return "removed";
   }
   return "unknown";
 }
@@ -43,8 +46,7 @@ std::vector<std::string> StaticPodDir::ListFiles() const {
     return out;
   }
   if (!fs::is_directory(st)) return out;
-  for (fs::directory_iterator it(options_.path, ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (fs::directory_iterator it(options_.path, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (!IsManifestName(name)) continue;
     std::error_code type_ec;
@@ -109,15 +111,16 @@ std::vector<ManifestChange> StaticPodDir::ScanNow() {
           // A static pod without metadata.uid: a UID of its content, so an
           // edited pod is a new pod (as the kubelet's hash UID makes it).
           for (Pod& p : state.pods) {
-            if (p.uid_generated) p.uid = StaticPodUid(p.namespace_, p.name, path, p.manifest_digest);
+            if (p.uid_generated)
+              p.uid = StaticPodUid(p.namespace_, p.name, path, p.manifest_digest);
           }
         } else {
           state.error = pods.status();
         }
       }
       ManifestChange c;
-      c.kind = existing == files_.end() ? ManifestChange::Kind::kAdded
-                                        : ManifestChange::Kind::kChanged;
+      c.kind =
+          existing == files_.end() ? ManifestChange::Kind::kAdded : ManifestChange::Kind::kChanged;
       c.path = path;
       c.pods = state.pods;
       c.error = state.error;

@@ -77,8 +77,9 @@ TEST_F(StaticPodDirTest, AddChangeRemove) {
 // re-formatted one is the same pod, and metadata.uid wins.
 TEST_F(StaticPodDirTest, UidsFollowThePodsContent) {
   Write("a.yaml", PodYaml("a"));
-  Write("u.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: u, uid: my-uid}\nspec:\n"
-                  "  containers: [{name: c}]\n");
+  Write("u.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: u, uid: my-uid}\nspec:\n"
+        "  containers: [{name: c}]\n");
   StaticPodDir first({.path = dir_});
   std::vector<ManifestChange> c = first.ScanNow();
   ASSERT_EQ(c.size(), 2u);

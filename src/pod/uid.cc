@@ -74,9 +74,8 @@ namespace {
 
 // RFC 4122 version-5 UUID of `name` in the URL namespace.
 std::string UrlUuid5(const std::string& name) {
-  static const unsigned char kUrlNamespace[16] = {
-      0x6b, 0xa7, 0xb8, 0x11, 0x9d, 0xad, 0x11, 0xd1,
-      0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8};
+  static const unsigned char kUrlNamespace[16] = {0x6b, 0xa7, 0xb8, 0x11, 0x9d, 0xad, 0x11, 0xd1,
+                                                  0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8};
   std::string input(reinterpret_cast<const char*>(kUrlNamespace), 16);
   input += name;
   std::string hash = Sha1(input);
@@ -94,8 +93,7 @@ std::string UrlUuid5(const std::string& name) {
 
 }  // namespace
 
-std::string DeterministicPodUid(const std::string& namespace_,
-                                const std::string& name) {
+std::string DeterministicPodUid(const std::string& namespace_, const std::string& name) {
   return UrlUuid5("devmgr://pods/" + namespace_ + "/" + name);
 }
 

@@ -12,8 +12,7 @@ namespace devmgr::pod {
 //   python3 -c 'import uuid; print(uuid.uuid5(uuid.NAMESPACE_URL,
 //               "devmgr://pods/default/gpu-pod"))'
 // Stable across runs, hosts and devmgr versions.
-std::string DeterministicPodUid(const std::string& namespace_,
-                                const std::string& name);
+std::string DeterministicPodUid(const std::string& namespace_, const std::string& name);
 
 // A static pod's UID when its manifest names none. Like the kubelet's (an
 // MD5 hash of the pod object, node name and file path; not reproducible

@@ -90,9 +90,11 @@ absl::Status Observability::Start(const std::string& plugin_dir, node::Node* nod
     absl::StatusOr<std::string> addr = http_->Start(opts_.metrics_address);
     if (!addr.ok()) {
       http_.reset();
-      if (opts_.metrics_address_explicit || addr.status().code() != absl::StatusCode::kUnavailable) {
-        return absl::Status(addr.status().code(),
-                            fmt::format("--metrics-address: {}", std::string(addr.status().message())));
+      if (opts_.metrics_address_explicit ||
+          addr.status().code() != absl::StatusCode::kUnavailable) {
+        return absl::Status(
+            addr.status().code(),
+            fmt::format("--metrics-address: {}", std::string(addr.status().message())));
       }
       DM_WARN("Not serving metrics: the default address is in use; set --metrics-address",
               {"address", opts_.metrics_address});

@@ -59,7 +59,7 @@ class Observability {
   // Validates the options (feature gates) for this profile. InvalidArgument
   // with the kubelet's feature-gate texts.
   static absl::StatusOr<std::unique_ptr<Observability>> Create(const Profile& profile,
-                                                                ObservabilityOptions opts);
+                                                               ObservabilityOptions opts);
   ~Observability();
 
   // Sets the node hooks that feed the metrics (before the Node is built).

@@ -31,8 +31,7 @@ class Server::Service final : public v1::PodResourcesLister::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status GetAllocatableResources(grpc::ServerContext*,
-                                       const v1::AllocatableResourcesRequest*,
+  grpc::Status GetAllocatableResources(grpc::ServerContext*, const v1::AllocatableResourcesRequest*,
                                        v1::AllocatableResourcesResponse* resp) override {
     if (!s_->limiter_.Allow()) return Limited();
     Count(PodResourcesMethod::kGetAllocatableResources);
@@ -67,9 +66,7 @@ class Server::Service final : public v1::PodResourcesLister::Service {
 };
 
 Server::Server(node::Node* node, node::PodManager* pods, ServerOptions opts)
-    : opts_(std::move(opts)),
-      lister_(node, pods, opts_.api),
-      limiter_(opts_.qps, opts_.burst) {}
+    : opts_(std::move(opts)), lister_(node, pods, opts_.api), limiter_(opts_.qps, opts_.burst) {}
 
 Server::~Server() { Stop(); }
 
@@ -88,8 +85,7 @@ absl::Status Server::Start() {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
-    return absl::UnavailableError(
-        fmt::format("cannot create directory {}: {}", dir, ec.message()));
+    return absl::UnavailableError(fmt::format("cannot create directory {}: {}", dir, ec.message()));
   }
   ::chmod(dir.c_str(), 0750);
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {

@@ -26,9 +26,10 @@ absl::StatusOr<std::vector<std::string>> ResourceSet(const CaptureSpec& c, const
   }
   std::vector<std::string> names;
   for (const auto& r : o.resources) names.push_back(r.resource_name);
-  return absl::NotFoundError(fmt::format("capture '{}': resource {} is unknown to the kubelet "
-                                         "(resources: {})",
-                                         c.name, c.resource, ListString(names)));
+  return absl::NotFoundError(
+      fmt::format("capture '{}': resource {} is unknown to the kubelet "
+                  "(resources: {})",
+                  c.name, c.resource, ListString(names)));
 }
 
 absl::StatusOr<std::vector<std::string>> CheckpointEntry(const CaptureSpec& c,

@@ -66,8 +66,8 @@ absl::Status CorruptCheckpointStep(RunContext& ctx, const Step&, StepResult*) {
   return WriteFile(path, text);
 }
 
-absl::StatusOr<std::string> EncodeCheckpointSpec(const CheckpointSpec& spec,
-                                                  const std::function<std::string(const std::string&)>& uid) {
+absl::StatusOr<std::string> EncodeCheckpointSpec(
+    const CheckpointSpec& spec, const std::function<std::string(const std::string&)>& uid) {
   checkpoint::Checkpoint cp;
   checkpoint::RegisteredDevices reg = std::map<std::string, checkpoint::DeviceList>{};
   for (const auto& [r, ids] : spec.registered) (*reg)[r] = ids;
@@ -76,8 +76,9 @@ absl::StatusOr<std::string> EncodeCheckpointSpec(const CheckpointSpec& spec,
   for (const CheckpointEntrySpec& e : spec.entries) {
     std::string resp;
     if (e.alloc_resp && !absl::Base64Unescape(*e.alloc_resp, &resp)) {
-      return absl::InvalidArgumentError(fmt::format(
-          "write_checkpoint: alloc_resp of {}/{}/{} is not base64", e.pod, e.container, e.resource));
+      return absl::InvalidArgumentError(
+          fmt::format("write_checkpoint: alloc_resp of {}/{}/{} is not base64", e.pod, e.container,
+                      e.resource));
     }
     if (spec.v1) {
       checkpoint::PodDevicesEntryV1 x{uid(e.pod), e.container, e.resource,

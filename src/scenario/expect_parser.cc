@@ -17,27 +17,45 @@ namespace {
 
 using yaml::Contains;
 
-const Keys kExpectKeys = {"within", "resources",     "pods", "disjoint",
-                          "checkpoint", "calls", "pod_resources", "log"};
+const Keys kExpectKeys = {"within",     "resources", "pods",          "disjoint",
+                          "checkpoint", "calls",     "pod_resources", "log"};
 const Keys kPodResourcesKeys = {"allocatable", "pod_count", "pods", "get"};
-const Keys kResourceKeys = {"capacity",      "allocatable",     "healthy",    "unhealthy",
-                            "allocated",     "healthy_count",   "unhealthy_count",
-                            "registered",    "connected"};
-const Keys kPodKeys = {"exists",  "admitted", "phase",      "reason",
+const Keys kResourceKeys = {"capacity",        "allocatable", "healthy",
+                            "unhealthy",       "allocated",   "healthy_count",
+                            "unhealthy_count", "registered",  "connected"};
+const Keys kPodKeys = {"exists",  "admitted",       "phase",      "reason",
                        "message", "status_message", "containers", "topology_hints"};
-const Keys kContainerKeys = {"devices",      "envs",          "envs_exact",  "annotations",
-                             "annotations_exact", "mounts",   "mounts_exact", "device_specs",
-                             "device_specs_exact", "cdi_devices", "cdi_devices_exact",
-                             "options",      "running",       "restart_count", "start_error",
-                             "numa_affinity", "topology_hints", "allocated_resources_status"};
+const Keys kContainerKeys = {"devices",
+                             "envs",
+                             "envs_exact",
+                             "annotations",
+                             "annotations_exact",
+                             "mounts",
+                             "mounts_exact",
+                             "device_specs",
+                             "device_specs_exact",
+                             "cdi_devices",
+                             "cdi_devices_exact",
+                             "options",
+                             "running",
+                             "restart_count",
+                             "start_error",
+                             "numa_affinity",
+                             "topology_hints",
+                             "allocated_resources_status"};
 const Keys kSetKeys = {"count", "ids", "subset_of", "superset_of", "disjoint_from"};
 const Keys kDeviceKeys = {"count", "ids", "subset_of", "superset_of", "disjoint_from", "numa"};
-const Keys kCheckpointKeys = {"exists", "valid", "entry_count", "entries", "entries_exact",
-                              "registered"};
+const Keys kCheckpointKeys = {"exists",  "valid",         "entry_count",
+                              "entries", "entries_exact", "registered"};
 const Keys kEntryKeys = {"pod", "container", "resource", "devices"};
 const Keys kCallsKeys = {"since", "exact", "methods", "sequence", "counts"};
-const Keys kMethods = {"GetDevicePluginOptions", "ListAndWatch", "GetPreferredAllocation",
-                       "Allocate", "PreStartContainer", "Register", "GetInfo",
+const Keys kMethods = {"GetDevicePluginOptions",
+                       "ListAndWatch",
+                       "GetPreferredAllocation",
+                       "Allocate",
+                       "PreStartContainer",
+                       "Register",
+                       "GetInfo",
                        "NotifyRegistrationStatus"};
 
 class ExpectParser : public ScenarioReader {
@@ -127,8 +145,7 @@ class ExpectParser : public ScenarioReader {
 
  private:
   // A string or {regex: RE}.
-  absl::Status Matcher(const YAML::Node& n, const std::string& where,
-                       StringMatcher* out) const {
+  absl::Status Matcher(const YAML::Node& n, const std::string& where, StringMatcher* out) const {
     if (n.IsScalar()) {
       out->value = n.Scalar();
       out->regex = false;
@@ -278,7 +295,8 @@ class ExpectParser : public ScenarioReader {
   }
 
   // A list of ids, or `$name`.
-  absl::Status Ref(const YAML::Node& n, const std::string& where, std::optional<SetRef>* out) const {
+  absl::Status Ref(const YAML::Node& n, const std::string& where,
+                   std::optional<SetRef>* out) const {
     SetRef r;
     if (n.IsSequence()) {
       DEVMGR_RETURN_IF_ERROR(StringList(n, where, &r.ids));
@@ -306,8 +324,8 @@ class ExpectParser : public ScenarioReader {
     if (n.IsScalar()) return OptInt(n, where + " (a count)", 0, &out->count);
     if (n.IsSequence()) return Ref(n, where, &out->ids);
     if (!n.IsMap()) {
-      return Error(n, fmt::format("{} must be a count, a list of ids, $NAME, absent or a mapping",
-                                  where));
+      return Error(
+          n, fmt::format("{} must be a count, a list of ids, $NAME, absent or a mapping", where));
     }
     DEVMGR_RETURN_IF_ERROR(CheckKeys(n, keys, where));
     if (n["count"]) {
@@ -321,12 +339,14 @@ class ExpectParser : public ScenarioReader {
       }
     }
     if (n["ids"]) DEVMGR_RETURN_IF_ERROR(Ref(n["ids"], where + ".ids", &out->ids));
-    if (n["subset_of"]) DEVMGR_RETURN_IF_ERROR(Ref(n["subset_of"], where + ".subset_of", &out->subset_of));
+    if (n["subset_of"])
+      DEVMGR_RETURN_IF_ERROR(Ref(n["subset_of"], where + ".subset_of", &out->subset_of));
     if (n["superset_of"]) {
       DEVMGR_RETURN_IF_ERROR(Ref(n["superset_of"], where + ".superset_of", &out->superset_of));
     }
     if (n["disjoint_from"]) {
-      DEVMGR_RETURN_IF_ERROR(Ref(n["disjoint_from"], where + ".disjoint_from", &out->disjoint_from));
+      DEVMGR_RETURN_IF_ERROR(
+          Ref(n["disjoint_from"], where + ".disjoint_from", &out->disjoint_from));
     }
     return absl::OkStatus();
   }
@@ -362,7 +382,8 @@ class ExpectParser : public ScenarioReader {
       DEVMGR_RETURN_IF_ERROR(
           OptInt(v["unhealthy_count"], "unhealthy_count", 0, &r->unhealthy_count));
     }
-    if (v["registered"]) DEVMGR_RETURN_IF_ERROR(OptBool(v["registered"], "registered", &r->registered));
+    if (v["registered"])
+      DEVMGR_RETURN_IF_ERROR(OptBool(v["registered"], "registered", &r->registered));
     if (v["connected"]) DEVMGR_RETURN_IF_ERROR(OptBool(v["connected"], "connected", &r->connected));
     return absl::OkStatus();
   }
@@ -422,8 +443,8 @@ class ExpectParser : public ScenarioReader {
   }
 
   // Reads `name` or `name_exact` (not both); *found tells whether either is there.
-  absl::Status Exactable(const YAML::Node& v, const std::string& name, YAML::Node* out,
-                         bool* exact, bool* found) const {
+  absl::Status Exactable(const YAML::Node& v, const std::string& name, YAML::Node* out, bool* exact,
+                         bool* found) const {
     const std::string ex = name + "_exact";
     if (v[name] && v[ex]) return Error(v[ex], fmt::format("give {} or {}, not both", name, ex));
     *exact = static_cast<bool>(v[ex]);
@@ -472,10 +493,13 @@ class ExpectParser : public ScenarioReader {
             CheckKeys(m, {"container_path", "host_path", "read_only"}, "a mount"));
         MountExpect me;
         if (m["container_path"]) {
-          DEVMGR_RETURN_IF_ERROR(OptMatcher(m["container_path"], "container_path", &me.container_path));
+          DEVMGR_RETURN_IF_ERROR(
+              OptMatcher(m["container_path"], "container_path", &me.container_path));
         }
-        if (m["host_path"]) DEVMGR_RETURN_IF_ERROR(OptMatcher(m["host_path"], "host_path", &me.host_path));
-        if (m["read_only"]) DEVMGR_RETURN_IF_ERROR(OptBool(m["read_only"], "read_only", &me.read_only));
+        if (m["host_path"])
+          DEVMGR_RETURN_IF_ERROR(OptMatcher(m["host_path"], "host_path", &me.host_path));
+        if (m["read_only"])
+          DEVMGR_RETURN_IF_ERROR(OptBool(m["read_only"], "read_only", &me.read_only));
         ms.push_back(std::move(me));
       }
       c->mounts = std::move(ms);
@@ -490,9 +514,11 @@ class ExpectParser : public ScenarioReader {
             CheckKeys(m, {"container_path", "host_path", "permissions"}, "a device spec"));
         DeviceSpecExpect de;
         if (m["container_path"]) {
-          DEVMGR_RETURN_IF_ERROR(OptMatcher(m["container_path"], "container_path", &de.container_path));
+          DEVMGR_RETURN_IF_ERROR(
+              OptMatcher(m["container_path"], "container_path", &de.container_path));
         }
-        if (m["host_path"]) DEVMGR_RETURN_IF_ERROR(OptMatcher(m["host_path"], "host_path", &de.host_path));
+        if (m["host_path"])
+          DEVMGR_RETURN_IF_ERROR(OptMatcher(m["host_path"], "host_path", &de.host_path));
         if (m["permissions"]) {
           DEVMGR_RETURN_IF_ERROR(OptMatcher(m["permissions"], "permissions", &de.permissions));
         }
@@ -543,8 +569,7 @@ class ExpectParser : public ScenarioReader {
     return absl::OkStatus();
   }
 
-  absl::Status ParseDeviceExpect(const YAML::Node& k, const YAML::Node& v,
-                                 DeviceExpect* d) const {
+  absl::Status ParseDeviceExpect(const YAML::Node& k, const YAML::Node& v, DeviceExpect* d) const {
     DEVMGR_RETURN_IF_ERROR(NonEmptyString(k, "resource name", &d->resource));
     d->loc = Loc(k);
     const std::string where = fmt::format("devices['{}']", d->resource);
@@ -571,12 +596,14 @@ class ExpectParser : public ScenarioReader {
         e->allocatable.push_back(std::move(d));
       }
     }
-    if (n["pod_count"]) DEVMGR_RETURN_IF_ERROR(OptInt(n["pod_count"], "pod_count", 0, &e->pod_count));
+    if (n["pod_count"])
+      DEVMGR_RETURN_IF_ERROR(OptInt(n["pod_count"], "pod_count", 0, &e->pod_count));
     for (const bool get : {false, true}) {
       const char* key = get ? "get" : "pods";
       if (!n[key]) continue;
       const YAML::Node ps = n[key];
-      DEVMGR_RETURN_IF_ERROR(ExpectMap(ps, fmt::format("pod_resources.{} (pod -> expectations)", key)));
+      DEVMGR_RETURN_IF_ERROR(
+          ExpectMap(ps, fmt::format("pod_resources.{} (pod -> expectations)", key)));
       for (auto it = ps.begin(); it != ps.end(); ++it) {
         PrPodExpect p;
         DEVMGR_RETURN_IF_ERROR(ParsePrPod(it->first, it->second, get, &p));
@@ -590,22 +617,23 @@ class ExpectParser : public ScenarioReader {
   }
 
   // List (`get` false): `absent`, or {containers}; Get: {containers} or {error}.
-  absl::Status ParsePrPod(const YAML::Node& k, const YAML::Node& v, bool get, PrPodExpect* p) const {
+  absl::Status ParsePrPod(const YAML::Node& k, const YAML::Node& v, bool get,
+                          PrPodExpect* p) const {
     DEVMGR_RETURN_IF_ERROR(NonEmptyString(k, "pod name", &p->ref));
     p->loc = Loc(k);
     const std::string where = fmt::format("pod_resources.{}['{}']", get ? "get" : "pods", p->ref);
     const size_t slash = p->ref.find('/');
-    if (slash != std::string::npos &&
-        (slash == 0 || slash + 1 == p->ref.size() || p->ref.find('/', slash + 1) != std::string::npos)) {
+    if (slash != std::string::npos && (slash == 0 || slash + 1 == p->ref.size() ||
+                                       p->ref.find('/', slash + 1) != std::string::npos)) {
       return Error(k, fmt::format("{}: a pod is NAME or NAMESPACE/NAME", where));
     }
     if (!get && v.IsScalar() && v.Scalar() == "absent") {
       p->absent = true;
       return absl::OkStatus();
     }
-    DEVMGR_RETURN_IF_ERROR(ExpectMap(
-        v, get ? where + " ({containers: ...} or {error: ...})"
-               : where + " ({containers: ...}, or absent: not listed)"));
+    DEVMGR_RETURN_IF_ERROR(
+        ExpectMap(v, get ? where + " ({containers: ...} or {error: ...})"
+                         : where + " ({containers: ...}, or absent: not listed)"));
     DEVMGR_RETURN_IF_ERROR(
         CheckKeys(v, get ? Keys{"containers", "error"} : Keys{"containers"}, where));
     if (v["error"]) {
@@ -668,7 +696,8 @@ class ExpectParser : public ScenarioReader {
         DEVMGR_RETURN_IF_ERROR(NonEmptyString(e["container"], "container", &ce.container));
         DEVMGR_RETURN_IF_ERROR(NonEmptyString(e["resource"], "resource", &ce.resource));
         if (e["devices"]) {
-          DEVMGR_RETURN_IF_ERROR(Set(e["devices"], "checkpoint entry devices", kSetKeys, &ce.devices));
+          DEVMGR_RETURN_IF_ERROR(
+              Set(e["devices"], "checkpoint entry devices", kSetKeys, &ce.devices));
         }
         c->entries.push_back(std::move(ce));
       }
@@ -762,8 +791,8 @@ class ExpectParser : public ScenarioReader {
         if (e["error"]) DEVMGR_RETURN_IF_ERROR(OptMatcher(e["error"], "error", &ce.error));
         if (e["code"]) {
           std::string code;
-          DEVMGR_RETURN_IF_ERROR(NonEmptyString(e["code"], "code (a gRPC code name, e.g. UNKNOWN)",
-                                                &code));
+          DEVMGR_RETURN_IF_ERROR(
+              NonEmptyString(e["code"], "code (a gRPC code name, e.g. UNKNOWN)", &code));
           ce.code = code;
         }
         if ((ce.ok || ce.error || ce.code) && ce.method != "Register") {

@@ -71,8 +71,8 @@ class Checker {
     if (r.registered && (rs != nullptr) != *r.registered) {
       Fail(r.loc, w + ".registered", Bool(*r.registered), Bool(rs != nullptr));
     }
-    const bool connected = rs != nullptr && rs->has_endpoint && !rs->stopped &&
-                           !rs->endpoint_socket.empty();
+    const bool connected =
+        rs != nullptr && rs->has_endpoint && !rs->stopped && !rs->endpoint_socket.empty();
     if (r.connected && connected != *r.connected) {
       Fail(r.loc, w + ".connected", Bool(*r.connected), Bool(connected));
     }
@@ -86,8 +86,8 @@ class Checker {
                rs != nullptr && rs->allocatable ? Ids(rs->healthy) : Ids(), o_.captures, out_);
     }
     if (r.unhealthy) {
-      CheckSet(*r.unhealthy, r.loc, w + ".unhealthy", rs ? Ids(rs->unhealthy) : Ids(),
-               o_.captures, out_);
+      CheckSet(*r.unhealthy, r.loc, w + ".unhealthy", rs ? Ids(rs->unhealthy) : Ids(), o_.captures,
+               out_);
     }
     if (r.allocated) {
       CheckSet(*r.allocated, r.loc, w + ".allocated",
@@ -124,8 +124,8 @@ class Checker {
     actual += "}";
     for (const auto& [k, m] : want.entries) {
       // [&k = k]: clang 14 cannot capture a structured binding by [&].
-      auto it = std::find_if(got.begin(), got.end(),
-                             [&k = k](const auto& kv) { return kv.first == k; });
+      auto it =
+          std::find_if(got.begin(), got.end(), [&k = k](const auto& kv) { return kv.first == k; });
       if (it == got.end()) {
         Fail(loc, fmt::format("{}['{}']", w, k), m.Describe(), "absent; all: " + actual);
       } else if (!m.Matches(it->second)) {
@@ -181,13 +181,15 @@ class Checker {
     if (cr == nullptr) {
       std::vector<std::string> names;
       for (const auto& x : rec.containers) names.push_back(x.name);
-      Fail(c.loc, w, "a container of the pod", "no such container; the pod has " + ListString(names));
+      Fail(c.loc, w, "a container of the pod",
+           "no such container; the pod has " + ListString(names));
       return;
     }
     const manager::ContainerAllocation* alloc = Allocation(rec.pod.uid, c.name);
     if (c.no_devices && alloc != nullptr) {
       for (const auto& [r, ids] : alloc->devices) {
-        if (!ids.empty()) Fail(c.loc, w + ".devices", "none", fmt::format("{} {}", r, ListString(ids)));
+        if (!ids.empty())
+          Fail(c.loc, w + ".devices", "none", fmt::format("{} {}", r, ListString(ids)));
       }
     }
     for (const DeviceExpect& d : c.devices) {
@@ -205,7 +207,8 @@ class Checker {
                    o_.captures, out_);
     }
     const std::optional<manager::RunContainerOptions>& opts = cr->run_options;
-    if (c.no_options && opts) Fail(c.loc, w + ".options", "none", "options were handed to the runtime");
+    if (c.no_options && opts)
+      Fail(c.loc, w + ".options", "none", "options were handed to the runtime");
     static const manager::RunContainerOptions kEmpty;
     const manager::RunContainerOptions& ro = opts ? *opts : kEmpty;
     if (c.envs) {
@@ -283,8 +286,8 @@ class Checker {
 
   void Hints(const Location& loc, const std::string& w,
              const std::map<std::string, ResourceHints>& want,
-             const std::map<std::string, std::vector<std::string>>& absent,
-             const std::string& uid, const std::string& container) {
+             const std::map<std::string, std::vector<std::string>>& absent, const std::string& uid,
+             const std::string& container) {
     auto it = o_.merges.find(uid);
     const MergeObs* merge = nullptr;
     if (it != o_.merges.end()) {
@@ -342,7 +345,8 @@ class Checker {
       if (!p.exists) {
         std::vector<std::string> names;
         for (const auto& r : o_.pods) names.push_back(r.pod.namespace_ + "/" + r.pod.name);
-        Fail(p.loc, w, "a pod admitted by an earlier step", "no such pod; pods: " + ListString(names));
+        Fail(p.loc, w, "a pod admitted by an earlier step",
+             "no such pod; pods: " + ListString(names));
       }
       return;
     }
@@ -419,8 +423,9 @@ class Checker {
     if (c.valid && v.valid != *c.valid) {
       Fail(c.loc, "checkpoint.valid", Bool(*c.valid),
            v.valid ? "true"
-           : !v.parsed ? "false (" + v.error + ")"
-                       : fmt::format("false (checksum {} stored, {} computed)", v.stored, v.computed));
+           : !v.parsed
+               ? "false (" + v.error + ")"
+               : fmt::format("false (checksum {} stored, {} computed)", v.stored, v.computed));
     }
     if (!v.parsed) {
       if (c.entry_count || !c.entries.empty() || c.registered || !c.registered_sets.empty()) {
@@ -428,9 +433,9 @@ class Checker {
       }
       return;
     }
-    const checkpoint::Checkpoint cp =
-        v.format == checkpoint::FormatVersion::kV1 ? checkpoint::ConvertV1ToV2(v.checkpoint)
-                                                   : v.checkpoint;
+    const checkpoint::Checkpoint cp = v.format == checkpoint::FormatVersion::kV1
+                                          ? checkpoint::ConvertV1ToV2(v.checkpoint)
+                                          : v.checkpoint;
     const std::vector<CheckpointEntry> entries = CheckpointEntries(cp);
     auto show_all = [&] {
       std::string s;
@@ -449,8 +454,8 @@ class Checker {
       auto it = std::find_if(entries.begin(), entries.end(), [&](const CheckpointEntry& e) {
         return e.pod == uid && e.container == want.container && e.resource == want.resource;
       });
-      const std::string w = fmt::format("checkpoint.entries[{}/{}/{}]", want.pod, want.container,
-                                        want.resource);
+      const std::string w =
+          fmt::format("checkpoint.entries[{}/{}/{}]", want.pod, want.container, want.resource);
       if (want.devices.absent) {
         if (it != entries.end()) {
           Fail(want.loc, w, "absent (no such entry)", ListString(it->devices));
@@ -486,7 +491,8 @@ class Checker {
       if (got != want) {
         auto show = [](const std::map<std::string, std::vector<std::string>>& m) {
           std::string s;
-          for (const auto& [r, ids] : m) s += fmt::format("{}{}={}", s.empty() ? "" : " ", r, ListString(ids));
+          for (const auto& [r, ids] : m)
+            s += fmt::format("{}{}={}", s.empty() ? "" : " ", r, ListString(ids));
           return "{" + s + "}";
         };
         Fail(c.loc, "checkpoint.registered", show(want), show(got));
@@ -518,7 +524,8 @@ class Checker {
           s += fmt::format(" -> error {} \"{}\"", j.value("code", ""), j.value("error", ""));
         }
       }
-      if (considered.size() > from + 8) s += fmt::format("\n      ... {} more", considered.size() - from - 8);
+      if (considered.size() > from + 8)
+        s += fmt::format("\n      ... {} more", considered.size() - from - 8);
       return s.empty() ? std::string(" (none)") : s;
     };
     size_t next = 0;
@@ -528,9 +535,10 @@ class Checker {
       size_t j = next;
       for (; j < considered.size(); ++j) {
         const nlohmann::json& got = *considered[j];
-        const bool ok = got.value("method", "") == want.method &&
-                        (!want.args || JsonMatches(*want.args, got.value("args", nlohmann::json::object()))) &&
-                        ResultMatches(want, got);
+        const bool ok =
+            got.value("method", "") == want.method &&
+            (!want.args || JsonMatches(*want.args, got.value("args", nlohmann::json::object()))) &&
+            ResultMatches(want, got);
         if (ok) {
           found = true;
           break;
@@ -637,7 +645,7 @@ bool JsonMatches(const nlohmann::json& expected, const nlohmann::json& actual) {
       if (!actual.is_string()) return false;
       try {
         return std::regex_search(actual.get<std::string>(),
-                                std::regex(expected["regex"].get<std::string>()));
+                                 std::regex(expected["regex"].get<std::string>()));
       } catch (const std::regex_error&) {
         return false;
       }
@@ -680,8 +688,10 @@ bool JsonMatches(const nlohmann::json& expected, const nlohmann::json& actual) {
     }
     return true;
   }
-  if (expected.is_string() && actual.is_number()) return expected.get<std::string>() == actual.dump();
-  if (expected.is_number() && actual.is_string()) return expected.dump() == actual.get<std::string>();
+  if (expected.is_string() && actual.is_number())
+    return expected.get<std::string>() == actual.dump();
+  if (expected.is_number() && actual.is_string())
+    return expected.dump() == actual.get<std::string>();
   if (expected.is_number() && actual.is_number()) return expected.dump() == actual.dump();
   return expected == actual;
 }
@@ -802,8 +812,8 @@ std::vector<Failure> CheckExpectations(const Expectations& e, const Observed& o)
     if (o.pod_resources) {
       CheckPodResources(*e.pod_resources, *o.pod_resources, &out, o.captures);
     } else {
-      out.push_back(Failure{e.pod_resources->loc, "pod_resources", "PodResources answers",
-                            "not observed"});
+      out.push_back(
+          Failure{e.pod_resources->loc, "pod_resources", "PodResources answers", "not observed"});
     }
   }
   for (const auto& [loc, re] : e.log) c.Log(loc, re);

@@ -28,17 +28,17 @@ struct MergeObs {
 
 // A snapshot of everything expectations can look at.
 struct Observed {
-  node::NodeResources node;                          // after a node-status pass
-  std::vector<manager::ResourceStatus> resources;    // manager Snapshot()
-  std::vector<node::PodRecord> pods;                 // admission order
+  node::NodeResources node;                        // after a node-status pass
+  std::vector<manager::ResourceStatus> resources;  // manager Snapshot()
+  std::vector<node::PodRecord> pods;               // admission order
   std::vector<std::string> active_pod_uids;
   std::vector<manager::PodAllocation> allocations;
-  std::optional<std::string> checkpoint_bytes;       // nullopt: no file
+  std::optional<std::string> checkpoint_bytes;  // nullopt: no file
   // Per plugin: the call-log records since the step started and since the
   // plugin first started (the reference plugin's JSON lines, parsed).
   std::map<std::string, std::vector<nlohmann::json>> calls_since_step;
   std::map<std::string, std::vector<nlohmann::json>> calls_since_start;
-  std::vector<std::string> log_lines;                // recent devmgr log
+  std::vector<std::string> log_lines;  // recent devmgr log
   // Topology: pod UID -> the merges of its last admission; (pod UID,
   // container) -> the stored NUMA affinity (absent or nullopt: none).
   std::map<std::string, std::vector<MergeObs>> merges;

@@ -197,10 +197,10 @@ TEST(Expectations, CallsInOrderWithArguments) {
     return nlohmann::json{{"kind", "received"}, {"method", m}, {"args", args}};
   };
   o.calls_since_step["gpu"] = {
-      call("GetPreferredAllocation",
-           {{"container_requests",
-             {{{"available_deviceIDs", {"a", "b"}}, {"must_include_deviceIDs", {"a"}},
-               {"allocation_size", 2}}}}}),
+      call("GetPreferredAllocation", {{"container_requests",
+                                       {{{"available_deviceIDs", {"a", "b"}},
+                                         {"must_include_deviceIDs", {"a"}},
+                                         {"allocation_size", 2}}}}}),
       call("Allocate", {{"container_requests", {{{"devices_ids", {"a", "b"}}}}}}),
   };
   EXPECT_THAT(CheckExpectations(Parse(R"(      calls:
@@ -291,7 +291,8 @@ TEST(Expectations, TopologyHintsAndAffinity) {
 TEST(Expectations, LogLines) {
   Observed o = World();
   o.log_lines = {"I0101 x.go:1] \"Got registration request from device plugin with resource\""};
-  EXPECT_THAT(CheckExpectations(Parse("      log: [\"Got registration request\"]\n"), o), IsEmpty());
+  EXPECT_THAT(CheckExpectations(Parse("      log: [\"Got registration request\"]\n"), o),
+              IsEmpty());
   EXPECT_THAT(CheckExpectations(Parse("      log: nope\n"), o), SizeIs(1));
 }
 
@@ -442,7 +443,8 @@ TEST(Expectations, RejectedStatusMessage) {
 TEST(Expectations, RegisterResult) {
   Observed o = World();
   o.calls_since_start["gpu"] = {
-      nlohmann::json{{"method", "Register"}, {"args", {{"version", "v1alpha"}}},
+      nlohmann::json{{"method", "Register"},
+                     {"args", {{"version", "v1alpha"}}},
                      {"error", "requested API version \"v1alpha\" is not supported"},
                      {"code", "UNKNOWN"}},
       nlohmann::json{{"method", "Register"}, {"args", {{"version", "v1beta1"}}}}};

@@ -26,8 +26,7 @@
 namespace devmgr::scenario {
 
 // pod UID -> its containers' statuses (node::Node::PodResourceStatuses()).
-using PodResourceStatuses =
-    std::map<std::string, std::vector<manager::ContainerResourceStatus>>;
+using PodResourceStatuses = std::map<std::string, std::vector<manager::ContainerResourceStatus>>;
 
 // Parses the value of `allocated_resources_status`.
 absl::Status ParseResourceHealthExpect(const ScenarioReader& r, const YAML::Node& n,
@@ -51,8 +50,7 @@ void CheckResourceHealth(const Location& loc, const std::string& where,
 // For the step's report: one note per container whose
 // allocated_resources_status was expected, with what was observed
 // ("pod train container main: allocatedResourcesStatus [...]").
-void ResourceHealthNotes(const Expectations& e, const Observed& o,
-                         std::vector<std::string>* notes);
+void ResourceHealthNotes(const Expectations& e, const Observed& o, std::vector<std::string>* notes);
 
 }  // namespace devmgr::scenario
 

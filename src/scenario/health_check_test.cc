@@ -42,15 +42,17 @@ const std::vector<manager::ResourceHealthStatus> kOneBad = {
     {"example.com/gpu", {{"gpu-1", "Unhealthy"}, {"gpu-0", "Healthy"}}}};
 
 TEST(HealthCheckTest, MatchesOrderFree) {
-  auto e = Parse("              allocated_resources_status:\n"
-                 "                example.com/gpu: {gpu-0: Healthy, gpu-1: Unhealthy}\n");
+  auto e = Parse(
+      "              allocated_resources_status:\n"
+      "                example.com/gpu: {gpu-0: Healthy, gpu-1: Unhealthy}\n");
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_THAT(CheckExpectations(*e, World(kOneBad)), IsEmpty());
 }
 
 TEST(HealthCheckTest, AWrongHealthIsReportedWithTheObservedStatus) {
-  auto e = Parse("              allocated_resources_status:\n"
-                 "                example.com/gpu: {gpu-0: Healthy, gpu-1: Healthy}\n");
+  auto e = Parse(
+      "              allocated_resources_status:\n"
+      "                example.com/gpu: {gpu-0: Healthy, gpu-1: Healthy}\n");
   ASSERT_TRUE(e.ok()) << e.status();
   auto f = CheckExpectations(*e, World(kOneBad));
   ASSERT_THAT(f, SizeIs(1));
@@ -61,14 +63,16 @@ TEST(HealthCheckTest, AWrongHealthIsReportedWithTheObservedStatus) {
 }
 
 TEST(HealthCheckTest, ExtraOrMissingResourcesAndDevicesFail) {
-  auto e = Parse("              allocated_resources_status:\n"
-                 "                example.com/gpu: {gpu-0: Healthy}\n");
+  auto e = Parse(
+      "              allocated_resources_status:\n"
+      "                example.com/gpu: {gpu-0: Healthy}\n");
   ASSERT_TRUE(e.ok());
   EXPECT_THAT(CheckExpectations(*e, World(kOneBad)), SizeIs(1));
   auto two = kOneBad;
   two.push_back({"example.com/nic", {{"n0", "Healthy"}}});
-  auto e2 = Parse("              allocated_resources_status:\n"
-                  "                example.com/gpu: {gpu-0: Healthy, gpu-1: Unhealthy}\n");
+  auto e2 = Parse(
+      "              allocated_resources_status:\n"
+      "                example.com/gpu: {gpu-0: Healthy, gpu-1: Unhealthy}\n");
   EXPECT_THAT(CheckExpectations(*e2, World(two)), SizeIs(1));
 }
 
@@ -79,16 +83,18 @@ TEST(HealthCheckTest, NoneMeansTheFieldIsAbsent) {
   auto f = CheckExpectations(*e, World(kOneBad));
   ASSERT_THAT(f, SizeIs(1));
   EXPECT_EQ(f[0].expected, "none");
-  auto e2 = Parse("              allocated_resources_status:\n"
-                  "                example.com/gpu: {gpu-0: Healthy}\n");
+  auto e2 = Parse(
+      "              allocated_resources_status:\n"
+      "                example.com/gpu: {gpu-0: Healthy}\n");
   auto f2 = CheckExpectations(*e2, World(std::nullopt));
   ASSERT_THAT(f2, SizeIs(1));
   EXPECT_THAT(f2[0].actual, HasSubstr("no allocatedResourcesStatus"));
 }
 
 TEST(HealthCheckTest, NotesShowWhatWasObserved) {
-  auto e = Parse("              allocated_resources_status:\n"
-                 "                example.com/gpu: {gpu-0: Healthy, gpu-1: Unhealthy}\n");
+  auto e = Parse(
+      "              allocated_resources_status:\n"
+      "                example.com/gpu: {gpu-0: Healthy, gpu-1: Unhealthy}\n");
   ASSERT_TRUE(e.ok());
   std::vector<std::string> notes;
   ResourceHealthNotes(*e, World(kOneBad), &notes);
@@ -97,8 +103,9 @@ TEST(HealthCheckTest, NotesShowWhatWasObserved) {
 }
 
 TEST(HealthCheckTest, BadInputNamesThePlace) {
-  auto e = Parse("              allocated_resources_status:\n"
-                 "                example.com/gpu: {gpu-0: Unknown}\n");
+  auto e = Parse(
+      "              allocated_resources_status:\n"
+      "                example.com/gpu: {gpu-0: Unknown}\n");
   ASSERT_FALSE(e.ok());
   EXPECT_THAT(std::string(e.status().message()),
               HasSubstr("h.yaml:12:42: allocated_resources_status['example.com/gpu']['gpu-0']: "

@@ -8,12 +8,12 @@
 
 #include "checkpoint/checkpoint.h"
 #include "fmt/format.h"
+#include "manager/resource_health.h"
 #include "node/node_options.h"
 #include "node/plugin_process.h"
 #include "podresources/observability.h"
 #include "scenario/expectations.h"
 #include "scenario/run_context.h"
-#include "manager/resource_health.h"
 #include "topology/bitmask.h"
 #include "topology/hint_provider.h"
 #include "topology/topology_manager.h"
@@ -102,7 +102,8 @@ absl::Status RunContext::Setup() {
       }
     }
     hosts.push_back(std::make_unique<PluginHost>(p, env));
-    if (absl::Status s = hosts.back()->Prepare(); !s.ok()) return EnvError(std::string(s.message()));
+    if (absl::Status s = hosts.back()->Prepare(); !s.ok())
+      return EnvError(std::string(s.message()));
   }
   for (auto& h : hosts) {
     if (h->spec().start != PluginStart::kBeforeKubelet || h->spec().external) continue;
@@ -170,7 +171,8 @@ absl::Status RunContext::StartNode(manager::StartOptions start) {
 
 absl::Status RunContext::BootNode(manager::StartOptions start) {
   if (absl::Status s = node->Start(std::move(start)); !s.ok()) {
-    return EnvError(fmt::format("the emulated kubelet did not start: {}", std::string(s.message())));
+    return EnvError(
+        fmt::format("the emulated kubelet did not start: {}", std::string(s.message())));
   }
   if (opts.metrics != nullptr) opts.metrics->Attach(node.get());
   return StartPodResources();
@@ -254,9 +256,9 @@ absl::Status RunContext::RegisterExternal(const PluginSpec& p) {
   const std::string prefix = env.plugin_dir + "/";
   if (endpoint.rfind(prefix, 0) == 0) endpoint = endpoint.substr(prefix.size());
   if (endpoint.find('/') != std::string::npos) {
-    return absl::InvalidArgumentError(fmt::format(
-        "plugin '{}': socket {} must be inside the device-plugin dir {}", p.name, p.socket,
-        env.plugin_dir));
+    return absl::InvalidArgumentError(
+        fmt::format("plugin '{}': socket {} must be inside the device-plugin dir {}", p.name,
+                    p.socket, env.plugin_dir));
   }
   v1beta1::RegisterRequest req;
   req.set_version("v1beta1");

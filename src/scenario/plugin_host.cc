@@ -64,10 +64,10 @@ PluginHost::PluginHost(const PluginSpec& spec, const HostEnv& env) : spec_(spec)
     config_path_ = base + ".yaml";
     control_ = base + ".control";
     call_log_ = base + ".calls.jsonl";
-    command_ = fmt::format("{} sample-plugin --config {} --dir {} --control {} --call-log {}",
-                           ShellQuote(env_.devmgr_bin), ShellQuote(config_path_),
-                           ShellQuote(env_.plugin_dir), ShellQuote(control_),
-                           ShellQuote(call_log_));
+    command_ =
+        fmt::format("{} sample-plugin --config {} --dir {} --control {} --call-log {}",
+                    ShellQuote(env_.devmgr_bin), ShellQuote(config_path_),
+                    ShellQuote(env_.plugin_dir), ShellQuote(control_), ShellQuote(call_log_));
     if (!env_.registry_dir.empty()) command_ += " --registry-dir " + ShellQuote(env_.registry_dir);
   } else {
     command_ = spec_.command;
@@ -112,9 +112,9 @@ absl::Status PluginHost::Start() {
   o.command = command_;
   o.env = env_.Vars();
   for (const auto& [k, v] : spec_.env) o.env[k] = v;
-  o.working_dir = spec_.working_dir.empty() ? "" :
-                  spec_.working_dir[0] == '/' ? spec_.working_dir
-                                              : env_.scenario_dir + "/" + spec_.working_dir;
+  o.working_dir = spec_.working_dir.empty()     ? ""
+                  : spec_.working_dir[0] == '/' ? spec_.working_dir
+                                                : env_.scenario_dir + "/" + spec_.working_dir;
   o.private_mount = spec_.private_mount;
   o.plugin_dir = env_.plugin_dir;
   o.registry_dir = env_.registry_dir;
@@ -152,7 +152,8 @@ bool PluginHost::running() const {
 
 absl::Status PluginHost::Control(const std::string& line) {
   if (control_.empty()) {
-    return absl::FailedPreconditionError(fmt::format("plugin '{}' has no control file", spec_.name));
+    return absl::FailedPreconditionError(
+        fmt::format("plugin '{}' has no control file", spec_.name));
   }
   std::ofstream out(control_, std::ios::app);
   if (!out) return absl::UnavailableError(fmt::format("{}: {}", control_, std::strerror(errno)));
@@ -201,7 +202,8 @@ std::string PluginHost::Describe() const {
   }
   const std::optional<int> code = process_->exit_code();
   if (!code) return "not running";
-  if (*code > 128) return fmt::format("killed by signal {} ({})", *code - 128, strsignal(*code - 128));
+  if (*code > 128)
+    return fmt::format("killed by signal {} ({})", *code - 128, strsignal(*code - 128));
   return fmt::format("exited with code {}", *code);
 }
 

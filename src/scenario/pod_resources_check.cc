@@ -77,8 +77,9 @@ void Containers(const std::string& where, const PrPodExpect& want, const PrPodOb
     }
     if (c.no_devices) {
       for (const auto& [resource, devices] : gc->devices) {
-        out->push_back(Failure{c.loc, w, "no devices",
-                               fmt::format("{} {}", resource, ListString(Ids(gc->devices, resource)))});
+        out->push_back(
+            Failure{c.loc, w, "no devices",
+                    fmt::format("{} {}", resource, ListString(Ids(gc->devices, resource)))});
       }
     }
     for (const DeviceExpect& d : c.devices) {
@@ -152,7 +153,8 @@ void CheckPodResources(const PodResourcesExpect& e, const PodResourcesObs& o,
       if (g.pod) {
         out->push_back(Failure{p.loc, w + ".error", p.error->Describe(), "the call succeeded"});
       } else if (!p.error->Matches(g.error)) {
-        out->push_back(Failure{p.loc, w + ".error", p.error->Describe(), fmt::format("\"{}\"", g.error)});
+        out->push_back(
+            Failure{p.loc, w + ".error", p.error->Describe(), fmt::format("\"{}\"", g.error)});
       }
       continue;
     }

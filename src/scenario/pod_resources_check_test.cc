@@ -117,14 +117,13 @@ TEST(PodResourcesCheck, EachMismatchIsReportedWithWhereItIs) {
 )");
   std::vector<std::string> what;
   for (const Failure& x : f) what.push_back(x.what);
-  EXPECT_THAT(what, ElementsAre("pod_resources.allocatable['example.com/gpu']",
-                                "pod_resources.allocatable['example.com/nic']",
-                                "pod_resources.pod_count",
-                                "pod_resources.pods['train'].containers['main']['example.com/gpu'].numa",
-                                "pod_resources.pods['train'].containers['side']['example.com/gpu']",
-                                "pod_resources.pods['idle']", "pod_resources.pods['missing']",
-                                "pod_resources.get['default/train'].error",
-                                "pod_resources.get['ghost']"));
+  EXPECT_THAT(
+      what, ElementsAre("pod_resources.allocatable['example.com/gpu']",
+                        "pod_resources.allocatable['example.com/nic']", "pod_resources.pod_count",
+                        "pod_resources.pods['train'].containers['main']['example.com/gpu'].numa",
+                        "pod_resources.pods['train'].containers['side']['example.com/gpu']",
+                        "pod_resources.pods['idle']", "pod_resources.pods['missing']",
+                        "pod_resources.get['default/train'].error", "pod_resources.get['ghost']"));
   EXPECT_EQ(f[0].actual, "3 [a b c]");
   EXPECT_EQ(f[2].actual, "2 [default/train other/idle]");
   EXPECT_EQ(f[3].expected, "[0]");
@@ -135,8 +134,9 @@ TEST(PodResourcesCheck, EachMismatchIsReportedWithWhereItIs) {
 }
 
 TEST(PodResourcesCheck, AbsentContainer) {
-  EXPECT_THAT(Check("      pod_resources: {pods: {default/train: {containers: {ghost: absent}}}}\n"),
-              IsEmpty());
+  EXPECT_THAT(
+      Check("      pod_resources: {pods: {default/train: {containers: {ghost: absent}}}}\n"),
+      IsEmpty());
   const std::vector<Failure> f =
       Check("      pod_resources: {pods: {default/train: {containers: {side: absent}}}}\n");
   ASSERT_EQ(f.size(), 1u);
@@ -186,7 +186,8 @@ TEST(PodResourcesParser, Errors) {
 
 TEST(PodResourcesParser, FeatureGatesAreValidatedWithTheKubeletsTexts) {
   absl::StatusOr<Scenario> ok = ParseScenario(
-      "node: {feature_gates: 'KubeletPodResourcesGet=true'}\nsteps: [{check: null, expect: {within: 1s}}]\n",
+      "node: {feature_gates: 'KubeletPodResourcesGet=true'}\nsteps: [{check: null, expect: "
+      "{within: 1s}}]\n",
       "g.yaml");
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->node.feature_gates, "KubeletPodResourcesGet=true");

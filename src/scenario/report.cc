@@ -55,10 +55,14 @@ std::string Evidence(const ScenarioResult& r) {
 
 const char* OutcomeName(Outcome o) {
   switch (o) {
-    case Outcome::kPassed: return "passed";
-    case Outcome::kFailed: return "failed";
-    case Outcome::kSkipped: return "skipped";
-    case Outcome::kError: return "error";
+    case Outcome::kPassed:
+      return "passed";
+    case Outcome::kFailed:
+      return "failed";
+    case Outcome::kSkipped:
+      return "skipped";
+    case Outcome::kError:
+      return "error";
   }
   return "?";
 }
@@ -79,10 +83,18 @@ std::string Summary(const std::vector<ScenarioResult>& results) {
   int passed = 0, failed = 0, errors = 0, skipped = 0;
   for (const auto& r : results) {
     switch (r.outcome) {
-      case Outcome::kPassed: ++passed; break;
-      case Outcome::kFailed: ++failed; break;
-      case Outcome::kError: ++errors; break;
-      case Outcome::kSkipped: ++skipped; break;
+      case Outcome::kPassed:
+        ++passed;
+        break;
+      case Outcome::kFailed:
+        ++failed;
+        break;
+      case Outcome::kError:
+        ++errors;
+        break;
+      case Outcome::kSkipped:
+        ++skipped;
+        break;
     }
   }
   return fmt::format("{} passed, {} failed, {} error{}, {} skipped", passed, failed, errors,
@@ -169,14 +181,20 @@ std::string JUnitXml(const std::vector<ScenarioResult>& results) {
 nlohmann::ordered_json ResultsJson(const std::vector<ScenarioResult>& results) {
   nlohmann::ordered_json j;
   j["schemaVersion"] = 1;
-  j["summary"] = {{"total", results.size()}, {"passed", 0}, {"failed", 0}, {"errors", 0},
-                  {"skipped", 0}};
+  j["summary"] = {
+      {"total", results.size()}, {"passed", 0}, {"failed", 0}, {"errors", 0}, {"skipped", 0}};
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& r : results) {
     switch (r.outcome) {
-      case Outcome::kPassed: j["summary"]["passed"] = j["summary"]["passed"].get<int>() + 1; break;
-      case Outcome::kFailed: j["summary"]["failed"] = j["summary"]["failed"].get<int>() + 1; break;
-      case Outcome::kError: j["summary"]["errors"] = j["summary"]["errors"].get<int>() + 1; break;
+      case Outcome::kPassed:
+        j["summary"]["passed"] = j["summary"]["passed"].get<int>() + 1;
+        break;
+      case Outcome::kFailed:
+        j["summary"]["failed"] = j["summary"]["failed"].get<int>() + 1;
+        break;
+      case Outcome::kError:
+        j["summary"]["errors"] = j["summary"]["errors"].get<int>() + 1;
+        break;
       case Outcome::kSkipped:
         j["summary"]["skipped"] = j["summary"]["skipped"].get<int>() + 1;
         break;

@@ -95,9 +95,7 @@ TEST(Report, JsonSchema) {
   EXPECT_FALSE(j.dump().empty());
 }
 
-TEST(Report, Summary) {
-  EXPECT_EQ(Summary(Results()), "1 passed, 1 failed, 1 error, 1 skipped");
-}
+TEST(Report, Summary) { EXPECT_EQ(Summary(Results()), "1 passed, 1 failed, 1 error, 1 skipped"); }
 
 }  // namespace
 }  // namespace devmgr::scenario

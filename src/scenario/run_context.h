@@ -83,7 +83,7 @@ class RunContext {
   std::unique_ptr<node::PodManager> pods;
   podresources::Options pr_opts;
   bool resource_health = false;  // the ResourceHealthStatus gate of this run
-  std::string log_mark;  // the last log line before the current step
+  std::string log_mark;          // the last log line before the current step
 
   // ---- node_lifecycle.cc ----
   // The temp dir, plugins, node and PodResources server (environment
@@ -129,9 +129,7 @@ class RunContext {
   // ---- helpers ----
   PluginHost* Host(const std::string& name);
   absl::StatusOr<std::string> PodUid(const std::string& ref);
-  absl::Duration StepTimeout(const Step& st) const {
-    return st.timeout.value_or(sc.timeouts.step);
-  }
+  absl::Duration StepTimeout(const Step& st) const { return st.timeout.value_or(sc.timeouts.step); }
   // A live node or FailedPrecondition naming the step kind.
   absl::Status NeedKubelet(const char* what) const;
 

@@ -39,10 +39,9 @@ class Run {
       if (r.outcome == Outcome::kFailed || r.outcome == Outcome::kError) {
         ok = false;
         result_.outcome = r.outcome;
-        result_.message = fmt::format("step {} ({}) {}: {}", r.index, r.description,
-                                      r.outcome == Outcome::kError ? "hit an environment error"
-                                                                   : "failed",
-                                      r.message);
+        result_.message = fmt::format(
+            "step {} ({}) {}: {}", r.index, r.description,
+            r.outcome == Outcome::kError ? "hit an environment error" : "failed", r.message);
       }
       result_.steps.push_back(std::move(r));
     }
@@ -67,8 +66,8 @@ class Run {
       return r;
     }
     const std::string& v = ctx_.profile.name;
-    if (!st.versions.empty() && std::find(st.versions.begin(), st.versions.end(), v) ==
-                                    st.versions.end()) {
+    if (!st.versions.empty() &&
+        std::find(st.versions.begin(), st.versions.end(), v) == st.versions.end()) {
       r.outcome = Outcome::kSkipped;
       r.message = fmt::format("only for kubelet {}", ListString(st.versions));
       Print(fmt::format("  [{}] {}  -- skipped ({})\n", r.index, r.description, r.message));
@@ -194,9 +193,10 @@ class Run {
       const std::vector<node::PodRecord> one = {*rec};
       if (FindPod(one, p.ref) != nullptr) return absl::OkStatus();
     }
-    return absl::FailedPreconditionError(fmt::format(
-        "pod {}/{} was rejected: {}: {} (if intended, expect it: pods: {{{}: {{admitted: false}}}})",
-        rec->pod.namespace_, rec->pod.name, rec->reason, rec->message, rec->pod.name));
+    return absl::FailedPreconditionError(
+        fmt::format("pod {}/{} was rejected: {}: {} (if intended, expect it: pods: {{{}: "
+                    "{{admitted: false}}}})",
+                    rec->pod.namespace_, rec->pod.name, rec->reason, rec->message, rec->pod.name));
   }
 
   // ---- expectations ----
@@ -235,9 +235,9 @@ class Run {
       ctx_.changes.WaitBriefly();
     }
     r->failures = std::move(failures);
-    return absl::FailedPreconditionError(
-        fmt::format("{} expectation(s) did not hold within {}", r->failures.size(),
-                    absl::FormatDuration(within)));
+    return absl::FailedPreconditionError(fmt::format("{} expectation(s) did not hold within {}",
+                                                     r->failures.size(),
+                                                     absl::FormatDuration(within)));
   }
 
   // The expectations hold at every check (each change, every poll) for
@@ -250,9 +250,9 @@ class Run {
       std::vector<Failure> failures = Check(st.expect);
       if (!failures.empty()) {
         r->failures = std::move(failures);
-        return absl::FailedPreconditionError(fmt::format(
-            "{} expectation(s) stopped holding {} into the {} window (expect_for)",
-            r->failures.size(), Secs(at - start), absl::FormatDuration(window)));
+        return absl::FailedPreconditionError(
+            fmt::format("{} expectation(s) stopped holding {} into the {} window (expect_for)",
+                        r->failures.size(), Secs(at - start), absl::FormatDuration(window)));
       }
       if (at >= end) return absl::OkStatus();
       if (ctx_.Cancelled()) return absl::CancelledError("interrupted");

@@ -105,9 +105,9 @@ using ResourceHints = std::map<std::string, HintList>;
 // A static hint provider standing in for the CPU or memory manager.
 struct HintProviderSpec {
   std::string name;
-  ResourceHints hints;                            // every container
+  ResourceHints hints;                              // every container
   std::map<std::string, ResourceHints> containers;  // per-container override
-  std::optional<ResourceHints> pod;               // pod scope; nullopt: hints
+  std::optional<ResourceHints> pod;                 // pod scope; nullopt: hints
 };
 
 // ---- expectations ----------------------------------------------------------
@@ -132,8 +132,7 @@ struct SetExpect {
   std::optional<SetRef> superset_of;    // every listed id present
   std::optional<SetRef> disjoint_from;  // no id in common
   bool empty() const {
-    return !absent && !count && !count_of && !ids && !subset_of && !superset_of &&
-           !disjoint_from;
+    return !absent && !count && !count_of && !ids && !subset_of && !superset_of && !disjoint_from;
   }
 };
 
@@ -164,7 +163,7 @@ struct ResourceExpect {
 struct DeviceExpect {
   std::string resource;
   Location loc;
-  SetExpect set;                            // the devices' ids
+  SetExpect set;                             // the devices' ids
   std::optional<std::vector<int64_t>> numa;  // the NUMA nodes used
 };
 
@@ -493,9 +492,9 @@ struct NodeSpec {
 // Real-time limits (the virtual clock is separate and only moves on
 // advance_clock).
 struct Timeouts {
-  absl::Duration step = absl::Seconds(20);    // any single step
-  absl::Duration wait = absl::Seconds(30);    // registrations, device counts (node e2e: 30 s)
-  absl::Duration expect = absl::Seconds(3);   // expectations to settle
+  absl::Duration step = absl::Seconds(20);   // any single step
+  absl::Duration wait = absl::Seconds(30);   // registrations, device counts (node e2e: 30 s)
+  absl::Duration expect = absl::Seconds(3);  // expectations to settle
 };
 
 struct Scenario {

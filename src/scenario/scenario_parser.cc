@@ -25,36 +25,80 @@ namespace {
 
 using yaml::Contains;
 
-const Keys kTopKeys = {"name",    "description", "applies_to", "node",
-                       "timeouts", "plugins",     "steps"};
-const Keys kNodeKeys = {"kubelet_version", "kubelet_versions", "dir",        "plugins_registry",
-                        "fsync",           "max_recv_msg_size", "numa_nodes", "dial_timeout",
-                        "numa_distances",  "topology_manager",  "hint_providers",
-                        "feature_gates"};
+const Keys kTopKeys = {"name", "description", "applies_to", "node", "timeouts", "plugins", "steps"};
+const Keys kNodeKeys = {
+    "kubelet_version",   "kubelet_versions", "dir",          "plugins_registry", "fsync",
+    "max_recv_msg_size", "numa_nodes",       "dial_timeout", "numa_distances",   "topology_manager",
+    "hint_providers",    "feature_gates"};
 const Keys kTimeoutKeys = {"step", "wait", "expect"};
-const Keys kPluginKeys = {"name",     "command",     "args",        "sample_plugin",
-                          "external", "env",         "working_dir", "private_mount",
-                          "binds",    "start",       "resource",    "socket",
-                          "wait_for_registration",   "call_log",    "control"};
+const Keys kPluginKeys = {"name",
+                          "command",
+                          "args",
+                          "sample_plugin",
+                          "external",
+                          "env",
+                          "working_dir",
+                          "private_mount",
+                          "binds",
+                          "start",
+                          "resource",
+                          "socket",
+                          "wait_for_registration",
+                          "call_log",
+                          "control"};
 const Keys kStepCommonKeys = {"name", "versions", "timeout", "expect", "expect_for", "capture"};
-const Keys kStepActions = {
-    "admit",         "delete_pod",        "set_phase",         "restart_container",
-    "restart_kubelet", "reboot_node",     "stop_kubelet",      "start_kubelet",
-    "start_plugin",    "stop_plugin",
-    "kill_plugin",   "pause_plugin",      "resume_plugin",     "restart_plugin",
-    "advance_clock", "node_status",       "wait_registration", "wait_devices",
-    "set_health",    "control",           "delete_checkpoint", "truncate_checkpoint",
-    "corrupt_checkpoint", "write_checkpoint", "run",           "check"};
-const StepKind kStepKinds[] = {
-    StepKind::kAdmit,          StepKind::kDeletePod,        StepKind::kSetPhase,
-    StepKind::kRestartContainer, StepKind::kRestartKubelet, StepKind::kRebootNode,
-    StepKind::kStopKubelet,    StepKind::kStartKubelet,
-    StepKind::kStartPlugin,    StepKind::kStopPlugin,       StepKind::kKillPlugin,
-    StepKind::kPausePlugin,    StepKind::kResumePlugin,     StepKind::kRestartPlugin,
-    StepKind::kAdvanceClock,   StepKind::kNodeStatus,       StepKind::kWaitRegistration,
-    StepKind::kWaitDevices,    StepKind::kSetHealth,        StepKind::kControl,
-    StepKind::kDeleteCheckpoint, StepKind::kTruncateCheckpoint, StepKind::kCorruptCheckpoint,
-    StepKind::kWriteCheckpoint, StepKind::kRun,             StepKind::kCheck};
+const Keys kStepActions = {"admit",
+                           "delete_pod",
+                           "set_phase",
+                           "restart_container",
+                           "restart_kubelet",
+                           "reboot_node",
+                           "stop_kubelet",
+                           "start_kubelet",
+                           "start_plugin",
+                           "stop_plugin",
+                           "kill_plugin",
+                           "pause_plugin",
+                           "resume_plugin",
+                           "restart_plugin",
+                           "advance_clock",
+                           "node_status",
+                           "wait_registration",
+                           "wait_devices",
+                           "set_health",
+                           "control",
+                           "delete_checkpoint",
+                           "truncate_checkpoint",
+                           "corrupt_checkpoint",
+                           "write_checkpoint",
+                           "run",
+                           "check"};
+const StepKind kStepKinds[] = {StepKind::kAdmit,
+                               StepKind::kDeletePod,
+                               StepKind::kSetPhase,
+                               StepKind::kRestartContainer,
+                               StepKind::kRestartKubelet,
+                               StepKind::kRebootNode,
+                               StepKind::kStopKubelet,
+                               StepKind::kStartKubelet,
+                               StepKind::kStartPlugin,
+                               StepKind::kStopPlugin,
+                               StepKind::kKillPlugin,
+                               StepKind::kPausePlugin,
+                               StepKind::kResumePlugin,
+                               StepKind::kRestartPlugin,
+                               StepKind::kAdvanceClock,
+                               StepKind::kNodeStatus,
+                               StepKind::kWaitRegistration,
+                               StepKind::kWaitDevices,
+                               StepKind::kSetHealth,
+                               StepKind::kControl,
+                               StepKind::kDeleteCheckpoint,
+                               StepKind::kTruncateCheckpoint,
+                               StepKind::kCorruptCheckpoint,
+                               StepKind::kWriteCheckpoint,
+                               StepKind::kRun,
+                               StepKind::kCheck};
 
 Keys Concat(Keys a, const Keys& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -141,7 +185,8 @@ class Parser : public ScenarioReader {
     std::string v;
     DEVMGR_RETURN_IF_ERROR(String(n, where, &v));
     absl::StatusOr<Profile> p = ProfileForVersion(v);
-    if (!p.ok()) return Error(n, fmt::format("{}: {}", where, std::string(std::string(p.status().message()))));
+    if (!p.ok())
+      return Error(n, fmt::format("{}: {}", where, std::string(std::string(p.status().message()))));
     *out = p->name;
     return absl::OkStatus();
   }
@@ -153,7 +198,8 @@ class Parser : public ScenarioReader {
       std::string v;
       DEVMGR_RETURN_IF_ERROR(String(e, where, &v));
       absl::StatusOr<std::vector<std::string>> vs = ExpandVersionList(v);
-      if (!vs.ok()) return Error(e, fmt::format("{}: {}", where, std::string(vs.status().message())));
+      if (!vs.ok())
+        return Error(e, fmt::format("{}: {}", where, std::string(vs.status().message())));
       for (const std::string& x : *vs) {
         if (std::find(out->begin(), out->end(), x) == out->end()) out->push_back(x);
       }
@@ -312,7 +358,8 @@ class Parser : public ScenarioReader {
       }
     }
     if (n["feature_gates"]) {
-      DEVMGR_RETURN_IF_ERROR(String(n["feature_gates"], "node.feature_gates", &node->feature_gates));
+      DEVMGR_RETURN_IF_ERROR(
+          String(n["feature_gates"], "node.feature_gates", &node->feature_gates));
       podresources::Options api;
       if (absl::Status s = podresources::ApplyFeatureGates(node->feature_gates, &api); !s.ok()) {
         return Error(n["feature_gates"], "node.feature_gates: " + std::string(s.message()));
@@ -323,7 +370,8 @@ class Parser : public ScenarioReader {
       DEVMGR_RETURN_IF_ERROR(ExpectSeq(hp, "node.hint_providers"));
       for (const YAML::Node& p : hp) {
         DEVMGR_RETURN_IF_ERROR(ExpectMap(p, "a hint provider"));
-        DEVMGR_RETURN_IF_ERROR(CheckKeys(p, {"name", "hints", "containers", "pod"}, "a hint provider"));
+        DEVMGR_RETURN_IF_ERROR(
+            CheckKeys(p, {"name", "hints", "containers", "pod"}, "a hint provider"));
         HintProviderSpec spec;
         if (!p["name"]) return Error(p, "a hint provider needs a name");
         DEVMGR_RETURN_IF_ERROR(NonEmptyString(p["name"], "name", &spec.name));
@@ -377,8 +425,8 @@ class Parser : public ScenarioReader {
     spec->loc = Loc(p);
     if (!p["name"]) return Error(p, "a plugin needs a name");
     DEVMGR_RETURN_IF_ERROR(NonEmptyString(p["name"], "plugin name", &spec->name));
-    const int kinds = (p["command"] ? 1 : 0) + (p["sample_plugin"] ? 1 : 0) +
-                      (p["external"] ? 1 : 0);
+    const int kinds =
+        (p["command"] ? 1 : 0) + (p["sample_plugin"] ? 1 : 0) + (p["external"] ? 1 : 0);
     if (kinds != 1) {
       return Error(p, fmt::format("plugin '{}' needs exactly one of command, sample_plugin or "
                                   "external",
@@ -406,8 +454,7 @@ class Parser : public ScenarioReader {
       const YAML::Node v = p["sample_plugin"];
       DEVMGR_RETURN_IF_ERROR(ExpectMap(v, "sample_plugin"));
       spec->sample_plugin_config = BlockText(key, v);
-      absl::StatusOr<plugin::Config> cfg =
-          plugin::ParseConfig(spec->sample_plugin_config, file());
+      absl::StatusOr<plugin::Config> cfg = plugin::ParseConfig(spec->sample_plugin_config, file());
       if (!cfg.ok()) return cfg.status();
       if (!spec->resource.empty() && spec->resource != cfg->resource) {
         return Error(p["resource"],
@@ -463,13 +510,14 @@ class Parser : public ScenarioReader {
         return Error(p, fmt::format("external plugin '{}' needs resource", spec->name));
       }
       if (p["start"] || p["env"] || p["working_dir"] || p["private_mount"]) {
-        return Error(p, "start, env, working_dir and private_mount do not apply to external "
-                        "plugins");
+        return Error(p,
+                     "start, env, working_dir and private_mount do not apply to external "
+                     "plugins");
       }
     }
     if (p["wait_for_registration"]) {
-      DEVMGR_RETURN_IF_ERROR(Bool(p["wait_for_registration"], "wait_for_registration",
-                                  &spec->wait_for_registration));
+      DEVMGR_RETURN_IF_ERROR(
+          Bool(p["wait_for_registration"], "wait_for_registration", &spec->wait_for_registration));
     }
     if (p["call_log"]) {
       if (p["sample_plugin"]) return Error(p["call_log"], "sample plugins get a call log already");
@@ -497,8 +545,8 @@ class Parser : public ScenarioReader {
       const std::string k = it->first.Scalar();
       if (!Contains(kStepActions, k)) continue;
       if (!action.empty()) {
-        return Error(it->first, fmt::format("a step has exactly one action; found '{}' and '{}'",
-                                            action, k));
+        return Error(it->first,
+                     fmt::format("a step has exactly one action; found '{}' and '{}'", action, k));
       }
       action = k;
       action_key = it->first;
@@ -589,8 +637,8 @@ class Parser : public ScenarioReader {
     } else if (!step->plugin.empty()) {
       step->resource = FindPlugin(sc, step->plugin)->resource;
       if (step->resource.empty()) {
-        return Error(v, fmt::format("plugin '{}' has no known resource; give resource:",
-                                    step->plugin));
+        return Error(
+            v, fmt::format("plugin '{}' has no known resource; give resource:", step->plugin));
       }
     } else {
       return Error(v, "wait_registration needs resource or plugin");
@@ -601,11 +649,11 @@ class Parser : public ScenarioReader {
 
   absl::Status ParseWaitDevices(const std::string& where, const YAML::Node& v, Step* step) const {
     DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
-    DEVMGR_RETURN_IF_ERROR(
-        CheckKeys(v, {"resource", "capacity", "allocatable", "healthy"}, where));
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"resource", "capacity", "allocatable", "healthy"}, where));
     if (!v["resource"]) return Error(v, "wait_devices needs resource");
     DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["resource"], "resource", &step->resource));
-    if (v["capacity"]) DEVMGR_RETURN_IF_ERROR(OptInt(v["capacity"], "capacity", 0, &step->capacity));
+    if (v["capacity"])
+      DEVMGR_RETURN_IF_ERROR(OptInt(v["capacity"], "capacity", 0, &step->capacity));
     if (v["allocatable"]) {
       DEVMGR_RETURN_IF_ERROR(OptInt(v["allocatable"], "allocatable", 0, &step->allocatable));
     }
@@ -731,7 +779,8 @@ class Parser : public ScenarioReader {
       CaptureSpec c;
       c.loc = Loc(it->first);
       DEVMGR_RETURN_IF_ERROR(NonEmptyString(it->first, "capture name", &c.name));
-      if (c.name[0] == '$') return Error(it->first, "name a capture without '$' ($NAME refers to it)");
+      if (c.name[0] == '$')
+        return Error(it->first, "name a capture without '$' ($NAME refers to it)");
       for (const Step& st : sc.steps) {
         for (const CaptureSpec& x : st.captures) {
           if (x.name == c.name) {

@@ -104,11 +104,13 @@ TEST(ScenarioParser, NameDefaultsToFileName) {
 }
 
 TEST(ScenarioParser, MisspeltKeysGetDidYouMean) {
-  EXPECT_EQ(Err("stpes: []\n"), "s.yaml:1:1: unknown key 'stpes' in a scenario (did you mean 'steps'?)");
+  EXPECT_EQ(Err("stpes: []\n"),
+            "s.yaml:1:1: unknown key 'stpes' in a scenario (did you mean 'steps'?)");
   EXPECT_EQ(Err(std::string(kPlugin) + "steps:\n  - admitt: x.yaml\n"),
             "s.yaml:9:5: unknown key 'admitt' in a step (did you mean 'admit'?)");
-  EXPECT_EQ(Err(std::string(kPlugin) + "steps:\n  - check:\n    expect: {pods: {p: {admited: true}}}\n"),
-            "s.yaml:10:25: unknown key 'admited' in expect.pods['p'] (did you mean 'admitted'?)");
+  EXPECT_EQ(
+      Err(std::string(kPlugin) + "steps:\n  - check:\n    expect: {pods: {p: {admited: true}}}\n"),
+      "s.yaml:10:25: unknown key 'admited' in expect.pods['p'] (did you mean 'admitted'?)");
 }
 
 TEST(ScenarioParser, InlineSamplePluginErrorsPointIntoTheScenario) {
@@ -150,21 +152,24 @@ TEST(ScenarioParser, WrongTypesAreErrors) {
   EXPECT_EQ(Err("steps: {}\n"), "s.yaml:1:8: steps must be a list");
   EXPECT_EQ(Err("steps:\n  - restart_kubelet: now\n"),
             "s.yaml:2:22: restart_kubelet takes no value or a mapping");
-  EXPECT_EQ(Err("steps:\n  - check: 1\n    expect: {log: x}\n"), "s.yaml:2:12: check takes no value");
+  EXPECT_EQ(Err("steps:\n  - check: 1\n    expect: {log: x}\n"),
+            "s.yaml:2:12: check takes no value");
 }
 
 TEST(ScenarioParser, StepsNeedExactlyOneAction) {
   EXPECT_EQ(Err("steps:\n  - delete_pod: a\n    restart_kubelet:\n"),
             "s.yaml:3:5: a step has exactly one action; found 'delete_pod' and 'restart_kubelet'");
-  EXPECT_EQ(Err("steps:\n  - name: nothing\n"),
-            "s.yaml:2:5: a step needs an action (admit, delete_pod, restart_kubelet, ...) or expect:");
+  EXPECT_EQ(
+      Err("steps:\n  - name: nothing\n"),
+      "s.yaml:2:5: a step needs an action (admit, delete_pod, restart_kubelet, ...) or expect:");
 }
 
 TEST(ScenarioParser, UnknownPluginsAndMethods) {
   EXPECT_EQ(Err(std::string(kPlugin) + "steps:\n  - kill_plugin: gpuu\n"),
             "s.yaml:9:18: unknown plugin 'gpuu' (did you mean 'gpu'?)");
-  EXPECT_EQ(Err(std::string(kPlugin) + "steps:\n  - check:\n    expect: {calls: {gpu: [Alocate]}}\n"),
-            "s.yaml:10:28: unknown method 'Alocate' (did you mean 'Allocate'?)");
+  EXPECT_EQ(
+      Err(std::string(kPlugin) + "steps:\n  - check:\n    expect: {calls: {gpu: [Alocate]}}\n"),
+      "s.yaml:10:28: unknown method 'Alocate' (did you mean 'Allocate'?)");
 }
 
 TEST(ScenarioParser, PluginKindsAreExclusive) {
@@ -301,7 +306,8 @@ namespace {
 
 TEST(ScenarioParser, AppliesToAndVersionRanges) {
   absl::StatusOr<Scenario> s = ParseScenario(
-      "applies_to: \"1.34-1.36\"\nsteps:\n  - node_status:\n    versions: [\"1.30\", \"1.36-1.37\"]\n",
+      "applies_to: \"1.34-1.36\"\nsteps:\n  - node_status:\n    versions: [\"1.30\", "
+      "\"1.36-1.37\"]\n",
       "a.yaml");
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_THAT(s->applies_to, ::testing::ElementsAre("1.34", "1.35", "1.36"));

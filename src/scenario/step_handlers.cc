@@ -222,9 +222,9 @@ absl::Status RunCommand(RunContext& ctx, const Step& st, StepResult* r) {
     }
     if (absl::Now() >= deadline) {
       p.Stop(absl::Seconds(1));
-      return absl::DeadlineExceededError(
-          fmt::format("command did not finish within {}; output: {}",
-                      absl::FormatDuration(timeout), ListString(p.OutputTail(5))));
+      return absl::DeadlineExceededError(fmt::format("command did not finish within {}; output: {}",
+                                                     absl::FormatDuration(timeout),
+                                                     ListString(p.OutputTail(5))));
     }
   }
   const int code = p.exit_code().value_or(-1);

@@ -49,21 +49,20 @@ absl::StatusOr<Profile> ScenarioProfile(const Scenario& sc, const std::string& v
         fmt::format("--feature-gates under kubelet {}: {}", p->name, std::string(s.message())));
   }
   if (absl::Status s = p->gates.Set(sc.node.feature_gates); !s.ok()) {
-    return absl::InvalidArgumentError(fmt::format("node.feature_gates under kubelet {}: {}",
-                                                  p->name, std::string(s.message())));
+    return absl::InvalidArgumentError(
+        fmt::format("node.feature_gates under kubelet {}: {}", p->name, std::string(s.message())));
   }
   return p;
 }
 
-void RecordResult(VersionMatrix* scenarios, VersionMatrix* steps,
-                  const std::string& scenario_name, const std::string& version,
-                  const ScenarioResult& r) {
+void RecordResult(VersionMatrix* scenarios, VersionMatrix* steps, const std::string& scenario_name,
+                  const std::string& version, const ScenarioResult& r) {
   scenarios->Record(scenario_name, version, OutcomeName(r.outcome));
   for (const StepResult& st : r.steps) {
     // The set-up's description names the version; its index is enough.
     const std::string what = st.index == 0 ? "set-up" : st.description;
     steps->Record(fmt::format("{} › step {}: {}", scenario_name, st.index, what), version,
-              OutcomeName(st.outcome));
+                  OutcomeName(st.outcome));
   }
 }
 

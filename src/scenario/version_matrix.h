@@ -40,9 +40,8 @@ absl::StatusOr<Profile> ScenarioProfile(const Scenario& sc, const std::string& v
 // Records a scenario's result under `version` in `scenarios` (case
 // "<scenario>") and each of its steps in `steps` ("<scenario> › step N:
 // <description>").
-void RecordResult(VersionMatrix* scenarios, VersionMatrix* steps,
-                  const std::string& scenario_name, const std::string& version,
-                  const ScenarioResult& r);
+void RecordResult(VersionMatrix* scenarios, VersionMatrix* steps, const std::string& scenario_name,
+                  const std::string& version, const ScenarioResult& r);
 
 // The per-version table of scenarios and the scenarios and steps whose
 // verdict differs, as `devmgr run` prints them.

@@ -105,8 +105,7 @@ std::string RunContext::ResourceState(const std::string& r) {
 }
 
 absl::Status RunContext::WaitConnected(const std::string& r, int64_t count_before,
-                                       absl::Duration timeout, PluginHost* host,
-                                       int64_t devices) {
+                                       absl::Duration timeout, PluginHost* host, int64_t devices) {
   const bool probe = !env.registry_dir.empty();
   return WaitFor(
       [&] {
@@ -139,8 +138,7 @@ absl::Status RunContext::WaitReregistrations(absl::Duration timeout) {
 
 absl::Status RunContext::StartHost(PluginHost& h, bool wait) {
   const PluginSpec& p = h.spec();
-  const int64_t before =
-      node && node->server() ? node->server()->RegistrationCount(p.resource) : 0;
+  const int64_t before = node && node->server() ? node->server()->RegistrationCount(p.resource) : 0;
   absl::Status s = h.Start();
   if (!s.ok()) {
     if (s.code() == absl::StatusCode::kFailedPrecondition && p.private_mount) {

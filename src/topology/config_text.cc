@@ -49,8 +49,8 @@ absl::StatusOr<std::vector<int>> ParseNumaNodeList(const std::string& text) {
     const std::string t = Trim(part);
     uint64_t v = 0;
     if (!ParseUint(t, &v) || v > 63) {
-      return absl::InvalidArgumentError(fmt::format(
-          "invalid NUMA node id \"{}\" in \"{}\": ids are integers 0..63", t, text));
+      return absl::InvalidArgumentError(
+          fmt::format("invalid NUMA node id \"{}\" in \"{}\": ids are integers 0..63", t, text));
     }
     if (!seen.insert(static_cast<int>(v)).second) {
       return absl::InvalidArgumentError(fmt::format("NUMA node id {} is listed twice", v));
@@ -96,9 +96,9 @@ absl::StatusOr<std::map<std::string, std::string>> ParsePolicyOptions(const std:
 absl::StatusOr<std::vector<NumaNode>> MakeNumaTopology(
     const std::vector<int>& ids, const std::vector<std::vector<uint64_t>>& distances) {
   if (!distances.empty() && distances.size() != ids.size()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{} NUMA distance rows for {} NUMA nodes: give one row per node", distances.size(),
-        ids.size()));
+    return absl::InvalidArgumentError(
+        fmt::format("{} NUMA distance rows for {} NUMA nodes: give one row per node",
+                    distances.size(), ids.size()));
   }
   std::vector<NumaNode> out;
   for (size_t i = 0; i < ids.size(); ++i) {

@@ -21,8 +21,7 @@ class HintProvider {
   virtual ~HintProvider() = default;
   // For traces and logs: "devicemanager", or a static provider's name.
   virtual std::string Name() const = 0;
-  virtual ProviderHints GetTopologyHints(const pod::Pod& pod,
-                                         const pod::Container& container) = 0;
+  virtual ProviderHints GetTopologyHints(const pod::Pod& pod, const pod::Container& container) = 0;
   virtual ProviderHints GetPodTopologyHints(const pod::Pod& pod) = 0;
   // Called after the affinity of `container` has been stored.
   virtual absl::Status Allocate(const pod::Pod& pod, const pod::Container& container) = 0;

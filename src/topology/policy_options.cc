@@ -96,8 +96,7 @@ absl::StatusOr<PolicyOptions> NewPolicyOptions(const std::map<std::string, std::
     if (name == kPreferClosestNumaNodes) {
       absl::StatusOr<bool> b = GoParseBool(value);
       if (!b.ok()) {
-        return absl::InvalidArgumentError(fmt::format("bad value for option {}: {}",
-                                                      GoQuote(name),
+        return absl::InvalidArgumentError(fmt::format("bad value for option {}: {}", GoQuote(name),
                                                       std::string(b.status().message())));
       }
       opts.prefer_closest_numa = *b;
@@ -114,14 +113,15 @@ absl::StatusOr<PolicyOptions> NewPolicyOptions(const std::map<std::string, std::
                         kDefaultMaxAllowableNumaNodes));
       }
       if (*n > kDefaultMaxAllowableNumaNodes) {
-        DM_INFO("WARNING: the value of max-allowable-numa-nodes is more than the default "
-                "recommended value",
-                {"max-allowable-numa-nodes", *n},
-                {"defaultMaxAllowableNUMANodes", kDefaultMaxAllowableNumaNodes});
+        DM_INFO(
+            "WARNING: the value of max-allowable-numa-nodes is more than the default "
+            "recommended value",
+            {"max-allowable-numa-nodes", *n},
+            {"defaultMaxAllowableNUMANodes", kDefaultMaxAllowableNumaNodes});
       }
-      opts.max_allowable_numa_nodes =
-          *n > std::numeric_limits<int>::max() ? std::numeric_limits<int>::max()
-                                               : static_cast<int>(*n);
+      opts.max_allowable_numa_nodes = *n > std::numeric_limits<int>::max()
+                                          ? std::numeric_limits<int>::max()
+                                          : static_cast<int>(*n);
     }
   }
   return opts;

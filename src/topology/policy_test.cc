@@ -22,7 +22,7 @@ NumaInfo Nodes(std::vector<int> ids) {
 
 TEST(FilterProvidersHintsTest, NilEmptyAndNoResources) {
   std::vector<ProviderHints> providers = {
-      {},                                                   // no resources
+      {},  // no resources
       {{"a", std::nullopt}, {"b", List{}}, {"c", List{H(1, true)}}},
   };
   auto dims = FilterProvidersHints(providers);
@@ -42,10 +42,9 @@ TEST(FilterSingleNumaHintsTest, KeepsPreferredNilOrSingleNode) {
 
 TEST(IterateAllProviderTopologyHintsTest, FirstDimensionVariesSlowest) {
   std::vector<std::string> got;
-  IterateAllProviderTopologyHints({{H(1, true), H(2, true)}, {H(4, false), H(8, false)}},
-                                  [&](const List& p) {
-                                    got.push_back(p[0].String() + p[1].String());
-                                  });
+  IterateAllProviderTopologyHints(
+      {{H(1, true), H(2, true)}, {H(4, false), H(8, false)}},
+      [&](const List& p) { got.push_back(p[0].String() + p[1].String()); });
   EXPECT_THAT(got, ElementsAre("{01 true}{100 false}", "{01 true}{1000 false}",
                                "{10 true}{100 false}", "{10 true}{1000 false}"));
   int calls = 0;
@@ -70,8 +69,7 @@ TEST(MergePermutationTest, AndOfMasksPreferredOnlyWhenAllEqualAndPreferred) {
 }
 
 TEST(BestNonPreferredAffinityCountTest, MaxOfNarrowestPerDimension) {
-  EXPECT_EQ(BestNonPreferredAffinityCount({{H(0b11, false), H(0b01, true)}, {H(0b11, true)}}),
-            2);
+  EXPECT_EQ(BestNonPreferredAffinityCount({{H(0b11, false), H(0b01, true)}, {H(0b11, true)}}), 2);
   EXPECT_EQ(BestNonPreferredAffinityCount({{Nil(true)}}), 0);
   EXPECT_EQ(BestNonPreferredAffinityCount({{H(0b111, false)}, {Nil(true), H(0b10, true)}}), 3);
 }
@@ -115,49 +113,126 @@ const List kOneOfTwo = {H(0b01, true), H(0b10, true), H(0b11, false)};
 INSTANTIATE_TEST_SUITE_P(
     Cases, MergeTableTest,
     ::testing::Values(
-        MergeCase{"NoResources", {0, 1}, {{}}, H(0b11, true), H(0b11, true), true, Nil(true),
+        MergeCase{"NoResources", {0, 1}, {{}}, H(0b11, true), H(0b11, true), true, Nil(true), true},
+        MergeCase{"NoProviders", {0, 1}, {}, H(0b11, true), H(0b11, true), true, Nil(true), true},
+        MergeCase{"NilHintsDontCare",
+                  {0, 1},
+                  {RNil()},
+                  H(0b11, true),
+                  H(0b11, true),
+                  true,
+                  Nil(true),
                   true},
-        MergeCase{"NoProviders", {0, 1}, {}, H(0b11, true), H(0b11, true), true, Nil(true),
-                  true},
-        MergeCase{"NilHintsDontCare", {0, 1}, {RNil()}, H(0b11, true), H(0b11, true), true,
-                  Nil(true), true},
         // kubernetes#112234: an empty list is "impossible", not "don't care".
-        MergeCase{"EmptyHintsAreImpossible", {0, 1}, {R({})}, H(0b11, false), H(0b11, false),
-                  false, Nil(false), false},
-        MergeCase{"OneNodeIsEnough", {0, 1}, {R(kOneOfTwo)}, H(0b01, true), H(0b01, true), true,
-                  H(0b01, true), true},
-        MergeCase{"SplitRequest", {0, 1}, {R({H(0b11, true)})}, H(0b11, true), H(0b11, true),
-                  true, Nil(false), false},
-        MergeCase{"TwoProvidersAgreeOnNode1", {0, 1}, {R(kOneOfTwo), R({H(0b10, true), H(0b11, false)})},
-                  H(0b10, true), H(0b10, true), true, H(0b10, true), true},
+        MergeCase{"EmptyHintsAreImpossible",
+                  {0, 1},
+                  {R({})},
+                  H(0b11, false),
+                  H(0b11, false),
+                  false,
+                  Nil(false),
+                  false},
+        MergeCase{"OneNodeIsEnough",
+                  {0, 1},
+                  {R(kOneOfTwo)},
+                  H(0b01, true),
+                  H(0b01, true),
+                  true,
+                  H(0b01, true),
+                  true},
+        MergeCase{"SplitRequest",
+                  {0, 1},
+                  {R({H(0b11, true)})},
+                  H(0b11, true),
+                  H(0b11, true),
+                  true,
+                  Nil(false),
+                  false},
+        MergeCase{"TwoProvidersAgreeOnNode1",
+                  {0, 1},
+                  {R(kOneOfTwo), R({H(0b10, true), H(0b11, false)})},
+                  H(0b10, true),
+                  H(0b10, true),
+                  true,
+                  H(0b10, true),
+                  true},
         MergeCase{"TwoProvidersOnDifferentNodes",
                   {0, 1},
                   {R({H(0b01, true), H(0b11, false)}), R({H(0b10, true), H(0b11, false)})},
-                  H(0b01, false), H(0b01, false), false, Nil(false), false},
+                  H(0b01, false),
+                  H(0b01, false),
+                  false,
+                  Nil(false),
+                  false},
         // Both non-preferred below B = 2: the merge creeps up to B.
-        MergeCase{"NonPreferredCreepsUpToB", {0, 1}, {R({H(0b11, false)}), R(kOneOfTwo)},
-                  H(0b11, false), H(0b11, false), false, Nil(false), false},
+        MergeCase{"NonPreferredCreepsUpToB",
+                  {0, 1},
+                  {R({H(0b11, false)}), R(kOneOfTwo)},
+                  H(0b11, false),
+                  H(0b11, false),
+                  false,
+                  Nil(false),
+                  false},
         // The first candidate is above B = 1: a narrower one replaces it.
         MergeCase{"NonPreferredAboveBNarrows",
                   {0, 1},
                   {R({H(0b11, false), H(0b01, false)}), R({H(0b11, true), H(0b01, true)})},
-                  H(0b01, false), H(0b01, false), false, Nil(false), false},
-        MergeCase{"NilAndMask", {0, 1}, {RNil(), R({H(0b10, true)})}, H(0b10, true),
-                  H(0b10, true), true, H(0b10, true), true},
-        MergeCase{"ImpossibleAndMask", {0, 1}, {R({}), R({H(0b10, true)})}, H(0b10, false),
-                  H(0b10, false), false, Nil(false), false},
+                  H(0b01, false),
+                  H(0b01, false),
+                  false,
+                  Nil(false),
+                  false},
+        MergeCase{"NilAndMask",
+                  {0, 1},
+                  {RNil(), R({H(0b10, true)})},
+                  H(0b10, true),
+                  H(0b10, true),
+                  true,
+                  H(0b10, true),
+                  true},
+        MergeCase{"ImpossibleAndMask",
+                  {0, 1},
+                  {R({}), R({H(0b10, true)})},
+                  H(0b10, false),
+                  H(0b10, false),
+                  false,
+                  Nil(false),
+                  false},
         // One NUMA node: the single node equals the default affinity.
-        MergeCase{"OneNumaNode", {0}, {R({H(0b1, true)})}, H(0b1, true), H(0b1, true), true,
-                  Nil(true), true},
+        MergeCase{"OneNumaNode",
+                  {0},
+                  {R({H(0b1, true)})},
+                  H(0b1, true),
+                  H(0b1, true),
+                  true,
+                  Nil(true),
+                  true},
         // Disjoint masks only: every merged mask is 0 and ignored.
-        MergeCase{"DisjointOnly", {0, 1}, {R({H(0b01, true)}), R({H(0b10, true)})},
-                  H(0b11, false), H(0b11, false), false, Nil(false), false},
+        MergeCase{"DisjointOnly",
+                  {0, 1},
+                  {R({H(0b01, true)}), R({H(0b10, true)})},
+                  H(0b11, false),
+                  H(0b11, false),
+                  false,
+                  Nil(false),
+                  false},
         // Non-contiguous ids: the default affinity is 101.
-        MergeCase{"NonContiguousIds", {0, 2}, {R({H(0b001, true), H(0b100, true), H(0b101, false)})},
-                  H(0b001, true), H(0b001, true), true, H(0b001, true), true},
-        MergeCase{"PreferredTiesGoToLowerNode", {0, 1, 2},
-                  {R({H(0b100, true), H(0b010, true)})}, H(0b010, true), H(0b010, true), true,
-                  H(0b010, true), true}),
+        MergeCase{"NonContiguousIds",
+                  {0, 2},
+                  {R({H(0b001, true), H(0b100, true), H(0b101, false)})},
+                  H(0b001, true),
+                  H(0b001, true),
+                  true,
+                  H(0b001, true),
+                  true},
+        MergeCase{"PreferredTiesGoToLowerNode",
+                  {0, 1, 2},
+                  {R({H(0b100, true), H(0b010, true)})},
+                  H(0b010, true),
+                  H(0b010, true),
+                  true,
+                  H(0b010, true),
+                  true}),
     [](const ::testing::TestParamInfo<MergeCase>& i) { return i.param.name; });
 
 TEST(NewPolicyTest, UnknownPolicy) {
@@ -228,11 +303,11 @@ TEST(NumaInfoTest, Errors) {
   EXPECT_EQ(NewNumaInfo({{0, std::nullopt}}, closest).status().message(),
             "error getting NUMA distances from cadvisor");
   EXPECT_TRUE(NewNumaInfo({{0, std::nullopt}}, {}).ok());
-  EXPECT_EQ(NewNumaInfo({{0, std::vector<uint64_t>{10}}, {2, std::vector<uint64_t>{20, 10}}},
-                        closest)
-                .status()
-                .message(),
-            "NUMA node 0 has 1 distances; the row is indexed by node id and needs 3 entries");
+  EXPECT_EQ(
+      NewNumaInfo({{0, std::vector<uint64_t>{10}}, {2, std::vector<uint64_t>{20, 10}}}, closest)
+          .status()
+          .message(),
+      "NUMA node 0 has 1 distances; the row is indexed by node id and needs 3 entries");
   EXPECT_FALSE(NewNumaInfo({{64, std::nullopt}}, {}).ok());
   EXPECT_FALSE(NewNumaInfo({{1, std::nullopt}, {1, std::nullopt}}, {}).ok());
   EXPECT_EQ(Nodes({0, 2}).DefaultAffinityMask(), BitMask(0b101));

@@ -46,8 +46,7 @@ std::string ProviderHintsString(const ProviderHints& hints) {
   return out + "]";
 }
 
-TopologyManager::TopologyManager(TopologyManagerConfig config, NumaInfo numa_info,
-                                 Profile profile)
+TopologyManager::TopologyManager(TopologyManagerConfig config, NumaInfo numa_info, Profile profile)
     : config_(std::move(config)), numa_info_(std::move(numa_info)), profile_(std::move(profile)) {}
 
 absl::StatusOr<std::unique_ptr<TopologyManager>> TopologyManager::Create(
@@ -59,14 +58,13 @@ absl::StatusOr<std::unique_ptr<TopologyManager>> TopologyManager::Create(
     for (const NumaNode& n : topology) info.nodes.push_back(n.id);
     return std::unique_ptr<TopologyManager>(new TopologyManager(config, std::move(info), profile));
   }
-  absl::StatusOr<PolicyOptions> opts = NewPolicyOptions(config.policy_options, profile,
-                                                        config.gates);
+  absl::StatusOr<PolicyOptions> opts =
+      NewPolicyOptions(config.policy_options, profile, config.gates);
   if (!opts.ok()) return opts.status();
   absl::StatusOr<NumaInfo> info = NewNumaInfo(topology, *opts);
   if (!info.ok()) {
-    return absl::Status(info.status().code(),
-                        fmt::format("cannot discover NUMA topology: {}",
-                                    std::string(info.status().message())));
+    return absl::Status(info.status().code(), fmt::format("cannot discover NUMA topology: {}",
+                                                          std::string(info.status().message())));
   }
   if (static_cast<int>(info->nodes.size()) > opts->max_allowable_numa_nodes) {
     return absl::FailedPreconditionError(fmt::format(
@@ -74,21 +72,18 @@ absl::StatusOr<std::unique_ptr<TopologyManager>> TopologyManager::Create(
   }
   std::unique_ptr<TopologyManager> tm(new TopologyManager(config, std::move(*info), profile));
   tm->opts_ = *opts;
-  absl::StatusOr<std::unique_ptr<Policy>> policy =
-      NewPolicy(config.policy, &tm->numa_info_, *opts);
+  absl::StatusOr<std::unique_ptr<Policy>> policy = NewPolicy(config.policy, &tm->numa_info_, *opts);
   if (!policy.ok()) return policy.status();
   if (config.scope != kScopeContainer && config.scope != kScopePod) {
     return absl::InvalidArgumentError(fmt::format("unknown scope: \"{}\"", config.scope));
   }
   tm->policy_ = std::move(*policy);
-  DM_INFO("Creating topology manager with policy per scope",
-          {"topologyPolicyName", config.policy}, {"topologyScopeName", config.scope});
+  DM_INFO("Creating topology manager with policy per scope", {"topologyPolicyName", config.policy},
+          {"topologyScopeName", config.scope});
   return tm;
 }
 
-void TopologyManager::AddHintProvider(HintProvider* provider) {
-  providers_.push_back(provider);
-}
+void TopologyManager::AddHintProvider(HintProvider* provider) { providers_.push_back(provider); }
 
 AdmitResult TopologyManager::Admit(const pod::Pod& pod) {
   // No admission lock: the caller serialises admissions (see the header).
@@ -135,8 +130,7 @@ AdmitResult TopologyManager::AdmitNone(const pod::Pod& pod, AdmissionTrace*) {
   return AdmitResult{};
 }
 
-AdmitResult TopologyManager::AdmitContainerScope(const pod::Pod& pod,
-                                                          AdmissionTrace* trace) {
+AdmitResult TopologyManager::AdmitContainerScope(const pod::Pod& pod, AdmissionTrace* trace) {
   const std::string ref = PodRef(pod);
   for (const pod::Container* c : pod::AllContainersInKubeletOrder(pod)) {
     MergeRecord rec;
@@ -229,8 +223,7 @@ TopologyHint TopologyManager::GetHint(const std::string& pod_uid,
   return c == p->second.end() ? TopologyHint{} : c->second;
 }
 
-bool TopologyManager::HasHint(const std::string& pod_uid,
-                              const std::string& container_name) const {
+bool TopologyManager::HasHint(const std::string& pod_uid, const std::string& container_name) const {
   absl::MutexLock l(&mu_);
   auto p = hints_.find(pod_uid);
   return p != hints_.end() && p->second.contains(container_name);

@@ -60,34 +60,33 @@ TEST(CreateTest, MoreThanEightNumaNodes) {
   EXPECT_EQ(
       CreateStatus("restricted", "container", 17, {{"max-allowable-numa-nodes", "16"}}).message(),
       "unsupported on machines with more than 16 NUMA Nodes");
-  EXPECT_EQ(
-      CreateStatus("best-effort", "container", 9, {{"max-allowable-numa-nodes", "9"}}, "1.30")
-          .message(),
-      "unknown Topology Manager Policy option: \"max-allowable-numa-nodes\"");
-  EXPECT_EQ(CreateStatus("best-effort", "container", 9, {{"max-allowable-numa-nodes", "9"}},
-                         "1.32", OptionGates{.beta = false})
+  EXPECT_EQ(CreateStatus("best-effort", "container", 9, {{"max-allowable-numa-nodes", "9"}}, "1.30")
+                .message(),
+            "unknown Topology Manager Policy option: \"max-allowable-numa-nodes\"");
+  EXPECT_EQ(CreateStatus("best-effort", "container", 9, {{"max-allowable-numa-nodes", "9"}}, "1.32",
+                         OptionGates{.beta = false})
                 .message(),
             "Topology Manager Policy Beta-level Options not enabled, but option "
             "\"max-allowable-numa-nodes\" provided");
 }
 
 TEST(CreateTest, PolicyOptionTexts) {
-  EXPECT_EQ(CreateStatus("best-effort", "container", 2, {{"max-allowable-numa-nodes", "7"}})
-                .message(),
-            "the minimum value of \"max-allowable-numa-nodes\" should not be less than 8");
-  EXPECT_EQ(CreateStatus("best-effort", "container", 2, {{"max-allowable-numa-nodes", "x8"}})
-                .message(),
-            "unable to convert policy option to integer \"max-allowable-numa-nodes\": "
-            "strconv.Atoi: parsing \"x8\": invalid syntax");
+  EXPECT_EQ(
+      CreateStatus("best-effort", "container", 2, {{"max-allowable-numa-nodes", "7"}}).message(),
+      "the minimum value of \"max-allowable-numa-nodes\" should not be less than 8");
+  EXPECT_EQ(
+      CreateStatus("best-effort", "container", 2, {{"max-allowable-numa-nodes", "x8"}}).message(),
+      "unable to convert policy option to integer \"max-allowable-numa-nodes\": "
+      "strconv.Atoi: parsing \"x8\": invalid syntax");
   EXPECT_EQ(CreateStatus("best-effort", "container", 2,
                          {{"max-allowable-numa-nodes", "99999999999999999999"}})
                 .message(),
             "unable to convert policy option to integer \"max-allowable-numa-nodes\": "
             "strconv.Atoi: parsing \"99999999999999999999\": value out of range");
-  EXPECT_EQ(CreateStatus("best-effort", "container", 2, {{"prefer-closest-numa-nodes", "yes"}})
-                .message(),
-            "bad value for option \"prefer-closest-numa-nodes\": strconv.ParseBool: parsing "
-            "\"yes\": invalid syntax");
+  EXPECT_EQ(
+      CreateStatus("best-effort", "container", 2, {{"prefer-closest-numa-nodes", "yes"}}).message(),
+      "bad value for option \"prefer-closest-numa-nodes\": strconv.ParseBool: parsing "
+      "\"yes\": invalid syntax");
   EXPECT_EQ(CreateStatus("best-effort", "container", 2, {{"full-pcpus-only", "true"}}).message(),
             "unknown Topology Manager Policy option: \"full-pcpus-only\"");
   // prefer-closest needs distances.
@@ -220,36 +219,57 @@ TEST_P(MatrixTest, AdmitStoresAndAllocates) {
 INSTANTIATE_TEST_SUITE_P(
     PoliciesByScopes, MatrixTest,
     ::testing::Values(
-        MatrixCase{"none", "container", true, "",
-                   {"alloc:init@{<nil> false}", "alloc:one@{<nil> false}",
-                    "alloc:split@{<nil> false}"},
-                   {}},
-        MatrixCase{"none", "pod", true, "",
-                   {"alloc:init@{<nil> false}", "alloc:one@{<nil> false}",
-                    "alloc:split@{<nil> false}"},
-                   {}},
-        MatrixCase{"best-effort", "container", true, "",
+        MatrixCase{
+            "none",
+            "container",
+            true,
+            "",
+            {"alloc:init@{<nil> false}", "alloc:one@{<nil> false}", "alloc:split@{<nil> false}"},
+            {}},
+        MatrixCase{
+            "none",
+            "pod",
+            true,
+            "",
+            {"alloc:init@{<nil> false}", "alloc:one@{<nil> false}", "alloc:split@{<nil> false}"},
+            {}},
+        MatrixCase{"best-effort",
+                   "container",
+                   true,
+                   "",
                    {"hints:init", "alloc:init@{11 true}", "hints:one", "alloc:one@{01 true}",
                     "hints:split", "alloc:split@{11 true}"},
                    {{"init", "{11 true}"}, {"one", "{01 true}"}, {"split", "{11 true}"}}},
-        MatrixCase{"restricted", "container", true, "",
+        MatrixCase{"restricted",
+                   "container",
+                   true,
+                   "",
                    {"hints:init", "alloc:init@{11 true}", "hints:one", "alloc:one@{01 true}",
                     "hints:split", "alloc:split@{11 true}"},
                    {{"init", "{11 true}"}, {"one", "{01 true}"}, {"split", "{11 true}"}}},
         // single-numa-node: "any" is stored as nil; the split container is
         // rejected after the earlier containers were allocated.
-        MatrixCase{"single-numa-node", "container", false, "TopologyAffinityError",
+        MatrixCase{"single-numa-node",
+                   "container",
+                   false,
+                   "TopologyAffinityError",
                    {"hints:init", "alloc:init@{<nil> true}", "hints:one", "alloc:one@{01 true}",
                     "hints:split"},
                    {{"init", "{<nil> true}"}, {"one", "{01 true}"}}},
-        MatrixCase{"best-effort", "pod", true, "",
-                   {"podhints", "alloc:init@{11 true}", "alloc:one@{11 true}",
-                    "alloc:split@{11 true}"},
-                   {{"init", "{11 true}"}, {"one", "{11 true}"}, {"split", "{11 true}"}}},
-        MatrixCase{"restricted", "pod", true, "",
-                   {"podhints", "alloc:init@{11 true}", "alloc:one@{11 true}",
-                    "alloc:split@{11 true}"},
-                   {{"init", "{11 true}"}, {"one", "{11 true}"}, {"split", "{11 true}"}}},
+        MatrixCase{
+            "best-effort",
+            "pod",
+            true,
+            "",
+            {"podhints", "alloc:init@{11 true}", "alloc:one@{11 true}", "alloc:split@{11 true}"},
+            {{"init", "{11 true}"}, {"one", "{11 true}"}, {"split", "{11 true}"}}},
+        MatrixCase{
+            "restricted",
+            "pod",
+            true,
+            "",
+            {"podhints", "alloc:init@{11 true}", "alloc:one@{11 true}", "alloc:split@{11 true}"},
+            {{"init", "{11 true}"}, {"one", "{11 true}"}, {"split", "{11 true}"}}},
         MatrixCase{"single-numa-node", "pod", false, "TopologyAffinityError", {"podhints"}, {}}),
     [](const ::testing::TestParamInfo<MatrixCase>& i) {
       std::string n = i.param.policy + "_" + i.param.scope;

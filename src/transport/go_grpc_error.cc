@@ -6,11 +6,10 @@ namespace devmgr::transport {
 
 std::string GoCodeName(int code) {
   static constexpr const char* kNames[] = {
-      "OK",           "Canceled",          "Unknown",           "InvalidArgument",
-      "DeadlineExceeded", "NotFound",      "AlreadyExists",     "PermissionDenied",
-      "ResourceExhausted", "FailedPrecondition", "Aborted",      "OutOfRange",
-      "Unimplemented", "Internal",         "Unavailable",       "DataLoss",
-      "Unauthenticated"};
+      "OK",       "Canceled",       "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+      "NotFound", "AlreadyExists",  "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+      "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
+      "DataLoss", "Unauthenticated"};
   if (code >= 0 && code < static_cast<int>(std::size(kNames))) return kNames[code];
   return fmt::format("Code({})", code);
 }
@@ -23,8 +22,7 @@ std::string GoRpcErrorText(const grpc::Status& status) {
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   // grpc::StatusCode and absl::StatusCode share the canonical numbering.
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      GoRpcErrorText(status));
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), GoRpcErrorText(status));
 }
 
 grpc::Status ToGrpcUnknown(const absl::Status& status) {

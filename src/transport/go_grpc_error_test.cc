@@ -27,7 +27,8 @@ TEST(GoGrpcErrorTest, FormatsLikeGoStatusError) {
 }
 
 TEST(GoGrpcErrorTest, PlainErrorsGoBackAsUnknown) {
-  const grpc::Status st = ToGrpcUnknown(absl::InvalidArgumentError("the ResourceName \"x\" is invalid"));
+  const grpc::Status st =
+      ToGrpcUnknown(absl::InvalidArgumentError("the ResourceName \"x\" is invalid"));
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNKNOWN);
   EXPECT_EQ(st.error_message(), "the ResourceName \"x\" is invalid");
   EXPECT_TRUE(ToGrpcUnknown(absl::OkStatus()).ok());

@@ -51,8 +51,7 @@ std::shared_ptr<grpc::Channel> NewUnixChannel(const std::string& socket_path,
   args.SetMaxReceiveMessageSize(max_recv_msg_size);
   // A Go ClientConn never shares its connection with another one.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel("unix:" + socket_path, grpc::InsecureChannelCredentials(),
-                                   args);
+  return grpc::CreateCustomChannel("unix:" + socket_path, grpc::InsecureChannelCredentials(), args);
 }
 
 absl::Status WaitForReady(grpc::Channel* channel, absl::Duration timeout,
@@ -69,9 +68,7 @@ absl::Status WaitForReady(grpc::Channel* channel, absl::Duration timeout,
 
 GrpcPluginClient::GrpcPluginClient(std::string resource_name, std::string socket_path,
                                    ClientOptions opts)
-    : resource_name_(std::move(resource_name)),
-      socket_path_(std::move(socket_path)),
-      opts_(opts) {}
+    : resource_name_(std::move(resource_name)), socket_path_(std::move(socket_path)), opts_(opts) {}
 
 GrpcPluginClient::~GrpcPluginClient() { Close(); }
 
@@ -80,7 +77,8 @@ absl::Status GrpcPluginClient::Dial() {
   const absl::Status ready =
       WaitForReady(channel.get(), opts_.dial_timeout, [this] { return IsClosed(); });
   if (!ready.ok()) {
-    return absl::UnavailableError(fmt::format("{} {}", kFailedToDial, std::string(ready.message())));
+    return absl::UnavailableError(
+        fmt::format("{} {}", kFailedToDial, std::string(ready.message())));
   }
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::UnavailableError(fmt::format("{} context canceled", kFailedToDial));
@@ -112,8 +110,8 @@ bool GrpcPluginClient::IsClosed() const {
   return closed_;
 }
 
-std::shared_ptr<v1beta1::DevicePlugin::Stub> GrpcPluginClient::BeginCall(
-    grpc::ClientContext* ctx, absl::Status* err) {
+std::shared_ptr<v1beta1::DevicePlugin::Stub> GrpcPluginClient::BeginCall(grpc::ClientContext* ctx,
+                                                                         absl::Status* err) {
   absl::MutexLock lock(&mu_);
   if (closed_) {
     *err = absl::CancelledError(
@@ -234,8 +232,7 @@ void GrpcPluginClient::Run(manager::ClientHandler* handler) {
   if (!unmarshal_error.ok()) status = unmarshal_error;
   // A stream the plugin ends cleanly is io.EOF in Go.
   const std::string text = status.ok() ? "EOF" : std::string(CallResult(status).message());
-  DM_ERROR(text, "ListAndWatch ended unexpectedly for device plugin",
-           {"resource", resource_name_});
+  DM_ERROR(text, "ListAndWatch ended unexpectedly for device plugin", {"resource", resource_name_});
   if (const long long size = OversizeMessageBytes(status); size >= 0) {
     // On a real node this is all the kubelet says; spell out the consequence.
     DM_ERROR(status.error_message(),

@@ -50,8 +50,8 @@ TEST_F(GrpcPluginClientTest, ErrorsUseGoTexts) {
   EXPECT_EQ(alloc->container_responses(0).envs().at("A"), "1");
 
   // PreStartContainer has a deadline; the fake hangs.
-  auto pre = client->PreStartContainer(v1beta1::PreStartContainerRequest(),
-                                       absl::Milliseconds(100));
+  auto pre =
+      client->PreStartContainer(v1beta1::PreStartContainerRequest(), absl::Milliseconds(100));
   EXPECT_EQ(pre.status().message(),
             "rpc error: code = DeadlineExceeded desc = context deadline exceeded");
 
@@ -120,15 +120,16 @@ TEST_F(GrpcPluginClientTest, WithUtf8CheckAnInvalidIdEndsTheStreamLikeGo) {
   ASSERT_TRUE(plugin.Start());
   auto client = NewClient(plugin.socket_path(), absl::Seconds(5), /*validate_utf8=*/true);
   ASSERT_TRUE(client->Connect(&handler_).ok());
-  client->Run(&handler_);  // returns: the client cancels the stream
+  client->Run(&handler_);                // returns: the client cancels the stream
   EXPECT_EQ(handler_.Count("list"), 1);  // the valid first list only
   EXPECT_TRUE(plugin.WaitStreamCancelled());
   bool logged = false;
   for (const std::string& line : log::RecentLines(10)) {
-    logged |= line.find("\"ListAndWatch ended unexpectedly for device plugin\" "
-                        "err=\"rpc error: code = Internal desc = grpc: failed to unmarshal the "
-                        "received message: string field contains invalid UTF-8\" "
-                        "resource=\"example.com/gpu\"") != std::string::npos;
+    logged |= line.find(
+                  "\"ListAndWatch ended unexpectedly for device plugin\" "
+                  "err=\"rpc error: code = Internal desc = grpc: failed to unmarshal the "
+                  "received message: string field contains invalid UTF-8\" "
+                  "resource=\"example.com/gpu\"") != std::string::npos;
   }
   EXPECT_TRUE(logged);
 }

@@ -54,8 +54,8 @@ TEST_F(PluginDirCleanupTest, Profile132RemovesEveryNonDirectoryButTheCheckpoint)
   EXPECT_FALSE(Exists("DEPRECATION"));
   EXPECT_FALSE(Exists("kubelet.sock"));
   EXPECT_FALSE(Exists("gpu.sock"));
-  EXPECT_FALSE(Exists("link"));     // the symlink itself...
-  EXPECT_FALSE(Exists("dirlink"));  // (Lstat: a symlink is not a directory)
+  EXPECT_FALSE(Exists("link"));                      // the symlink itself...
+  EXPECT_FALSE(Exists("dirlink"));                   // (Lstat: a symlink is not a directory)
   EXPECT_TRUE(fs::exists(outside_.Join("target")));  // ...never its target
   EXPECT_TRUE(Exists("sub"));
   EXPECT_TRUE(Exists("sub/keep.txt"));

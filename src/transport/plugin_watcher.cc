@@ -59,7 +59,8 @@ absl::Status PluginWatcher::Start() {
   absl::MutexLock stop_lock(&stop_mu_);
   {
     absl::MutexLock lock(&mu_);
-    if (started_ || stopping_) return absl::FailedPreconditionError("plugin watcher already started");
+    if (started_ || stopping_)
+      return absl::FailedPreconditionError("plugin watcher already started");
     started_ = true;
   }
   if (absl::Status s = fs::MkdirAll(*fs::Default(), opts_.dir, 0755); !s.ok()) {
@@ -199,7 +200,8 @@ void PluginWatcher::RegisterOperation(const std::string& path, SocketId id) {
   auto run = [&]() -> std::string {
     DM_VINFO(2, "RegisterPlugin started", {"path", path});
     auto channel = NewUnixChannel(path, kDefaultMaxRecvMsgSize);
-    if (absl::Status s = WaitForReady(channel.get(), opts_.dial_timeout, [this] { return Stopping(); });
+    if (absl::Status s =
+            WaitForReady(channel.get(), opts_.dial_timeout, [this] { return Stopping(); });
         !s.ok()) {
       return fmt::format("RegisterPlugin error -- dial failed at socket {}, err: {}", path,
                          std::string(s.message()));
@@ -232,7 +234,8 @@ void PluginWatcher::RegisterOperation(const std::string& path, SocketId id) {
                                             info.supported_versions().end());
     if (absl::Status s = handler_->ValidatePlugin(info.name(), endpoint, versions); !s.ok()) {
       const std::string msg =
-          fmt::format("RegisterPlugin error -- plugin validation failed with err: {}", std::string(s.message()));
+          fmt::format("RegisterPlugin error -- plugin validation failed with err: {}",
+                      std::string(s.message()));
       if (grpc::Status st = notify(stub.get(), false, msg); !st.ok()) {
         return fmt::format("RegisterPlugin error -- failed to send error at socket {}, err: {}",
                            path, GoRpcErrorText(st));
@@ -248,8 +251,9 @@ void PluginWatcher::RegisterOperation(const std::string& path, SocketId id) {
       added = true;
     }
     if (absl::Status s = handler_->RegisterPlugin(info.name(), endpoint, versions); !s.ok()) {
-      const std::string msg = fmt::format(
-          "RegisterPlugin error -- plugin registration failed with err: {}", std::string(s.message()));
+      const std::string msg =
+          fmt::format("RegisterPlugin error -- plugin registration failed with err: {}",
+                      std::string(s.message()));
       grpc::Status st = notify(stub.get(), false, msg);
       if (opts_.deregister_failed_registrations) {
         // 1.36+: out of the actual state, to be retried with backoff.
@@ -267,8 +271,8 @@ void PluginWatcher::RegisterOperation(const std::string& path, SocketId id) {
         added = false;
       }
       return fmt::format(
-          "RegisterPlugin error -- failed to send registration status at socket {}, err: {}",
-          path, GoRpcErrorText(st));
+          "RegisterPlugin error -- failed to send registration status at socket {}, err: {}", path,
+          GoRpcErrorText(st));
     }
     return "";
   };

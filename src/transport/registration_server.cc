@@ -4,8 +4,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <utility>
 
@@ -247,9 +247,10 @@ absl::Status RegistrationServer::Register(const v1beta1::RegisterRequest& req) {
   // absolute endpoint appended.
   const std::string socket_path = GoPathJoin({opts_.plugin_dir, req.endpoint()});
   if (!IsPlainSocketName(req.endpoint())) {
-    DM_WARN("Device plugin endpoint is not a plain socket file name; joined with the device "
-            "plugin directory as the kubelet does",
-            {"resourceName", name}, {"endpoint", req.endpoint()}, {"path", socket_path});
+    DM_WARN(
+        "Device plugin endpoint is not a plain socket file name; joined with the device "
+        "plugin directory as the kubelet does",
+        {"resourceName", name}, {"endpoint", req.endpoint()}, {"path", socket_path});
   }
   if (absl::Status s = ConnectClient(name, socket_path); !s.ok()) {
     DM_INFO("Error connecting to device plugin client", {"err", std::string(s.message())});
@@ -269,9 +270,8 @@ absl::Status RegistrationServer::ValidatePlugin(const std::string& name,
                     GoList(versions)));
   }
   if (!IsExtendedResourceName(name)) {
-    return absl::InvalidArgumentError(
-        fmt::format("invalid name of device plugin socket: the ResourceName {} is invalid",
-                    GoQuote(name)));
+    return absl::InvalidArgumentError(fmt::format(
+        "invalid name of device plugin socket: the ResourceName {} is invalid", GoQuote(name)));
   }
   return absl::OkStatus();
 }
@@ -353,8 +353,8 @@ absl::Status RegistrationServer::ConnectClient(const std::string& name,
                                                const std::string& socket_path) {
   ReapDoneThreads();
   auto client = std::make_shared<GrpcPluginClient>(
-      name, socket_path, ClientOptions{opts_.dial_timeout, opts_.max_recv_msg_size,
-                                          opts_.profile.validates_utf8});
+      name, socket_path,
+      ClientOptions{opts_.dial_timeout, opts_.max_recv_msg_size, opts_.profile.validates_utf8});
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("device plugin registration server is stopped");

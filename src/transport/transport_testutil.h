@@ -242,7 +242,8 @@ class FakePlugin {
       *resp = p_->cfg_.preferred_response;
       return grpc::Status::OK;
     }
-    grpc::Status PreStartContainer(grpc::ServerContext* ctx, const v1beta1::PreStartContainerRequest*,
+    grpc::Status PreStartContainer(grpc::ServerContext* ctx,
+                                   const v1beta1::PreStartContainerRequest*,
                                    v1beta1::PreStartContainerResponse*) override {
       p_->Record("PreStartContainer");
       // Hangs until the client's deadline.
@@ -262,9 +263,9 @@ class FakePlugin {
       *resp = p_->cfg_.info;
       return grpc::Status::OK;
     }
-    grpc::Status NotifyRegistrationStatus(grpc::ServerContext*,
-                                          const pluginregistration::RegistrationStatus* req,
-                                          pluginregistration::RegistrationStatusResponse*) override {
+    grpc::Status NotifyRegistrationStatus(
+        grpc::ServerContext*, const pluginregistration::RegistrationStatus* req,
+        pluginregistration::RegistrationStatusResponse*) override {
       absl::MutexLock lock(&p_->mu_);
       p_->calls_.push_back("NotifyRegistrationStatus");
       p_->notifications_.push_back(*req);
@@ -306,8 +307,7 @@ inline v1beta1::ListAndWatchResponse Devices(int n) {
 // Calls Register on a kubelet socket, as a plugin does.
 inline grpc::Status CallRegister(const std::string& kubelet_socket, const std::string& version,
                                  const std::string& endpoint, const std::string& resource) {
-  auto channel =
-      grpc::CreateChannel("unix:" + kubelet_socket, grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel("unix:" + kubelet_socket, grpc::InsecureChannelCredentials());
   auto stub = v1beta1::Registration::NewStub(channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));

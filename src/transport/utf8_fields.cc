@@ -65,9 +65,9 @@ Result FirstInvalidUtf8Field(const v1beta1::RegisterRequest& m) {
 }
 
 grpc::Status ClientInvalidUtf8Status() {
-  return grpc::Status(grpc::StatusCode::INTERNAL,
-                      std::string("grpc: failed to unmarshal the received message: ") +
-                          kInvalidUtf8Error);
+  return grpc::Status(
+      grpc::StatusCode::INTERNAL,
+      std::string("grpc: failed to unmarshal the received message: ") + kInvalidUtf8Error);
 }
 
 grpc::Status ServerInvalidUtf8Status() {

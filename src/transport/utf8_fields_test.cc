@@ -55,15 +55,16 @@ TEST(FirstInvalidUtf8FieldTest, AllocateResponseChecksEveryStringField) {
   };
   using C = v1beta1::ContainerAllocateResponse;
   // C++ refuses to even hold some of these when parsing; set directly here.
-  EXPECT_EQ(check([](C* c) { (*c->mutable_envs())[kBad] = "v"; }), "ContainerAllocateResponse.Envs");
-  EXPECT_EQ(check([](C* c) { (*c->mutable_envs())["k"] = kBad; }), "ContainerAllocateResponse.Envs");
+  EXPECT_EQ(check([](C* c) { (*c->mutable_envs())[kBad] = "v"; }),
+            "ContainerAllocateResponse.Envs");
+  EXPECT_EQ(check([](C* c) { (*c->mutable_envs())["k"] = kBad; }),
+            "ContainerAllocateResponse.Envs");
   EXPECT_EQ(check([](C* c) { c->add_mounts()->set_container_path(kBad); }), "Mount.ContainerPath");
   EXPECT_EQ(check([](C* c) { c->add_mounts()->set_host_path(kBad); }), "Mount.HostPath");
   EXPECT_EQ(check([](C* c) { c->add_devices()->set_container_path(kBad); }),
             "DeviceSpec.ContainerPath");
   EXPECT_EQ(check([](C* c) { c->add_devices()->set_host_path(kBad); }), "DeviceSpec.HostPath");
-  EXPECT_EQ(check([](C* c) { c->add_devices()->set_permissions(kBad); }),
-            "DeviceSpec.Permissions");
+  EXPECT_EQ(check([](C* c) { c->add_devices()->set_permissions(kBad); }), "DeviceSpec.Permissions");
   EXPECT_EQ(check([](C* c) { (*c->mutable_annotations())[kBad] = "v"; }),
             "ContainerAllocateResponse.Annotations");
   EXPECT_EQ(check([](C* c) { (*c->mutable_annotations())["k"] = kBad; }),

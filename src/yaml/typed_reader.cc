@@ -168,8 +168,8 @@ absl::Status TypedReader::Duration(const YAML::Node& n, const std::string& where
       return absl::OkStatus();
     }
   }
-  return Error(n, fmt::format("{} must be a duration such as {}", where,
-                              options_.duration_examples));
+  return Error(n,
+               fmt::format("{} must be a duration such as {}", where, options_.duration_examples));
 }
 
 absl::Status TypedReader::StringList(const YAML::Node& n, const std::string& where,

@@ -60,8 +60,8 @@ class TypedReader {
   // A yaml-cpp exception (syntax error, bad access) as an error.
   absl::Status ExceptionError(const YAML::Exception& e) const;
   // `message` + DidYouMean(word, candidates), at `n`.
-  absl::Status UnknownName(const YAML::Node& n, const std::string& message,
-                           const std::string& word, const Keys& candidates) const;
+  absl::Status UnknownName(const YAML::Node& n, const std::string& message, const std::string& word,
+                           const Keys& candidates) const;
 
   // Every key of mapping `n` must be a string in `allowed`; the first that is
   // not gives "unknown key 'k' in <where>" (with a did-you-mean among
@@ -83,8 +83,7 @@ class TypedReader {
   absl::Status OptBool(const YAML::Node& n, const std::string& where,
                        std::optional<bool>* out) const;
   // A decimal integer >= min.
-  absl::Status Int(const YAML::Node& n, const std::string& where, int64_t min,
-                   int64_t* out) const;
+  absl::Status Int(const YAML::Node& n, const std::string& where, int64_t min, int64_t* out) const;
   absl::Status OptInt(const YAML::Node& n, const std::string& where, int64_t min,
                       std::optional<int64_t>* out) const;
   // An integer in [min, 1000000000].

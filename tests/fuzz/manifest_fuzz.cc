@@ -12,8 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto pods = devmgr::pod::ParsePodManifests(text, "fuzz.yaml");
   if (!pods.ok()) {
     FUZZ_CHECK(pods.status().message().find("fuzz.yaml") != std::string::npos,
-               "error does not name the file: %s",
-               std::string(pods.status().message()).c_str());
+               "error does not name the file: %s", std::string(pods.status().message()).c_str());
     return 0;
   }
   for (const auto& p : *pods) {

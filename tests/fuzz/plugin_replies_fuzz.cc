@@ -110,7 +110,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string res = kResources[(op >> 4) % 3];
     switch (op % 7) {
       case 0: {  // a plugin (re-)registers and answers GetDevicePluginOptions
-        auto c = std::make_shared<dm::FakePluginClient>(Dir() + "/p" + std::to_string(op) + ".sock");
+        auto c =
+            std::make_shared<dm::FakePluginClient>(Dir() + "/p" + std::to_string(op) + ".sock");
         c->options = FromWire<v1beta1::DevicePluginOptions>(in.Chunk(), utf8);
         c->on_allocate = [&allocate, res](const v1beta1::AllocateRequest&) {
           auto it = allocate.find(res);
@@ -183,8 +184,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const auto& c : a.containers) {
         for (const auto& [r, ids] : c.devices) {
           for (const auto& id : ids) {
-            FUZZ_CHECK(seen.insert({r, id}).second, "device %s of %s allocated twice",
-                       id.c_str(), r.c_str());
+            FUZZ_CHECK(seen.insert({r, id}).second, "device %s of %s allocated twice", id.c_str(),
+                       r.c_str());
           }
         }
       }

@@ -35,7 +35,6 @@ devices:
   - {id: gpu-5, health: Unhealthy, numa: [1]}
 )";
 
-
 // device id -> NUMA nodes of its entries ({-1} for an entry without topology).
 using Flat = std::map<std::string, std::vector<int64_t>>;
 
@@ -148,9 +147,9 @@ TEST_F(PodResourcesTest, ListShowsEachContainersDevicesOnePerNumaNode) {
   EXPECT_EQ(p.containers(0).name(), "main");
   // Every healthy device: gpu-3 is on two nodes (two entries), gpu-4 has no
   // topology (one entry, topology unset).
-  EXPECT_EQ(Flatten(p.containers(0).devices()),
-            (Flat{{"gpu-0", {0}}, {"gpu-1", {0}}, {"gpu-2", {1}}, {"gpu-3", {0, 1}},
-                  {"gpu-4", {-1}}}));
+  EXPECT_EQ(
+      Flatten(p.containers(0).devices()),
+      (Flat{{"gpu-0", {0}}, {"gpu-1", {0}}, {"gpu-2", {1}}, {"gpu-3", {0, 1}}, {"gpu-4", {-1}}}));
   EXPECT_EQ(p.containers(0).devices_size(), 6);
   EXPECT_EQ(p.containers(0).cpu_ids_size(), 0);
   EXPECT_EQ(p.containers(0).memory_size(), 0);
@@ -178,9 +177,9 @@ TEST_F(PodResourcesTest, AllocatableIsTheHealthyDevicesWithThePluginsTopology) {
   Admit(MakePod("a", {"main:2"}));  // allocated devices stay allocatable
   auto r = client_->GetAllocatableResources();
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(Flatten(r->devices()),
-            (Flat{{"gpu-0", {0}}, {"gpu-1", {0}}, {"gpu-2", {1}}, {"gpu-3", {0, 1}},
-                  {"gpu-4", {-1}}}));
+  EXPECT_EQ(
+      Flatten(r->devices()),
+      (Flat{{"gpu-0", {0}}, {"gpu-1", {0}}, {"gpu-2", {1}}, {"gpu-3", {0, 1}}, {"gpu-4", {-1}}}));
   EXPECT_EQ(r->cpu_ids_size(), 0);
   // A health flip shows at once.
   plugin_->SetHealth("gpu-0", "Unhealthy");
@@ -279,8 +278,10 @@ TEST_F(PodResourcesTest, RateLimitRejectsWithResourceExhausted) {
 }
 
 TEST_F(PodResourcesTest, MetricsScrapedOverHttpCountEveryAllocate) {
-  Start("1.32", {}, std::string(kPlugin) + "faults:\n  allocate: {skip_calls: 3, times: 1, "
-                                           "error: {code: INTERNAL, message: boom}}\n");
+  Start("1.32", {},
+        std::string(kPlugin) +
+            "faults:\n  allocate: {skip_calls: 3, times: 1, "
+            "error: {code: INTERNAL, message: boom}}\n");
   metrics::HttpServer http([this] { return metrics_->Render(); });
   auto addr = http.Start("127.0.0.1:0");
   ASSERT_TRUE(addr.ok()) << addr.status();
@@ -310,19 +311,21 @@ TEST_F(PodResourcesTest, MetricsScrapedOverHttpCountEveryAllocate) {
   EXPECT_EQ(m.at("kubelet_device_plugin_registration_total" + l), 1);
   EXPECT_EQ(m.at("kubelet_pod_resources_endpoint_requests_total{server_api_version=\"v1\"}"), 2);
   EXPECT_EQ(m.at("kubelet_pod_resources_endpoint_requests_list{server_api_version=\"v1\"}"), 1);
-  EXPECT_EQ(m.at("kubelet_pod_resources_endpoint_requests_get_allocatable{server_api_version=\"v1\"}"),
-            1);
+  EXPECT_EQ(
+      m.at("kubelet_pod_resources_endpoint_requests_get_allocatable{server_api_version=\"v1\"}"),
+      1);
   EXPECT_EQ(m.count("kubelet_pod_resources_endpoint_requests_get{server_api_version=\"v1\"}"), 0u);
   // Every admission counts (policy none here); the failed one is an error.
   EXPECT_EQ(m.at("kubelet_topology_manager_admission_requests_total"), 4);
   EXPECT_EQ(m.at("kubelet_topology_manager_admission_errors_total"), 1);
   EXPECT_EQ(m.at("kubelet_topology_manager_admission_duration_ms_count"), 4);
   // HELP/TYPE as component-base writes them.
-  EXPECT_NE(res->body.find("# HELP kubelet_device_plugin_alloc_duration_seconds [ALPHA] Duration in "
-                           "seconds to serve a device plugin Allocation request. Broken down by "
-                           "resource name.\n# TYPE kubelet_device_plugin_alloc_duration_seconds "
-                           "histogram\n"),
-            std::string::npos);
+  EXPECT_NE(
+      res->body.find("# HELP kubelet_device_plugin_alloc_duration_seconds [ALPHA] Duration in "
+                     "seconds to serve a device plugin Allocation request. Broken down by "
+                     "resource name.\n# TYPE kubelet_device_plugin_alloc_duration_seconds "
+                     "histogram\n"),
+      std::string::npos);
 }
 
 }  // namespace

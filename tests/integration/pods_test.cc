@@ -34,7 +34,6 @@ allocate:
 )") + extra;
 }
 
-
 class PodsTest : public ::testing::Test {
  protected:
   void Start(const std::string& plugin_yaml, const std::string& version = "1.32") {
@@ -130,8 +129,9 @@ TEST_F(PodsTest, TwoAppContainersShareNothing) {
 }
 
 TEST_F(PodsTest, PreferredAllocationIsHonoured) {
-  Start(FourGpus("options: {get_preferred_allocation_available: true}\n"
-                 "preferred_allocation: {policy: last}\n"));
+  Start(
+      FourGpus("options: {get_preferred_allocation_available: true}\n"
+               "preferred_allocation: {policy: last}\n"));
   auto rec = Admit(MakePod("pref", {"main:2"}));
   ASSERT_EQ(rec.phase, pod::Phase::kRunning) << rec.message;
   EXPECT_THAT(Devices(rec.pod.uid, "main"), UnorderedElementsAre("gpu-2", "gpu-3"));
@@ -144,8 +144,9 @@ TEST_F(PodsTest, PreferredAllocationIsHonoured) {
 }
 
 TEST_F(PodsTest, PartialPreferenceIsFilledUp) {
-  Start(FourGpus("options: {get_preferred_allocation_available: true}\n"
-                 "preferred_allocation: {policy: fixed, devices: [gpu-3]}\n"));
+  Start(
+      FourGpus("options: {get_preferred_allocation_available: true}\n"
+               "preferred_allocation: {policy: fixed, devices: [gpu-3]}\n"));
   auto rec = Admit(MakePod("partial", {"main:2"}));
   ASSERT_EQ(rec.phase, pod::Phase::kRunning) << rec.message;
   auto devs = Devices(rec.pod.uid, "main");
@@ -154,16 +155,18 @@ TEST_F(PodsTest, PartialPreferenceIsFilledUp) {
 }
 
 TEST_F(PodsTest, InvalidPreferenceIsIgnored) {
-  Start(FourGpus("options: {get_preferred_allocation_available: true}\n"
-                 "preferred_allocation: {policy: fixed, devices: [no-such-gpu, gpu-9]}\n"));
+  Start(
+      FourGpus("options: {get_preferred_allocation_available: true}\n"
+               "preferred_allocation: {policy: fixed, devices: [no-such-gpu, gpu-9]}\n"));
   auto rec = Admit(MakePod("invalid", {"main:2"}));
   ASSERT_EQ(rec.phase, pod::Phase::kRunning) << rec.message;
   EXPECT_THAT(Devices(rec.pod.uid, "main"), SizeIs(2));
 }
 
 TEST_F(PodsTest, FailingPreferredAllocationRejectsThePod) {
-  Start(FourGpus("options: {get_preferred_allocation_available: true}\n"
-                 "faults:\n  get_preferred_allocation: {error: {code: 2, message: nope}}\n"));
+  Start(
+      FourGpus("options: {get_preferred_allocation_available: true}\n"
+               "faults:\n  get_preferred_allocation: {error: {code: 2, message: nope}}\n"));
   auto rec = Admit(MakePod("prefail", {"main:2"}));
   EXPECT_EQ(rec.phase, pod::Phase::kFailed);
   EXPECT_EQ(rec.message,
@@ -200,8 +203,9 @@ TEST_F(PodsTest, ExtraContainerResponsesAreIgnored) {
 }
 
 TEST_F(PodsTest, PreStartContainerIsCalledWhenRequiredEvenWhenSlow) {
-  Start(FourGpus("options: {pre_start_required: true}\n"
-                 "faults:\n  pre_start_container: {delay: 300ms}\n"));
+  Start(
+      FourGpus("options: {pre_start_required: true}\n"
+               "faults:\n  pre_start_container: {delay: 300ms}\n"));
   auto rec = Admit(MakePod("prestart", {"main:2"}));
   ASSERT_EQ(rec.phase, pod::Phase::kRunning) << rec.message;
   EXPECT_TRUE(rec.containers[0].start_error.empty()) << rec.containers[0].start_error;
@@ -213,8 +217,9 @@ TEST_F(PodsTest, PreStartContainerIsCalledWhenRequiredEvenWhenSlow) {
 }
 
 TEST_F(PodsTest, FailingPreStartContainerFailsTheContainerStart) {
-  Start(FourGpus("options: {pre_start_required: true}\n"
-                 "faults:\n  pre_start_container: {error: {code: 2, message: not ready}}\n"));
+  Start(
+      FourGpus("options: {pre_start_required: true}\n"
+               "faults:\n  pre_start_container: {error: {code: 2, message: not ready}}\n"));
   auto rec = Admit(MakePod("prestartfail", {"main:1"}));
   ASSERT_EQ(rec.phase, pod::Phase::kRunning);
   EXPECT_EQ(rec.containers[0].start_error,

@@ -43,7 +43,7 @@ class RegistrationTest : public ::testing::Test {
     ASSERT_TRUE(node_->Start().ok());
   }
   std::unique_ptr<plugin::SamplePlugin> StartPlugin(const std::string& yaml,
-                                                   const std::string& registry = "") {
+                                                    const std::string& registry = "") {
     auto p = MakePlugin(yaml, dir_.path(), registry);
     EXPECT_TRUE(p->Start().ok());
     return p;
@@ -102,7 +102,8 @@ TEST_F(RegistrationTest, InvalidResourceNamesAreRejectedWithTheKubeletsText) {
   for (const std::string name : {"gpu", "kubernetes.io/gpu", "requests.example.com/x",
                                  "Example.com/gpu", "example.com/a/b"}) {
     SCOPED_TRACE(name);
-    auto p = StartPlugin(std::string(kFourGpus) + "faults:\n  register: {resource: \"" + name + "\"}\n");
+    auto p =
+        StartPlugin(std::string(kFourGpus) + "faults:\n  register: {resource: \"" + name + "\"}\n");
     ASSERT_TRUE(WaitRegistrationError(*p));
     EXPECT_EQ(p->last_registration_error(), "the ResourceName \"" + name + "\" is invalid");
     p->Stop();

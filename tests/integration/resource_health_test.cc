@@ -3,9 +3,10 @@
 // allocatedResourcesStatus follows within one update when the
 // ResourceHealthStatus gate is on (1.36 default, or 1.35 with the gate set),
 // and never appears when it is off (1.35 default).
+#include "manager/resource_health.h"
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "manager/resource_health.h"
 #include "tests/integration/test_env.h"
 
 namespace devmgr::testing {

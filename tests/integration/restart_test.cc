@@ -89,8 +89,7 @@ TEST_P(ReRegistrationTest, APluginWithFewerDevicesReplacesTheList) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Profiles, ReRegistrationTest,
-                         ::testing::Values("1.30", "1.31", "1.32", "1.33", "1.34+", "1.36",
-                                           "1.37"),
+                         ::testing::Values("1.30", "1.31", "1.32", "1.33", "1.34+", "1.36", "1.37"),
                          [](const auto& info) {
                            std::string n = "v" + info.param;
                            for (char& c : n) {
@@ -168,8 +167,7 @@ TEST_P(KubeletRestartTest, RegisteredResourcesComeBackAsStoppedPlaceholders) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Profiles, KubeletRestartTest,
-                         ::testing::Values("1.30", "1.32", "1.33", "1.34+"),
-                         [](const auto& info) {
+                         ::testing::Values("1.30", "1.32", "1.33", "1.34+"), [](const auto& info) {
                            std::string n = "v" + info.param;
                            for (char& c : n) {
                              if (c == '.') c = '_';

@@ -140,11 +140,12 @@ inline pod::Pod MakePod(const std::string& name, const std::vector<std::string>&
     const std::string count = s.substr(s.find(':') + 1);
     std::string c = "  - name: " + cname + "\n    image: busybox\n";
     if (kind == "sidecar") c += "    restartPolicy: Always\n";
-    if (count != "0") c += "    resources:\n      limits:\n        " + resource + ": " + count + "\n";
+    if (count != "0")
+      c += "    resources:\n      limits:\n        " + resource + ": " + count + "\n";
     (kind == "app" ? app : init) += c;
   }
-  std::string y = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: " +
-                  ns + "\nspec:\n";
+  std::string y = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
+                  "\nspec:\n";
   if (!init.empty()) y += "  initContainers:\n" + init;
   y += "  containers:\n" + app;
   auto p = pod::ParsePodManifest(y, name + ".yaml");

@@ -31,7 +31,6 @@ devices:
 )") + extra;
 }
 
-
 topology::TopologyHint H(uint64_t m, bool preferred) {
   return topology::TopologyHint{topology::BitMask(m), preferred};
 }
@@ -66,7 +65,8 @@ class TopologyTest : public ::testing::Test {
   // The NUMA nodes of a container's devices.
   std::set<int> NodesOf(const std::string& uid, const std::string& container) {
     std::set<int> out;
-    for (const std::string& d : Devices(uid, container)) out.insert(d == "gpu-0" || d == "gpu-1" ? 0 : 1);
+    for (const std::string& d : Devices(uid, container))
+      out.insert(d == "gpu-0" || d == "gpu-1" ? 0 : 1);
     return out;
   }
   std::vector<plugin::CallRecord> CallsOf(const std::string& method) {

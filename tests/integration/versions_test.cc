@@ -126,9 +126,8 @@ TEST_F(PerSocketTest, NewestEndpointServesAllocateAndASurvivorIsPromoted) {
   EXPECT_TRUE(Counts(2, 1));
   // The primary goes: a is promoted and the devices stay as they are.
   p2->Stop();
-  ASSERT_TRUE(changes_.WaitFor([&] {
-    return Find(*node_, kRes).endpoint_socket == dir_.path() + "/a.sock";
-  }));
+  ASSERT_TRUE(changes_.WaitFor(
+      [&] { return Find(*node_, kRes).endpoint_socket == dir_.path() + "/a.sock"; }));
   EXPECT_FALSE(Find(*node_, kRes).stopped);
   EXPECT_TRUE(Counts(2, 1));
   ASSERT_TRUE(p1->SetHealth("d1", "Healthy"));
@@ -146,15 +145,16 @@ TEST_F(PerSocketTest, NewestEndpointServesAllocateAndASurvivorIsPromoted) {
 class DraExtendedTest : public VersionsTest {
  protected:
   pod::Pod MappedPod() {
-    const std::string y = std::string(
-                              "apiVersion: v1\nkind: Pod\nmetadata: {name: dra, namespace: default}\n"
-                              "spec:\n  containers:\n  - name: c\n    image: busybox\n"
-                              "    resources:\n      limits: {") +
-                          kRes +
-                          ": 1}\nstatus:\n  extendedResourceClaimStatus:\n"
-                          "    resourceClaimName: dra-claim\n    requestMappings:\n"
-                          "    - {containerName: c, resourceName: " +
-                          kRes + ", requestName: container-0-request-0}\n";
+    const std::string y =
+        std::string(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: dra, namespace: default}\n"
+            "spec:\n  containers:\n  - name: c\n    image: busybox\n"
+            "    resources:\n      limits: {") +
+        kRes +
+        ": 1}\nstatus:\n  extendedResourceClaimStatus:\n"
+        "    resourceClaimName: dra-claim\n    requestMappings:\n"
+        "    - {containerName: c, resourceName: " +
+        kRes + ", requestName: container-0-request-0}\n";
     auto p = pod::ParsePodManifest(y, "dra.yaml");
     EXPECT_TRUE(p.ok()) << p.status();
     return p.ok() ? *p : pod::Pod{};

@@ -18,11 +18,11 @@
 
 #include "common/logging.h"
 #include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
 #include "tests/integration/test_env.h"
 #include "tests/robustness/proc_stats.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/server_builder.h"
 #include "transport/transport_testutil.h"
 
 namespace devmgr::testing {
@@ -103,8 +103,7 @@ class HostilePluginTest : public ::testing::Test {
     return CallRegister(Sock("kubelet.sock"), "v1beta1", endpoint, resource);
   }
   bool WaitHealthy(const std::string& r, size_t n) {
-    return changes_.WaitFor([&] { return Find(*node_, r).healthy.size() == n; },
-                            absl::Seconds(60));
+    return changes_.WaitFor([&] { return Find(*node_, r).healthy.size() == n; }, absl::Seconds(60));
   }
   // Responsiveness: a well-behaved plugin registers and its devices are tracked.
   void ExpectGoodPluginServed(const std::string& resource = "example.com/good") {
@@ -249,8 +248,8 @@ TEST_F(HostilePluginTest, OptionsThatNeverAnswerHangOnlyThatRegistration) {
   auto server = b.BuildAndStart();
   ASSERT_NE(server, nullptr);
   std::thread hung([&] {
-    auto channel = grpc::CreateChannel("unix:" + Sock("kubelet.sock"),
-                                       grpc::InsecureChannelCredentials());
+    auto channel =
+        grpc::CreateChannel("unix:" + Sock("kubelet.sock"), grpc::InsecureChannelCredentials());
     auto stub = v1beta1::Registration::NewStub(channel);
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(3)));
@@ -279,8 +278,8 @@ TEST_F(HostilePluginTest, EndpointOutsideTheDirectoryIsJoinedAndDialled) {
   TempDir outside;
   FakePluginConfig cfg;
   cfg.responses = {Devices(1)};
-  const std::string rel = "../" + std::filesystem::path(outside.path()).filename().string() +
-                          "/escaped.sock";
+  const std::string rel =
+      "../" + std::filesystem::path(outside.path()).filename().string() + "/escaped.sock";
   FakePlugin p(outside.path() + "/escaped.sock", cfg);
   ASSERT_TRUE(p.Start());
   ASSERT_TRUE(Register(rel, "example.com/escaped").ok());
@@ -353,9 +352,10 @@ TEST_F(HostilePluginTest, AThousandResources) {
       },
       absl::Seconds(300)));
   const ProcStats after = ProcStats::Now();
-  std::printf("%d resources registered and tracked in %.1f s; threads %ld -> %ld, RSS %ld -> %ld KiB\n",
-              kResources, absl::ToDoubleSeconds(absl::Now() - start), before.threads,
-              after.threads, before.rss_kib, after.rss_kib);
+  std::printf(
+      "%d resources registered and tracked in %.1f s; threads %ld -> %ld, RSS %ld -> %ld KiB\n",
+      kResources, absl::ToDoubleSeconds(absl::Now() - start), before.threads, after.threads,
+      before.rss_kib, after.rss_kib);
   ExpectGoodPluginServed();
   const absl::Time stop = absl::Now();
   node_->Stop();

@@ -103,7 +103,8 @@ TEST_F(LeakTest, PluginRestartsAndPodAdmissionsReturnToBaseline) {
   absl::Time start = absl::Now();
   for (int i = 0; i < restarts; ++i) ASSERT_NO_FATAL_FAILURE(PluginLifetime());
   const ProcStats after_restarts = Settled(base);
-  std::printf("%d plugin restarts in %.1f s\n", restarts, absl::ToDoubleSeconds(absl::Now() - start));
+  std::printf("%d plugin restarts in %.1f s\n", restarts,
+              absl::ToDoubleSeconds(absl::Now() - start));
   Print("after the restarts:", base, after_restarts);
 
   // One plugin stays up for the admissions.

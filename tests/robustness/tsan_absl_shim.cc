@@ -82,7 +82,7 @@ void _ZN4absl7debian35Mutex14ReaderLockWhenERKNS0_9ConditionE(M* m, const C& c) 
   __tsan_acquire(m);
 }
 bool _ZN4absl7debian35Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE(M* m, const C& c,
-                                                                               D d) {
+                                                                                 D d) {
   REAL(_ZN4absl7debian35Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE,
        bool (*)(M*, const C&, D));
   bool r = real(m, c, d);
@@ -90,15 +90,16 @@ bool _ZN4absl7debian35Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE
   return r;
 }
 bool _ZN4absl7debian35Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE(M* m, const C& c,
-                                                                            T t) {
+                                                                              T t) {
   REAL(_ZN4absl7debian35Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE,
        bool (*)(M*, const C&, T));
   bool r = real(m, c, t);
   __tsan_acquire(m);
   return r;
 }
-bool _ZN4absl7debian35Mutex25ReaderLockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE(
-    M* m, const C& c, D d) {
+bool _ZN4absl7debian35Mutex25ReaderLockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE(M* m,
+                                                                                       const C& c,
+                                                                                       D d) {
   REAL(_ZN4absl7debian35Mutex25ReaderLockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE,
        bool (*)(M*, const C&, D));
   bool r = real(m, c, d);
@@ -106,8 +107,8 @@ bool _ZN4absl7debian35Mutex25ReaderLockWhenWithTimeoutERKNS0_9ConditionENS0_8Dur
   return r;
 }
 bool _ZN4absl7debian35Mutex26ReaderLockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE(M* m,
-                                                                                  const C& c,
-                                                                                  T t) {
+                                                                                    const C& c,
+                                                                                    T t) {
   REAL(_ZN4absl7debian35Mutex26ReaderLockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE,
        bool (*)(M*, const C&, T));
   bool r = real(m, c, t);
@@ -122,7 +123,7 @@ void _ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE(M* m, const C& c) {
   __tsan_acquire(m);
 }
 bool _ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE(M* m, const C& c,
-                                                                            D d) {
+                                                                              D d) {
   REAL(_ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE,
        bool (*)(M*, const C&, D));
   __tsan_release(m);
@@ -146,7 +147,7 @@ void _ZN4absl7debian37CondVar4WaitEPNS0_5MutexE(absl::CondVar* cv, M* m) {
   __tsan_acquire(m);
 }
 bool _ZN4absl7debian37CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE(absl::CondVar* cv, M* m,
-                                                                        D d) {
+                                                                          D d) {
   REAL(_ZN4absl7debian37CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE,
        bool (*)(absl::CondVar*, M*, D));
   __tsan_release(m);
@@ -155,7 +156,7 @@ bool _ZN4absl7debian37CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE(absl::
   return r;
 }
 bool _ZN4absl7debian37CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE(absl::CondVar* cv, M* m,
-                                                                     T t) {
+                                                                       T t) {
   REAL(_ZN4absl7debian37CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE,
        bool (*)(absl::CondVar*, M*, T));
   __tsan_release(m);
@@ -170,8 +171,7 @@ void _ZN4absl7debian312Notification6NotifyEv(absl::Notification* n) {
   real(n);
 }
 void _ZNK4absl7debian312Notification19WaitForNotificationEv(const absl::Notification* n) {
-  REAL(_ZNK4absl7debian312Notification19WaitForNotificationEv,
-       void (*)(const absl::Notification*));
+  REAL(_ZNK4absl7debian312Notification19WaitForNotificationEv, void (*)(const absl::Notification*));
   real(n);
   __tsan_acquire(const_cast<absl::Notification*>(n));
 }
