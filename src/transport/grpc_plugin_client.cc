@@ -1,9 +1,11 @@
 #include "transport/grpc_plugin_client.h"
 
 #include <cstdio>
+#include <functional>
 #include <type_traits>
 #include <utility>
 
+#include "absl/synchronization/notification.h"
 #include "common/logging.h"
 #include "fmt/format.h"
 #include "grpcpp/create_channel.h"
@@ -145,16 +147,36 @@ absl::Status GrpcPluginClient::CallResult(const grpc::Status& status) {
 }
 
 template <typename Resp, typename Fn>
-absl::StatusOr<Resp> GrpcPluginClient::Unary(Fn fn, absl::Duration timeout) {
+absl::StatusOr<Resp> GrpcPluginClient::Unary(const char* rpc, Fn fn, absl::Duration timeout) {
   grpc::ClientContext ctx;
-  if (timeout != absl::InfiniteDuration()) {
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  }
+  const bool bounded = timeout != absl::InfiniteDuration();
+  if (bounded) ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   absl::Status err;
   auto stub = BeginCall(&ctx, &err);
   if (stub == nullptr) return err;
   Resp resp;
-  const grpc::Status status = fn(stub.get(), &ctx, &resp);
+  grpc::Status status;
+  absl::Notification done;
+  fn(stub.get(), &ctx, &resp, [&status, &done](grpc::Status s) {
+    status = std::move(s);
+    done.Notify();
+  });
+  if (bounded || opts_.hang_notice_after <= absl::ZeroDuration()) {
+    done.WaitForNotification();
+  } else {
+    // The kubelet has no deadline here and neither has serve; say so while waiting.
+    absl::Duration waited = absl::ZeroDuration();
+    absl::Duration next = opts_.hang_notice_after;
+    while (!done.WaitForNotificationWithTimeout(next - waited)) {
+      waited = next;
+      next *= 2;
+      DM_WARN(
+          "Device plugin has not answered the call yet; the kubelet makes this call without a "
+          "deadline and waits as long as the plugin does, and so does devmgr",
+          {"resource", resource_name_}, {"rpc", rpc}, {"endpoint", socket_path_},
+          {"waited", absl::FormatDuration(waited)});
+    }
+  }
   EndCall(&ctx);
   if (!status.ok()) return CallResult(status);
   // 1.34+: the Go codec's unmarshal fails, so the call does.
@@ -163,10 +185,12 @@ absl::StatusOr<Resp> GrpcPluginClient::Unary(Fn fn, absl::Duration timeout) {
 }
 
 absl::StatusOr<v1beta1::DevicePluginOptions> GrpcPluginClient::GetDevicePluginOptions() {
+  static const v1beta1::Empty kEmpty;
   return Unary<v1beta1::DevicePluginOptions>(
+      "GetDevicePluginOptions",
       [](v1beta1::DevicePlugin::Stub* stub, grpc::ClientContext* ctx,
-         v1beta1::DevicePluginOptions* resp) {
-        return stub->GetDevicePluginOptions(ctx, v1beta1::Empty(), resp);
+         v1beta1::DevicePluginOptions* resp, std::function<void(grpc::Status)> done) {
+        stub->async()->GetDevicePluginOptions(ctx, &kEmpty, resp, std::move(done));
       },
       absl::InfiniteDuration());
 }
@@ -174,17 +198,21 @@ absl::StatusOr<v1beta1::DevicePluginOptions> GrpcPluginClient::GetDevicePluginOp
 absl::StatusOr<v1beta1::AllocateResponse> GrpcPluginClient::Allocate(
     const v1beta1::AllocateRequest& req) {
   return Unary<v1beta1::AllocateResponse>(
+      "Allocate",
       [&req](v1beta1::DevicePlugin::Stub* stub, grpc::ClientContext* ctx,
-             v1beta1::AllocateResponse* resp) { return stub->Allocate(ctx, req, resp); },
+             v1beta1::AllocateResponse* resp, std::function<void(grpc::Status)> done) {
+        stub->async()->Allocate(ctx, &req, resp, std::move(done));
+      },
       absl::InfiniteDuration());
 }
 
 absl::StatusOr<v1beta1::PreferredAllocationResponse> GrpcPluginClient::GetPreferredAllocation(
     const v1beta1::PreferredAllocationRequest& req) {
   return Unary<v1beta1::PreferredAllocationResponse>(
+      "GetPreferredAllocation",
       [&req](v1beta1::DevicePlugin::Stub* stub, grpc::ClientContext* ctx,
-             v1beta1::PreferredAllocationResponse* resp) {
-        return stub->GetPreferredAllocation(ctx, req, resp);
+             v1beta1::PreferredAllocationResponse* resp, std::function<void(grpc::Status)> done) {
+        stub->async()->GetPreferredAllocation(ctx, &req, resp, std::move(done));
       },
       absl::InfiniteDuration());
 }
@@ -192,9 +220,10 @@ absl::StatusOr<v1beta1::PreferredAllocationResponse> GrpcPluginClient::GetPrefer
 absl::StatusOr<v1beta1::PreStartContainerResponse> GrpcPluginClient::PreStartContainer(
     const v1beta1::PreStartContainerRequest& req, absl::Duration timeout) {
   return Unary<v1beta1::PreStartContainerResponse>(
+      "PreStartContainer",
       [&req](v1beta1::DevicePlugin::Stub* stub, grpc::ClientContext* ctx,
-             v1beta1::PreStartContainerResponse* resp) {
-        return stub->PreStartContainer(ctx, req, resp);
+             v1beta1::PreStartContainerResponse* resp, std::function<void(grpc::Status)> done) {
+        stub->async()->PreStartContainer(ctx, &req, resp, std::move(done));
       },
       timeout);
 }

@@ -37,6 +37,11 @@ struct ClientOptions {
   // field the kubelet's Go struct declares `string` fails as Go's unmarshal
   // does (ClientInvalidUtf8Status in transport/utf8_fields.h).
   bool validate_utf8 = false;
+  // A call the kubelet makes without a deadline (GetDevicePluginOptions,
+  // Allocate, GetPreferredAllocation) waits as long as the plugin does, as on
+  // a real node. While it waits, a warning naming the plugin and the RPC is
+  // logged after this long, and again each time the wait doubles. Zero: never.
+  absl::Duration hang_notice_after = absl::Seconds(10);
 };
 
 // Creates the channel the kubelet would: "unix:<socket_path>", insecure,
@@ -108,8 +113,11 @@ class GrpcPluginClient final : public manager::PluginClient,
   void EndCall(grpc::ClientContext* ctx);
   // Rewrites a cancellation caused by Close() into Go's closing error.
   absl::Status CallResult(const grpc::Status& status);
+  // One unary call through gRPC's callback API; `fn(stub, ctx, resp, done)`
+  // starts it. Waits for it, logging the hang notice (see ClientOptions) when
+  // there is no deadline.
   template <typename Resp, typename Fn>
-  absl::StatusOr<Resp> Unary(Fn fn, absl::Duration timeout);
+  absl::StatusOr<Resp> Unary(const char* rpc, Fn fn, absl::Duration timeout);
 
   // Constant after construction.
   const std::string resource_name_;

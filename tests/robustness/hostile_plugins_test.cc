@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "tests/integration/test_env.h"
 #include "tests/robustness/proc_stats.h"
+#include "transport/grpc_plugin_client.h"
 #include "transport/transport_testutil.h"
 
 namespace devmgr::testing {
@@ -268,6 +269,57 @@ TEST_F(HostilePluginTest, OptionsThatNeverAnswerHangOnlyThatRegistration) {
   EXPECT_TRUE(WaitHealthy("example.com/hang", 1));
   node_->Stop();
   node_.reset();
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  server->Wait();
+}
+
+// serve reproduces the hang (no deadline, as in the kubelet) but says so while it waits: a
+// warning naming the plugin and the RPC after ClientOptions::hang_notice_after, again each time
+// the wait doubles, and none for a call that answers in time.
+TEST_F(HostilePluginTest, CallWithoutDeadlineLogsThatItWaitsLikeTheKubelet) {
+  HangingOptionsPlugin service;
+  grpc::ServerBuilder b;
+  b.AddListeningPort("unix:" + Sock("hang.sock"), grpc::InsecureServerCredentials());
+  b.RegisterService(&service);
+  auto server = b.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  transport::ClientOptions opts;
+  opts.hang_notice_after = absl::Milliseconds(100);
+  auto client =
+      std::make_shared<transport::GrpcPluginClient>("example.com/hang", Sock("hang.sock"), opts);
+  ASSERT_TRUE(client->Dial().ok());
+  auto notices = [] {
+    std::vector<std::string> out;
+    for (const std::string& l : log::RecentLines(200)) {
+      if (l.find("Device plugin has not answered the call yet") != std::string::npos) {
+        out.push_back(l);
+      }
+    }
+    return out;
+  };
+  const size_t before = notices().size();
+  absl::StatusOr<v1beta1::DevicePluginOptions> result;
+  std::thread call([&] { result = client->GetDevicePluginOptions(); });
+  // Log lines have no event to await: poll the log (bounded).
+  const absl::Time limit = absl::Now() + absl::Seconds(30);
+  while (notices().size() < before + 2 && absl::Now() < limit)
+    absl::SleepFor(absl::Milliseconds(20));
+  const std::vector<std::string> seen = notices();
+  ASSERT_GE(seen.size(), before + 2);
+  EXPECT_THAT(seen[before],
+              ::testing::HasSubstr("without a deadline and waits as long as the plugin"));
+  EXPECT_THAT(seen[before], ::testing::HasSubstr("resource=\"example.com/hang\""));
+  EXPECT_THAT(seen[before], ::testing::HasSubstr("rpc=\"GetDevicePluginOptions\""));
+  EXPECT_THAT(seen[before], ::testing::HasSubstr("waited=\"100ms\""));
+  EXPECT_THAT(seen[before + 1], ::testing::HasSubstr("waited=\"200ms\""));
+  EXPECT_EQ(service.calls(), 1);
+  service.Release();  // the plugin answers at last: the call returns its answer
+  call.join();
+  EXPECT_TRUE(result.ok()) << result.status();
+  const size_t after = notices().size();
+  EXPECT_TRUE(client->GetDevicePluginOptions().ok());  // answers at once: no notice
+  EXPECT_EQ(notices().size(), after);
+  client->Close();
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
   server->Wait();
 }
