@@ -1,11 +1,13 @@
 #include "transport/grpc_plugin_client.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
-#include <functional>
+#include <map>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
-#include "absl/synchronization/notification.h"
 #include "common/logging.h"
 #include "fmt/format.h"
 #include "grpcpp/create_channel.h"
@@ -43,6 +45,88 @@ long long OversizeMessageBytes(const grpc::Status& status) {
   if (std::sscanf(msg.c_str() + pos, "larger than max (%lld", &n) != 1) return -1;
   return n;
 }
+
+// Announces calls that wait without a deadline. One process-wide thread, started by the first
+// call that needs it and never stopped, keeps every such call in flight and logs a warning for
+// each when it has waited `after`, 2x`after`, 4x`after`... A call costs a map insert and erase.
+class HangWatcher {
+ public:
+  static HangWatcher& Get() {
+    static HangWatcher* w = new HangWatcher();  // never destroyed: its thread outlives main
+    return *w;
+  }
+  uint64_t Begin(absl::Duration after, const std::string& resource, const char* rpc,
+                 const std::string& endpoint) {
+    absl::MutexLock lock(&mu_);
+    if (!started_) {
+      started_ = true;
+      std::thread([this] { Loop(); }).detach();
+    }
+    const absl::Time now = absl::Now();
+    const uint64_t id = ++next_id_;
+    calls_.emplace(id, Call{resource, rpc, endpoint, now, after, now + after});
+    if (now + after < wake_at_) wake_ = true;
+    return id;
+  }
+  void End(uint64_t id) {
+    absl::MutexLock lock(&mu_);
+    calls_.erase(id);
+  }
+
+ private:
+  struct Call {
+    std::string resource;
+    const char* rpc;
+    std::string endpoint;
+    absl::Time start;
+    absl::Duration after;
+    absl::Time next;  // when the next notice is due
+  };
+  void Loop() {
+    absl::MutexLock lock(&mu_);
+    while (true) {
+      wake_at_ = absl::InfiniteFuture();
+      for (const auto& [id, c] : calls_) wake_at_ = std::min(wake_at_, c.next);
+      wake_ = false;
+      mu_.AwaitWithDeadline(absl::Condition(&wake_), wake_at_);
+      const absl::Time now = absl::Now();
+      for (auto& [id, c] : calls_) {
+        if (c.next > now) continue;
+        const absl::Duration waited = c.next - c.start;
+        c.next = c.start + 2 * waited;
+        DM_WARN(
+            "Device plugin has not answered the call yet; the kubelet makes this call without a "
+            "deadline and waits as long as the plugin does, and so does devmgr",
+            {"resource", c.resource}, {"rpc", c.rpc}, {"endpoint", c.endpoint},
+            {"waited", absl::FormatDuration(waited)});
+      }
+    }
+  }
+
+  absl::Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool wake_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time wake_at_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, Call> calls_ ABSL_GUARDED_BY(mu_);
+};
+
+// Registers one call with the HangWatcher for its lifetime (nothing when `after` is zero).
+class HangNotice {
+ public:
+  HangNotice(absl::Duration after, const std::string& resource, const char* rpc,
+             const std::string& endpoint)
+      : id_(after > absl::ZeroDuration() ? HangWatcher::Get().Begin(after, resource, rpc, endpoint)
+                                         : 0) {}
+  ~HangNotice() {
+    if (id_ != 0) HangWatcher::Get().End(id_);
+  }
+  HangNotice(const HangNotice&) = delete;
+  HangNotice& operator=(const HangNotice&) = delete;
+
+ private:
+  const uint64_t id_;
+};
 
 }  // namespace
 
@@ -156,26 +240,11 @@ absl::StatusOr<Resp> GrpcPluginClient::Unary(const char* rpc, Fn fn, absl::Durat
   if (stub == nullptr) return err;
   Resp resp;
   grpc::Status status;
-  absl::Notification done;
-  fn(stub.get(), &ctx, &resp, [&status, &done](grpc::Status s) {
-    status = std::move(s);
-    done.Notify();
-  });
-  if (bounded || opts_.hang_notice_after <= absl::ZeroDuration()) {
-    done.WaitForNotification();
-  } else {
-    // The kubelet has no deadline here and neither has serve; say so while waiting.
-    absl::Duration waited = absl::ZeroDuration();
-    absl::Duration next = opts_.hang_notice_after;
-    while (!done.WaitForNotificationWithTimeout(next - waited)) {
-      waited = next;
-      next *= 2;
-      DM_WARN(
-          "Device plugin has not answered the call yet; the kubelet makes this call without a "
-          "deadline and waits as long as the plugin does, and so does devmgr",
-          {"resource", resource_name_}, {"rpc", rpc}, {"endpoint", socket_path_},
-          {"waited", absl::FormatDuration(waited)});
-    }
+  {
+    // No deadline, as in the kubelet: the wait is as long as the plugin's, and is announced.
+    HangNotice notice(bounded ? absl::ZeroDuration() : opts_.hang_notice_after, resource_name_, rpc,
+                      socket_path_);
+    status = fn(stub.get(), &ctx, &resp);
   }
   EndCall(&ctx);
   if (!status.ok()) return CallResult(status);
@@ -185,12 +254,11 @@ absl::StatusOr<Resp> GrpcPluginClient::Unary(const char* rpc, Fn fn, absl::Durat
 }
 
 absl::StatusOr<v1beta1::DevicePluginOptions> GrpcPluginClient::GetDevicePluginOptions() {
-  static const v1beta1::Empty kEmpty;
   return Unary<v1beta1::DevicePluginOptions>(
       "GetDevicePluginOptions",
       [](v1beta1::DevicePlugin::Stub* stub, grpc::ClientContext* ctx,
-         v1beta1::DevicePluginOptions* resp, std::function<void(grpc::Status)> done) {
-        stub->async()->GetDevicePluginOptions(ctx, &kEmpty, resp, std::move(done));
+         v1beta1::DevicePluginOptions* resp) {
+        return stub->GetDevicePluginOptions(ctx, v1beta1::Empty(), resp);
       },
       absl::InfiniteDuration());
 }
@@ -200,9 +268,7 @@ absl::StatusOr<v1beta1::AllocateResponse> GrpcPluginClient::Allocate(
   return Unary<v1beta1::AllocateResponse>(
       "Allocate",
       [&req](v1beta1::DevicePlugin::Stub* stub, grpc::ClientContext* ctx,
-             v1beta1::AllocateResponse* resp, std::function<void(grpc::Status)> done) {
-        stub->async()->Allocate(ctx, &req, resp, std::move(done));
-      },
+             v1beta1::AllocateResponse* resp) { return stub->Allocate(ctx, req, resp); },
       absl::InfiniteDuration());
 }
 
@@ -211,8 +277,8 @@ absl::StatusOr<v1beta1::PreferredAllocationResponse> GrpcPluginClient::GetPrefer
   return Unary<v1beta1::PreferredAllocationResponse>(
       "GetPreferredAllocation",
       [&req](v1beta1::DevicePlugin::Stub* stub, grpc::ClientContext* ctx,
-             v1beta1::PreferredAllocationResponse* resp, std::function<void(grpc::Status)> done) {
-        stub->async()->GetPreferredAllocation(ctx, &req, resp, std::move(done));
+             v1beta1::PreferredAllocationResponse* resp) {
+        return stub->GetPreferredAllocation(ctx, req, resp);
       },
       absl::InfiniteDuration());
 }
@@ -222,8 +288,8 @@ absl::StatusOr<v1beta1::PreStartContainerResponse> GrpcPluginClient::PreStartCon
   return Unary<v1beta1::PreStartContainerResponse>(
       "PreStartContainer",
       [&req](v1beta1::DevicePlugin::Stub* stub, grpc::ClientContext* ctx,
-             v1beta1::PreStartContainerResponse* resp, std::function<void(grpc::Status)> done) {
-        stub->async()->PreStartContainer(ctx, &req, resp, std::move(done));
+             v1beta1::PreStartContainerResponse* resp) {
+        return stub->PreStartContainer(ctx, req, resp);
       },
       timeout);
 }

@@ -113,9 +113,8 @@ class GrpcPluginClient final : public manager::PluginClient,
   void EndCall(grpc::ClientContext* ctx);
   // Rewrites a cancellation caused by Close() into Go's closing error.
   absl::Status CallResult(const grpc::Status& status);
-  // One unary call through gRPC's callback API; `fn(stub, ctx, resp, done)`
-  // starts it. Waits for it, logging the hang notice (see ClientOptions) when
-  // there is no deadline.
+  // One unary call; `rpc` names it in the hang notice (see ClientOptions),
+  // logged while a call without a deadline waits.
   template <typename Resp, typename Fn>
   absl::StatusOr<Resp> Unary(const char* rpc, Fn fn, absl::Duration timeout);
 
