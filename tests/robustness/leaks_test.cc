@@ -95,6 +95,22 @@ class LeakTest : public ::testing::Test {
   std::string active_ ABSL_GUARDED_BY(mu_);
 };
 
+// Under AddressSanitizer RSS says nothing about leaks: freed memory is held in ASan's quarantine
+// (256 MiB by default) and every allocation has shadow and redzones, so RSS grows by hundreds of
+// MiB without a leak. There LeakSanitizer checks the heap at exit instead (make test-sanitize),
+// and fds and threads are still compared here.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kRssMeaningful = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kRssMeaningful = false;
+#else
+constexpr bool kRssMeaningful = true;
+#endif
+#else
+constexpr bool kRssMeaningful = true;
+#endif
+
 TEST_F(LeakTest, PluginRestartsAndPodAdmissionsReturnToBaseline) {
   const int restarts = EnvInt("DEVMGR_LEAK_RESTARTS", 1000);
   const int admissions = EnvInt("DEVMGR_LEAK_ADMISSIONS", 10000);
@@ -130,10 +146,12 @@ TEST_F(LeakTest, PluginRestartsAndPodAdmissionsReturnToBaseline) {
 
   EXPECT_LE(after_restarts.fds, base.fds + 2);
   EXPECT_LE(after_restarts.threads, base.threads + 2);
-  EXPECT_LT(after_restarts.rss_kib - base.rss_kib, 48 * 1024);
   EXPECT_LE(after_pods.fds, pods_base.fds + 2);
   EXPECT_LE(after_pods.threads, pods_base.threads + 2);
-  EXPECT_LT(after_pods.rss_kib - pods_base.rss_kib, 48 * 1024);
+  if (kRssMeaningful) {
+    EXPECT_LT(after_restarts.rss_kib - base.rss_kib, 48 * 1024);
+    EXPECT_LT(after_pods.rss_kib - pods_base.rss_kib, 48 * 1024);
+  }
 }
 
 }  // namespace

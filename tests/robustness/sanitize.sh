@@ -18,7 +18,7 @@ case $mode in
     targets=(devmgr devmgr_common_test devmgr_yaml_test devmgr_checkpoint_test devmgr_pod_test
              devmgr_manager_test devmgr_topology_test devmgr_transport_test devmgr_plugin_test
              devmgr_node_test devmgr_metrics_test devmgr_podresources_test devmgr_scenario_test
-             devmgr_conformance_test devmgr_integration_test
+             devmgr_conformance_test devmgr_integration_test devmgr_robustness_test
              $(cd "$src/tests/fuzz" && ls *_fuzz.cc | sed 's/^\(.*\)_fuzz\.cc$/fuzz_\1_replay/'))
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0:strict_string_checks=1"
     export LSAN_OPTIONS="suppressions=$here/lsan.supp:print_suppressions=0"
