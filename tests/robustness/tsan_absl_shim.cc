@@ -7,6 +7,8 @@
 // wrapper calls the real function (found with dlsym(RTLD_NEXT)) and tells TSan about the
 // acquire/release on the object's address. The symbol names are those of Debian 12's
 // libabsl 20220623 (inline namespace "debian3"); a missing one aborts with a clear message.
+// A Condition passed to LockWhen*/Await* is wrapped so that its evaluation inside Abseil (with
+// the mutex held) is ordered after the last release too.
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -35,7 +37,41 @@ using D = absl::Duration;
 using T = absl::Time;
 }  // namespace
 
+// Abseil's own deadlock detector (on in Debian's build) keeps a global lock graph guarded by a
+// spinlock TSan cannot see, and costs time on every lock; the TSan build does without it (the
+// ordinary builds keep it).
+namespace {
+const bool kNoAbslDeadlockDetection = [] {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  return true;
+}();
+}  // namespace
+
 #define REAL(name, type) static auto real = reinterpret_cast<type>(Real(#name))
+
+// absl evaluates a Condition inside the real LockWhen/Await, with the mutex held but before the
+// wrapper's acquire (and sometimes on the unlocking thread, on behalf of a waiter). So every
+// Condition is wrapped: the wrapper acquires the mutex for TSan, evaluates the original and
+// releases it again.
+namespace {
+struct Guarded {
+  const C* cond;
+  M* mu;
+};
+bool EvalAcquired(Guarded* g) {
+  M* const mu = g->mu;
+  __tsan_acquire(mu);
+  const bool r = g->cond->Eval();
+  // Released again: the evaluation (and its reads of this frame, which may be on the waiter's
+  // stack while another thread evaluates it in Unlock) is ordered before whoever takes the mutex
+  // next, as the real mutex orders it.
+  __tsan_release(mu);
+  return r;
+}
+}  // namespace
+#define GUARD(c, m)  \
+  Guarded g_{&c, m}; \
+  const C wrapped_(&EvalAcquired, &g_)
 
 extern "C" {
 // ---- Mutex: acquire after every way of taking it, release before every way of leaving it.
@@ -73,19 +109,22 @@ void _ZN4absl7debian35Mutex12ReaderUnlockEv(M* m) {
 }
 void _ZN4absl7debian35Mutex8LockWhenERKNS0_9ConditionE(M* m, const C& c) {
   REAL(_ZN4absl7debian35Mutex8LockWhenERKNS0_9ConditionE, void (*)(M*, const C&));
-  real(m, c);
+  GUARD(c, m);
+  real(m, wrapped_);
   __tsan_acquire(m);
 }
 void _ZN4absl7debian35Mutex14ReaderLockWhenERKNS0_9ConditionE(M* m, const C& c) {
   REAL(_ZN4absl7debian35Mutex14ReaderLockWhenERKNS0_9ConditionE, void (*)(M*, const C&));
-  real(m, c);
+  GUARD(c, m);
+  real(m, wrapped_);
   __tsan_acquire(m);
 }
 bool _ZN4absl7debian35Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE(M* m, const C& c,
                                                                                  D d) {
   REAL(_ZN4absl7debian35Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE,
        bool (*)(M*, const C&, D));
-  bool r = real(m, c, d);
+  GUARD(c, m);
+  bool r = real(m, wrapped_, d);
   __tsan_acquire(m);
   return r;
 }
@@ -93,7 +132,8 @@ bool _ZN4absl7debian35Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE(M*
                                                                               T t) {
   REAL(_ZN4absl7debian35Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE,
        bool (*)(M*, const C&, T));
-  bool r = real(m, c, t);
+  GUARD(c, m);
+  bool r = real(m, wrapped_, t);
   __tsan_acquire(m);
   return r;
 }
@@ -102,7 +142,8 @@ bool _ZN4absl7debian35Mutex25ReaderLockWhenWithTimeoutERKNS0_9ConditionENS0_8Dur
                                                                                        D d) {
   REAL(_ZN4absl7debian35Mutex25ReaderLockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE,
        bool (*)(M*, const C&, D));
-  bool r = real(m, c, d);
+  GUARD(c, m);
+  bool r = real(m, wrapped_, d);
   __tsan_acquire(m);
   return r;
 }
@@ -111,31 +152,35 @@ bool _ZN4absl7debian35Mutex26ReaderLockWhenWithDeadlineERKNS0_9ConditionENS0_4Ti
                                                                                     T t) {
   REAL(_ZN4absl7debian35Mutex26ReaderLockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE,
        bool (*)(M*, const C&, T));
-  bool r = real(m, c, t);
+  GUARD(c, m);
+  bool r = real(m, wrapped_, t);
   __tsan_acquire(m);
   return r;
 }
 // Await*: the mutex is held on entry and on return, released in between.
 void _ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE(M* m, const C& c) {
   REAL(_ZN4absl7debian35Mutex5AwaitERKNS0_9ConditionE, void (*)(M*, const C&));
+  GUARD(c, m);
   __tsan_release(m);
-  real(m, c);
+  real(m, wrapped_);
   __tsan_acquire(m);
 }
 bool _ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE(M* m, const C& c,
                                                                               D d) {
   REAL(_ZN4absl7debian35Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE,
        bool (*)(M*, const C&, D));
+  GUARD(c, m);
   __tsan_release(m);
-  bool r = real(m, c, d);
+  bool r = real(m, wrapped_, d);
   __tsan_acquire(m);
   return r;
 }
 bool _ZN4absl7debian35Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE(M* m, const C& c, T t) {
   REAL(_ZN4absl7debian35Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE,
        bool (*)(M*, const C&, T));
+  GUARD(c, m);
   __tsan_release(m);
-  bool r = real(m, c, t);
+  bool r = real(m, wrapped_, t);
   __tsan_acquire(m);
   return r;
 }
