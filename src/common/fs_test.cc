@@ -112,6 +112,32 @@ TEST_F(FsTest, EveryInjectedWriteFailureKeepsTheOldContentAndNoTempFile) {
   }
 }
 
+TEST_F(FsTest, OutputFileIsAtomicWorldReadableAndLeavesNoTempFile) {
+  const std::string path = dir_ + "/report.xml";
+  ASSERT_OK(WriteOutputFile(path, "<a/>"));
+  ASSERT_OK(WriteOutputFile(path, "<b/>"));
+  EXPECT_EQ(Slurp(path), "<b/>");
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  EXPECT_THAT(Names(), ElementsAre("report.xml"));
+}
+
+TEST_F(FsTest, OutputFileWritesADeviceInPlace) {
+  // /dev/null (or /dev/stdout) is written, never replaced by a regular file.
+  ASSERT_OK(WriteOutputFile("/dev/null", "discarded"));
+  struct stat st;
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+TEST_F(FsTest, OutputFileErrorNamesTheTarget) {
+  const std::string path = dir_ + "/missing/report.json";
+  absl::Status s = WriteOutputFile(path, "{}");
+  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::StartsWith("write " + path + ": "));
+}
+
 TEST_F(FsTest, ReadFileNamesTheFile) {
   absl::StatusOr<std::string> r = Default()->ReadFile(dir_ + "/missing");
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
