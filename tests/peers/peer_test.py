@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Runs a real device plugin built from its Go module (build.sh) against devmgr.
+
+  peer_test.py conformance PEER RELEASE KUBELET_VERSION
+      `devmgr conformance --private-mount` over the whole catalogue; every
+      check's verdict (and message, where given) must be the one
+      PEER/verdicts.txt names for it.
+  peer_test.py scenarios PEER RELEASE KUBELET_VERSION
+      `devmgr run` over scenarios/PEER*.yaml with the plugin's binary in
+      $E2E_SAMPLE-style variable (PEER upper-cased, '-' as '_').
+
+Environment: DEVMGR_BIN, PEERS_DIR (where build.sh put the binaries).
+Exit 77 (skipped) when the peer was not built (no Go toolchain or module
+proxy) or when this machine cannot make a private mount namespace.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SKIP = 77
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    sys.exit(SKIP)
+
+
+def peer_binary(peer, release):
+    peers_dir = os.environ.get("PEERS_DIR", os.path.join(HERE, "..", "..", "build", "peers"))
+    path = os.path.join(peers_dir, f"{peer}-{release}")
+    if not os.access(path, os.X_OK):
+        skip(f"{path} was not built (tests/peers/build.sh: no Go toolchain or module proxy?)")
+    return path
+
+
+def private_mount_unavailable(output):
+    return "--private-mount" in output and ("needs root" in output or "namespace" in output)
+
+
+def read_verdicts(peer):
+    want = {}
+    with open(os.path.join(HERE, peer, "verdicts.txt")) as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = line.split(None, 2)
+            if len(parts) < 2 or parts[1] not in ("PASS", "FAIL", "SKIP"):
+                sys.exit(f"{peer}/verdicts.txt:{lineno}: want 'CHECK-ID PASS|FAIL|SKIP [regex]'")
+            want[parts[0]] = (parts[1], re.compile(parts[2].strip()) if len(parts) > 2 else None)
+    return want
+
+
+def conformance(peer, release, kubelet):
+    binary = peer_binary(peer, release)
+    devmgr = os.environ["DEVMGR_BIN"]
+    want = read_verdicts(peer)
+    helper = os.path.join(HERE, "private-tmp.sh")
+    with tempfile.TemporaryDirectory(prefix="dmpeer-") as work:
+        report = os.path.join(work, "report.json")
+        cmd = f"sh '{helper}' --tmp '{work}/peer-tmp' '{binary}'"
+        argv = [devmgr, "conformance", "--plugin", cmd, "--private-mount",
+                "--kubelet-version", kubelet, "--dir", os.path.join(work, "dp"),
+                "--json", report, "--observe", "1", "-q"]
+        print("$", " ".join(argv), flush=True)
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        print(run.stdout)
+        print(run.stderr, file=sys.stderr)
+        if run.returncode == 3 and private_mount_unavailable(run.stdout + run.stderr):
+            skip("no private mount namespace here (needs root or unprivileged user namespaces)")
+        with open(report) as f:
+            got = {c["id"]: c for c in json.load(f)["checks"]}
+    failures = []
+    for cid, c in got.items():
+        if cid not in want:
+            failures.append(f"{cid}: {c['status']} ({c['message']!r}), but {peer}/verdicts.txt names no verdict for it")
+            continue
+        status, rx = want[cid]
+        if c["status"] != status:
+            failures.append(f"{cid}: {c['status']} ({c['message']!r}), want {status}")
+        elif rx is not None and not rx.search(c["message"]):
+            failures.append(f"{cid}: message {c['message']!r} does not match /{rx.pattern}/")
+    for cid in want:
+        if cid not in got:
+            failures.append(f"{cid}: in {peer}/verdicts.txt but not run")
+    # The exit code follows the MUST verdicts.
+    must_fail = any(c["status"] == "FAIL" and c["level"] == "MUST" for c in got.values())
+    if run.returncode != (1 if must_fail else 0):
+        failures.append(f"exit code {run.returncode}, want {1 if must_fail else 0}")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{len(got) - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+def scenarios(peer, release, kubelet):
+    binary = peer_binary(peer, release)
+    devmgr = os.environ["DEVMGR_BIN"]
+    files = sorted(os.path.join(HERE, "scenarios", f) for f in os.listdir(os.path.join(HERE, "scenarios"))
+                   if f.startswith(peer) and f.endswith(".yaml"))
+    if not files:
+        sys.exit(f"no scenarios/{peer}*.yaml")
+    env = dict(os.environ)
+    env[peer.upper().replace("-", "_")] = binary
+    argv = [devmgr, "run", "--kubelet-version", kubelet] + files
+    print("$", " ".join(argv), flush=True)
+    run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    print(run.stdout)
+    print(run.stderr, file=sys.stderr)
+    if run.returncode == 3 and "private" in (run.stdout + run.stderr):
+        skip("no private mount namespace here (needs root or unprivileged user namespaces)")
+    return run.returncode
+
+
+def main():
+    if len(sys.argv) != 5 or sys.argv[1] not in ("conformance", "scenarios"):
+        sys.exit(__doc__)
+    mode, peer, release, kubelet = sys.argv[1:]
+    sys.exit(conformance(peer, release, kubelet) if mode == "conformance" else scenarios(peer, release, kubelet))
+
+
+if __name__ == "__main__":
+    main()
