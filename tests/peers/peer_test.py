@@ -6,8 +6,9 @@
       check's verdict (and message, where given) must be the one
       PEER/verdicts.txt names for it.
   peer_test.py scenarios PEER RELEASE KUBELET_VERSION
-      `devmgr run` over scenarios/PEER*.yaml with the plugin's binary in
-      $E2E_SAMPLE-style variable (PEER upper-cased, '-' as '_').
+      `devmgr run` over scenarios/PEER*.yaml, with the plugin's binary in
+      the environment variable named after PEER (upper case, '-' as '_':
+      E2E_SAMPLE for e2e-sample).
 
 Environment: DEVMGR_BIN, PEERS_DIR (where build.sh put the binaries).
 Exit 77 (skipped) when the peer was not built (no Go toolchain or module
