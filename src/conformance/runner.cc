@@ -76,6 +76,12 @@ absl::StatusOr<std::vector<const CheckInfo*>> SelectChecks(const std::string& fo
     };
     if (selected(MatchText(c)) || (c.companion && selected(CompanionText(c)))) out.push_back(&c);
   }
+  if (out.empty()) {
+    // A typo in a CI job's --focus must not pass with nothing checked.
+    return absl::InvalidArgumentError(
+        "--focus/--skip select no check (each is matched against \"<id> <title> [tags]\", "
+        "e.g. \"registration.version Register sends version ...\"; see --list)");
+  }
   return out;
 }
 
