@@ -48,7 +48,7 @@ run 2 "$BIN" conformance --socket /x.sock --focus '('
 expect "--focus: invalid regular expression"
 run 2 "$BIN" conformance --plugin true --kubelet-version 1.12
 run 2 "$BIN" conformance --plugin true --focus '^registration.version$'
-expect "--focus/--skip select no check"
+expect "--focus matches no check"
 run 2 "$BIN" conformance --resource example.com/gpu
 expect "--resource needs --dir"
 run 3 "$BIN" conformance --socket "$WORK/none.sock"
