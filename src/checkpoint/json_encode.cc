@@ -4,6 +4,9 @@
 // base64 for the []byte fields. The decoder is json_codec.cc.
 #include <array>
 #include <cstdint>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <string>
 #include <string_view>
 
@@ -261,6 +264,24 @@ void AppendGoJsonString(std::string* out, std::string_view s) {
     out->append(reinterpret_cast<const char*>(run), upto - run);
   };
   while (p < end) {
+#if defined(__SSE2__)
+    // Runs of characters written as they are, 16 at a time: the first byte
+    // below 0x20 or above 0x7F (one signed compare), '"', '\\', '<', '>'
+    // or '&' ends the run.
+    if (end - p >= 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      __m128i stop = _mm_cmplt_epi8(v, _mm_set1_epi8(0x20));
+      for (const char special : {'"', '\\', '<', '>', '&'}) {
+        stop = _mm_or_si128(stop, _mm_cmpeq_epi8(v, _mm_set1_epi8(special)));
+      }
+      const int mask = _mm_movemask_epi8(stop);
+      if (mask == 0) {
+        p += 16;
+        continue;
+      }
+      p += __builtin_ctz(static_cast<unsigned>(mask));
+    }
+#endif
     const unsigned char c = *p;
     if (c < 0x80) {
       if (kJsonSafe.safe[c]) {
