@@ -101,13 +101,22 @@ class StringSink {
   void Put(const Literal& lit) { out_->append(lit.text()); }
   // "[b0 b1 ... bn]" for a non-nil []uint8.
   void PutByteList(std::string_view b) {
-    out_->push_back('[');
+    // At most 4 characters per byte ("255 "), written in place; the string
+    // is cut to the length used.
+    const size_t start = out_->size();
+    out_->resize(start + 2 + 4 * b.size());
+    char* o = out_->data() + start;
+    *o++ = '[';
     const auto* p = reinterpret_cast<const unsigned char*>(b.data());
     for (size_t i = 0; i < b.size(); ++i) {
-      if (i != 0) out_->push_back(' ');
-      out_->append(kByteDigits.text[p[i]].data(), kByteDigits.len[p[i]]);
+      const auto& text = kByteDigits.text[p[i]];
+      std::memcpy(o, text.data(), 4);  // the digits, then overwritten
+      o += kByteDigits.len[p[i]];
+      *o++ = ' ';
     }
-    out_->push_back(']');
+    if (!b.empty()) --o;  // no space after the last element
+    *o++ = ']';
+    out_->resize(static_cast<size_t>(o - out_->data()));
   }
 
  private:
