@@ -213,4 +213,31 @@ absl::Status WriteFileAtomically(Filesystem& fs, const std::string& path, std::s
   return absl::OkStatus();
 }
 
+absl::Status WriteOutputFile(const std::string& path, std::string_view bytes) {
+  absl::Status s;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      s = ErrnoStatus("open", path, errno);
+    } else {
+      size_t done = 0;
+      while (done < bytes.size() && s.ok()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) s = ErrnoStatus("write", path, errno);
+        if (n > 0) done += static_cast<size_t>(n);
+      }
+      ::close(fd);
+    }
+  } else {
+    AtomicWriteOptions opts;
+    opts.fsync = false;
+    opts.mode = 0644;
+    s = WriteFileAtomically(*Default(), path, bytes, opts);
+  }
+  if (s.ok()) return s;
+  return absl::Status(s.code(), fmt::format("write {}: {}", path, std::string(s.message())));
+}
+
 }  // namespace devmgr::fs

@@ -2,7 +2,7 @@
 // directories, write a file atomically with an fsync policy, read), behind
 // one small interface in the spirit of leveldb's Env and ninja's
 // DiskInterface. Production code uses fs::Default() (POSIX); tests wrap it
-// (FaultInjectingFs in common/fs_testing.h) to make chosen operations fail
+// (FaultInjectingFs in common/fs_testutil.h) to make chosen operations fail
 // with ENOSPC, EIO, ...
 //
 // MkdirAll and WriteFileAtomically are written once, over the primitives,
@@ -94,6 +94,13 @@ struct AtomicWriteOptions {
 // temp file is removed and `path` is left as it was.
 absl::Status WriteFileAtomically(Filesystem& fs, const std::string& path, std::string_view bytes,
                                  const AtomicWriteOptions& opts = {});
+
+// A file devmgr writes for people and tools (the status file, metrics files,
+// JUnit/JSON reports, a scenario's planted files): atomically as above with
+// mode 0644 and no fsync, through fs::Default(). An existing `path` that is
+// not a regular file (/dev/stdout, a FIFO) is written in place instead.
+// Errors name the target: "write PATH: <the failing step>".
+absl::Status WriteOutputFile(const std::string& path, std::string_view bytes);
 
 }  // namespace devmgr::fs
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/status_testutil.h"
 #include "conformance/conformance_testutil.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
@@ -49,7 +50,7 @@ LogCounts CountCallLog(const std::string& path) {
 TEST(ConformanceMetricsTest, CountsEveryRegisterAndAllocateOfTheRun) {
   absl::StatusOr<plugin::Config> config =
       plugin::LoadConfig(std::string(DEVMGR_SOURCE_DIR) + "/examples/sample-plugin.yaml");
-  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_OK(config);
   const std::string resource = config->resource;
   TempDir dir;
   TempDir logs;
@@ -64,7 +65,7 @@ TEST(ConformanceMetricsTest, CountsEveryRegisterAndAllocateOfTheRun) {
   // restarts (a second registration in one session).
   o.focus = "^(allocate\\.(rejects-unknown|deterministic|concurrent)|restart\\.|latency\\.)";
   absl::StatusOr<RunReport> r = RunConformance(*target, o);
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r);
   ASSERT_EQ(r->results.size(), 7u) << SummaryTable(*r);  // restart.kubelet-prompt too
   ASSERT_EQ(r->Count(Status::kFail), 0) << SummaryTable(*r);
   target.reset();  // every plugin instance stopped: the log is complete
@@ -90,7 +91,7 @@ TEST(ConformanceMetricsTest, CountsEveryRegisterAndAllocateOfTheRun) {
 TEST(ConformanceMetricsTest, NoMetricsChangesNothing) {
   absl::StatusOr<plugin::Config> config =
       plugin::LoadConfig(std::string(DEVMGR_SOURCE_DIR) + "/examples/sample-plugin.yaml");
-  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_OK(config);
   TempDir dir;
   auto target = NewInProcessTarget(*config);
   RunOptions o;
@@ -98,7 +99,7 @@ TEST(ConformanceMetricsTest, NoMetricsChangesNothing) {
   o.timeouts = FastTimeouts();
   o.focus = "^allocate\\.rejects-unknown";
   absl::StatusOr<RunReport> r = RunConformance(*target, o);
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r);
   EXPECT_EQ(r->Count(Status::kPass), 1) << SummaryTable(*r);
 }
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -24,7 +25,7 @@ std::string TempDir() {
 
 TEST(PluginProcessTest, CapturesOutputAndExitCode) {
   PluginProcess p({.command = "echo hello; echo oops >&2; exit 3"});
-  ASSERT_TRUE(p.Start().ok());
+  ASSERT_OK(p.Start());
   ASSERT_TRUE(p.WaitExit(absl::Seconds(10)));
   p.Stop();
   EXPECT_EQ(p.exit_code(), 3);
@@ -34,7 +35,7 @@ TEST(PluginProcessTest, CapturesOutputAndExitCode) {
 
 TEST(PluginProcessTest, StopTerminatesAStoppedProcessAndItsChildren) {
   PluginProcess p({.command = "sleep 100 & sleep 100"});
-  ASSERT_TRUE(p.Start().ok());
+  ASSERT_OK(p.Start());
   p.Signal(SIGSTOP);
   p.Stop(absl::Seconds(5));
   EXPECT_FALSE(p.running());
@@ -57,7 +58,7 @@ TEST(PluginProcessTest, PrivateMountShowsTheEmulatorDirAtTheKubeletPath) {
                               "/var/lib/kubelet/device-plugins/from-plugin",
                    .private_mount = true,
                    .plugin_dir = dir});
-  ASSERT_TRUE(p.Start().ok());
+  ASSERT_OK(p.Start());
   ASSERT_TRUE(p.WaitExit(absl::Seconds(10)));
   p.Stop();
   EXPECT_EQ(p.exit_code(), 0) << ::testing::PrintToString(p.OutputTail(10));

@@ -2,8 +2,8 @@
 // real one by default) and makes chosen operations fail with an errno, e.g.
 // ENOSPC on the next write or EIO on the next fsync, the way the real one
 // reports it ("write /d/.f.XXXXXX: No space left on device").
-#ifndef DEVMGR_COMMON_FS_TESTING_H_
-#define DEVMGR_COMMON_FS_TESTING_H_
+#ifndef DEVMGR_COMMON_FS_TESTUTIL_H_
+#define DEVMGR_COMMON_FS_TESTUTIL_H_
 
 #include <map>
 #include <memory>
@@ -115,4 +115,4 @@ class FaultInjectingFs final : public Filesystem {
 
 }  // namespace devmgr::fs
 
-#endif  // DEVMGR_COMMON_FS_TESTING_H_
+#endif  // DEVMGR_COMMON_FS_TESTUTIL_H_
