@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/checkpoint_testutil.h"
 #include "checkpoint/checksum.h"
-#include "checkpoint/testdata_util.h"
+#include "common/status_testutil.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 
@@ -32,7 +33,7 @@ void ExpectSameAsVerify(const std::string& bytes, const std::string& what) {
   uint64_t stored = 0, computed = 0;
   if (OnePassVerifyV2(bytes, &stored, &computed)) {
     auto v2 = DecodeV2(bytes);
-    ASSERT_TRUE(v2.ok()) << "one pass accepted what the decoder rejects: " << v2.status();
+    ASSERT_OK(v2) << ": the one pass accepted what the decoder rejects";
     EXPECT_EQ(stored, v2->checksum);
     EXPECT_EQ(computed, ComputeChecksum(v2->data));
   }
