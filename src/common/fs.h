@@ -40,7 +40,7 @@ struct DirEntry {
 };
 
 // Thread-safe. Errors are "<op> <path>: <strerror>" (e.g. "write
-// /d/.f.XXXXXX: No space left on device"), with NotFound for ENOENT,
+// /d/.f.1234567890: no space left on device", Go's wording), with NotFound for ENOENT,
 // PermissionDenied for EACCES/EPERM, AlreadyExists for EEXIST and Internal
 // otherwise.
 class Filesystem {
@@ -51,7 +51,7 @@ class Filesystem {
   virtual absl::Status Mkdir(const std::string& path, mode_t mode) = 0;
   // NotFound when nothing is there.
   virtual absl::StatusOr<bool> IsDirectory(const std::string& path) = 0;
-  // A new file "<dir>/<prefix>XXXXXX" (mkstemp, mode 0600); its path is
+  // A new file "<dir>/<prefix><random digits>" (as os.CreateTemp, mode 0600); its path is
   // stored in *path.
   virtual absl::StatusOr<std::unique_ptr<WritableFile>> NewTempFile(const std::string& dir,
                                                                     const std::string& prefix,
@@ -71,6 +71,9 @@ class Filesystem {
 // "<op> <path>: <strerror(err)>" with the status code of `err` (see
 // Filesystem), for implementations and fakes.
 absl::Status ErrnoStatus(std::string_view op, const std::string& path, int err);
+
+// strerror(err) as Go's syscall.Errno prints it ("no space left on device").
+std::string GoErrnoText(int err);
 
 // The real (POSIX) filesystem; never null, never destroyed.
 Filesystem* Default();

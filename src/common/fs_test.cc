@@ -69,7 +69,7 @@ TEST_F(FsTest, MkdirAllReportsAnInjectedError) {
   faults.Fail(Op::kMkdir, EACCES);
   const absl::Status s = MkdirAll(faults, dir_ + "/x/y", 0750);
   EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(s.message(), "mkdir " + dir_ + "/x: Permission denied");
+  EXPECT_EQ(s.message(), "mkdir " + dir_ + "/x: permission denied");
   EXPECT_THAT(Names(), IsEmpty());
 }
 
@@ -141,13 +141,13 @@ TEST_F(FsTest, OutputFileErrorNamesTheTarget) {
 TEST_F(FsTest, ReadFileNamesTheFile) {
   absl::StatusOr<std::string> r = Default()->ReadFile(dir_ + "/missing");
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(r.status().message(), "open " + dir_ + "/missing: No such file or directory");
+  EXPECT_EQ(r.status().message(), "open " + dir_ + "/missing: no such file or directory");
   r = Default()->ReadFile(dir_);
   EXPECT_EQ(r.status().message(), "read " + dir_ + ": is a directory");
   FaultInjectingFs faults;
   faults.Fail(Op::kRead, EIO);
   EXPECT_EQ(faults.ReadFile(dir_ + "/x").status().message(),
-            "read " + dir_ + "/x: Input/output error");
+            "read " + dir_ + "/x: input/output error");
 }
 
 }  // namespace

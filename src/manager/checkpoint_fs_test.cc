@@ -53,7 +53,7 @@ TEST_F(CheckpointFsTest, EnospcFailsTheAllocationAndKeepsTheOldCheckpoint) {
   EXPECT_THAT(r.message, StartsWith("Allocate failed due to failed to write checkpoint file "
                                     "\"kubelet_internal_checkpoint\": write " +
                                     dir_.path() + "/.kubelet_internal_checkpoint."));
-  EXPECT_THAT(r.message, HasSubstr(": No space left on device, which is unexpected"));
+  EXPECT_THAT(r.message, HasSubstr(": no space left on device, which is unexpected"));
   EXPECT_EQ(dir_.Read("kubelet_internal_checkpoint"), before);
   // No temp file is left beside it.
   EXPECT_FALSE(dir_.Exists(".kubelet_internal_checkpoint"));
