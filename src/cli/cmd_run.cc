@@ -26,6 +26,7 @@
 #include "metrics/http_server.h"
 #include "node/status_file.h"
 #include "podresources/options.h"
+#include "scenario/compare_kubelet.h"
 #include "scenario/report.h"
 #include "scenario/run_metrics.h"
 #include "scenario/runner.h"
@@ -49,6 +50,8 @@ struct RunOptions {
   std::string pod_resources_socket;
   std::string metrics_file;
   std::string metrics_address = "off";
+  std::string compare_kubelet;  // --compare-kubelet VERSION
+  std::string kubelet_oracle;   // --kubelet-oracle PATH|DIR
 };
 
 bool IsDir(const std::string& p) {
@@ -98,15 +101,23 @@ int RunScenarios(const RunOptions& o) {
   log::SetConsoleOutput(o.show_log);
 
   // --kubelet-version: one version, or a list/range/"all" (a version matrix).
-  absl::StatusOr<std::vector<std::string>> versions = ExpandVersionList(o.kubelet_version);
+  absl::StatusOr<std::vector<std::string>> versions =
+      ExpandVersionList(o.compare_kubelet.empty() ? o.kubelet_version : o.compare_kubelet);
   if (!versions.ok()) {
     std::cerr << "devmgr run: --kubelet-version: " << versions.status().message() << "\n";
     return kExitUsage;
   }
-  const bool matrix = versions->size() > 1 ||
-                      o.kubelet_version.find_first_of(",-") != std::string::npos ||
-                      o.kubelet_version == "all";
-  absl::StatusOr<Profile> def = ProfileForVersion(matrix ? versions->front() : o.kubelet_version);
+  const bool compare = !o.compare_kubelet.empty();
+  if (compare && versions->size() != 1) {
+    std::cerr << "devmgr run: --compare-kubelet takes one version\n";
+    return kExitUsage;
+  }
+  const bool matrix = compare ? false
+                              : versions->size() > 1 ||
+                                    o.kubelet_version.find_first_of(",-") != std::string::npos ||
+                                    o.kubelet_version == "all";
+  absl::StatusOr<Profile> def =
+      ProfileForVersion(matrix || compare ? versions->front() : o.kubelet_version);
   if (!def.ok()) {
     std::cerr << "devmgr run: --kubelet-version: " << def.status().message() << "\n";
     return kExitUsage;
@@ -174,6 +185,19 @@ int RunScenarios(const RunOptions& o) {
     }
   });
 
+  scenario::CompareOptions copts;
+  if (compare) {
+    copts.version = def->name;
+    absl::StatusOr<std::string> bin =
+        scenario::FindKubeletOracle(o.kubelet_oracle, def->name, SelfExe());
+    if (!bin.ok()) {
+      std::cerr << "devmgr run: --compare-kubelet: " << bin.status().message() << "\n";
+      finished = true;
+      watcher.join();
+      return kExitEnvironment;
+    }
+    copts.oracle_binary = *bin;
+  }
   scenario::RunnerOptions ro;
   ro.devmgr_bin = SelfExe();
   ro.default_kubelet_version = def->name;
@@ -225,7 +249,7 @@ int RunScenarios(const RunOptions& o) {
   const absl::Time t0 = absl::Now();
   VersionMatrix matrix_scenarios(*versions), matrix_steps(*versions);
   for (const scenario::Scenario& sc : scenarios) {
-    for (const scenario::PlannedRun& run : scenario::PlanRuns(sc, *versions, matrix)) {
+    for (const scenario::PlannedRun& run : scenario::PlanRuns(sc, *versions, matrix || compare)) {
       const std::string& v = run.version;
       const std::string& display = run.display;
       const bool filtered = (focus && !std::regex_search(display, *focus)) ||
@@ -244,6 +268,9 @@ int RunScenarios(const RunOptions& o) {
           std::cout << "--- SKIP " << display << " (" << run.reason << ")\n";
         }
         results.push_back(std::move(r));
+      } else if (compare) {
+        copts.runner = ro;
+        for (auto& r : scenario::CompareScenario(sc, display, copts)) results.push_back(r);
       } else {
         results.push_back(scenario::RunScenario(sc, v, display, ro));
       }
@@ -331,6 +358,15 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "(e.g. 127.0.0.1:0 for any free port; `run:` steps get the URL as "
                   "$DEVMGR_METRICS_URL)")
       ->capture_default_str();
+  sub->add_option("--compare-kubelet", opts->compare_kubelet,
+                  "Differential run: every scenario under this profile (one version) on devmgr "
+                  "and on the real kubelet device manager of that release (a kubelet-oracle "
+                  "binary, docs/oracle.md), compared step by step; exit 1 on a difference not in "
+                  "the reviewed table (docs/profiles.md)");
+  sub->add_option("--kubelet-oracle", opts->kubelet_oracle,
+                  "The kubelet-oracle binary, or a directory of kubelet-oracle-<version> "
+                  "(default: $DEVMGR_KUBELET_ORACLE, else kubelet-oracle/ beside the devmgr "
+                  "binary, where `make kubelet-oracle` puts them)");
   sub->add_option("-v,--v", opts->verbosity, "Log verbosity (klog -v)")->capture_default_str();
   sub->callback([opts, exit_code] { *exit_code = RunScenarios(*opts); });
 }
