@@ -109,6 +109,7 @@ Json DevmgrSnapshot(RunContext& ctx) {
   bool exists = false;
   const std::string bytes = ReadFileOr(ctx.CheckpointPath(), &exists);
   s["checkpoint"] = compare::CheckpointJson(bytes, exists);
+  compare::ReplaceInStrings(&s, ctx.env.plugin_dir, compare::kPluginDirPlaceholder);
   compare::SortStringArrays(&s);
   return s;
 }
@@ -187,9 +188,43 @@ class OracleSide {
     if (!gates.empty()) start["feature_gates"] = gates;
     if (absl::Status s = Call(start).status(); !s.ok()) return s;
     for (auto& h : hosts_) {
+      if (h->spec().start == PluginStart::kBeforeKubelet) {
+        if (absl::Status s = WaitRegistered(*h, 0); !s.ok()) return s;
+        continue;
+      }
       if (h->spec().start != PluginStart::kAfterKubelet) continue;
-      if (absl::Status s = h->Start(); !s.ok()) return EnvError(std::string(s.message()));
+      if (absl::Status s = StartAndWait(*h, true); !s.ok()) return s;
     }
+    return absl::OkStatus();
+  }
+
+  // Starts a plugin and, as devmgr's runner does, waits until the kubelet
+  // has opened its ListAndWatch stream (so plugins register in order).
+  absl::Status StartAndWait(PluginHost& h, bool wait) {
+    const size_t before = ListAndWatchCount(h);
+    if (absl::Status s = h.Start(); !s.ok()) return EnvError(std::string(s.message()));
+    if (!wait || !h.spec().wait_for_registration) return absl::OkStatus();
+    return WaitRegistered(h, before);
+  }
+
+  static size_t ListAndWatchCount(const PluginHost& h) {
+    size_t n = 0;
+    for (const nlohmann::json& c : h.Calls()) n += c.value("method", "") == "ListAndWatch";
+    return n;
+  }
+
+  absl::Status WaitRegistered(PluginHost& h, size_t before) {
+    if (!h.has_call_log()) return absl::OkStatus();
+    const absl::Time deadline = absl::Now() + sc_.timeouts.wait;
+    while (ListAndWatchCount(h) <= before) {
+      if (absl::Now() >= deadline) {
+        return absl::OkStatus();  // the settling comparison shows what is missing
+      }
+      if (!h.running()) return absl::OkStatus();
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    // The first device list follows the stream's opening at once.
+    absl::SleepFor(absl::Milliseconds(100));
     return absl::OkStatus();
   }
 
@@ -254,11 +289,12 @@ class OracleSide {
       case StepKind::kRebootNode:
         return Restart(/*rebooted=*/true, devmgr_after);
       case StepKind::kStartPlugin:
-        return HostAction(st, [](PluginHost& h) { return h.Start(); });
+        return HostAction(
+            st, [this, &st](PluginHost& h) { return StartAndWait(h, st.wait_for_registration); });
       case StepKind::kRestartPlugin:
-        return HostAction(st, [](PluginHost& h) {
+        return HostAction(st, [this, &st](PluginHost& h) {
           h.Stop();
-          return h.Start();
+          return StartAndWait(h, st.wait_for_registration);
         });
       case StepKind::kStopPlugin:
         return HostAction(st, [](PluginHost& h) {
@@ -361,6 +397,10 @@ class OracleSide {
     const std::string bytes =
         ReadFileOr(env_.plugin_dir + "/" + checkpoint::kCheckpointName, &exists);
     s["checkpoint"] = compare::CheckpointJson(bytes, exists);
+    // The oracle's kubelet sees the directory as its hard-coded path.
+    compare::ReplaceInStrings(&s, "/var/lib/kubelet/device-plugins",
+                              compare::kPluginDirPlaceholder);
+    compare::ReplaceInStrings(&s, env_.plugin_dir, compare::kPluginDirPlaceholder);
     return s;
   }
 
@@ -476,7 +516,7 @@ class OracleSide {
     absl::StatusOr<Json> r = Call({{"op", "restart"}, {"containers_running", false}});
     if (!r.ok()) return r.status();
     for (PluginHost* h : restart) {
-      if (absl::Status s = h->Start(); !s.ok()) return EnvError(std::string(s.message()));
+      if (absl::Status s = StartAndWait(*h, true); !s.ok()) return s;
     }
     const Json caps = devmgr_after.contains("node") ? devmgr_after["node"]["capacity"] : Json();
     for (PluginHost* h : restart) {
@@ -688,11 +728,12 @@ class Comparison {
         }
       }
       compare::SortStringArrays(&renamed);
-      std::set<std::string> ids = compare::DeviceIds(d);
-      ids.merge(compare::DeviceIds(*o));
+      // Every device either side has listed so far in this run.
+      known_ids_.merge(compare::DeviceIds(d));
+      known_ids_.merge(compare::DeviceIds(*o));
       Json dn = d;
-      compare::SortIdLists(&renamed, ids);
-      compare::SortIdLists(&dn, ids);
+      compare::SortIdLists(&renamed, known_ids_);
+      compare::SortIdLists(&dn, known_ids_);
       diffs = compare::Diff(renamed, dn, loc);
       if (diffs.empty() || absl::Now() >= deadline) break;
       absl::SleepFor(absl::Milliseconds(50));
@@ -740,6 +781,7 @@ class Comparison {
   const std::map<int, Json>& snaps_;
   OracleSide oracle_;
   compare::DeviceMap map_;
+  std::set<std::string> known_ids_;
   ScenarioResult result_;
 };
 

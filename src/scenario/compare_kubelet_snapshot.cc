@@ -321,6 +321,22 @@ std::set<std::string> DeviceIds(const Json& snapshot) {
   return out;
 }
 
+void ReplaceInStrings(Json* j, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  if (j->is_object() || j->is_array()) {
+    for (auto it = j->begin(); it != j->end(); ++it) ReplaceInStrings(&it.value(), from, to);
+    return;
+  }
+  if (!j->is_string()) return;
+  std::string s = j->get<std::string>();
+  bool changed = false;
+  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) {
+    s.replace(pos, from.size(), to);
+    changed = true;
+  }
+  if (changed) *j = s;
+}
+
 void SortStringArrays(Json* j) {
   if (j->is_object()) {
     for (auto it = j->begin(); it != j->end(); ++it) SortStringArrays(&it.value());

@@ -76,6 +76,11 @@ void SortIdLists(Json* j, const std::set<std::string>& ids);
 // Every device ID the snapshot's device sets name.
 std::set<std::string> DeviceIds(const Json& snapshot);
 
+// Replaces `from` by `to` in every string of `j` (each side's device-plugin
+// directory becomes one placeholder).
+void ReplaceInStrings(Json* j, const std::string& from, const std::string& to);
+inline constexpr char kPluginDirPlaceholder[] = "$DEVICE_PLUGIN_DIR";
+
 // Sorts every array of strings (the devmgr side's normalization).
 void SortStringArrays(Json* j);
 
