@@ -437,7 +437,7 @@ class OracleSide {
   }
 
   absl::StatusOr<std::string> Admit(const pod::Pod& pod) {
-    if (!pod.extended_resource_claim_name.empty()) {
+    if (!pod.extended_resource_claim_name.empty() || !pod.extended_resource_mappings.empty()) {
       return std::string(
           "DRA-backed extended resources need the kubelet's DRA manager, which the oracle lacks");
     }
@@ -715,7 +715,10 @@ class Comparison {
       absl::StatusOr<Json> o = oracle_.Snapshot();
       if (!o.ok()) return o.status();
       map = map_;
-      compare::ExtendFromAllocations(*o, d, &map);
+      // Under the "none" policy no device has an affinity: the kubelet's
+      // pick ignores NUMA nodes, so the pairing does too.
+      const bool numa_blind = sc_.node.topology_policy == "none";
+      compare::ExtendFromAllocations(*o, d, numa_blind, &map);
       Json renamed = *o;
       for (const char* k : {"allocations", "options", "calls", "checkpoint"}) {
         if (!renamed.contains(k)) continue;
@@ -732,6 +735,10 @@ class Comparison {
       known_ids_.merge(compare::DeviceIds(d));
       known_ids_.merge(compare::DeviceIds(*o));
       Json dn = d;
+      if (numa_blind) {
+        compare::FlattenCheckpointNuma(&renamed);
+        compare::FlattenCheckpointNuma(&dn);
+      }
       compare::SortIdLists(&renamed, known_ids_);
       compare::SortIdLists(&dn, known_ids_);
       diffs = compare::Diff(renamed, dn, loc);

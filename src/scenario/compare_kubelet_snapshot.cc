@@ -183,64 +183,39 @@ Json CallsJson(const std::vector<nlohmann::json>& records) {
   return out;
 }
 
-void DeviceMap::Extend(const std::string& resource, const std::vector<std::string>& o,
-                       const std::vector<std::string>& d,
-                       const std::map<std::string, std::string>& numa) {
-  if (o.size() != d.size()) return;
+void DeviceMap::Extend(const std::string& resource, const std::map<std::string, std::string>& o,
+                       const std::map<std::string, std::string>& d) {
   auto& o2d = o2d_[resource];
   auto& d2o = d2o_[resource];
-  const std::set<std::string> os(o.begin(), o.end()), ds(d.begin(), d.end());
-  std::vector<std::string> opool, dpool;
-  for (const std::string& id : os) {
-    auto it = o2d.find(id);
-    if (it == o2d.end()) {
-      opool.push_back(id);
-    } else if (!ds.count(it->second)) {
-      return;  // contradicts an earlier pairing
+  std::map<std::string, std::vector<std::string>> og, dg;  // signature -> unpaired ids
+  for (const auto& [id, sig] : o) {
+    if (!o2d.count(id)) og[sig].push_back(id);
+  }
+  for (const auto& [id, sig] : d) {
+    if (!d2o.count(id)) dg[sig].push_back(id);
+  }
+  bool changed = false;
+  for (auto& [sig, ids] : og) {
+    auto it = dg.find(sig);
+    if (it == dg.end() || it->second.size() != ids.size()) continue;
+    std::vector<std::string> rest_o, rest_d = it->second;
+    for (const std::string& id : ids) {
+      auto same = std::find(rest_d.begin(), rest_d.end(), id);
+      if (same != rest_d.end() && !d2o.count(id)) {
+        o2d[id] = id;
+        d2o[id] = id;
+        rest_d.erase(same);
+      } else {
+        rest_o.push_back(id);
+      }
     }
-  }
-  for (const std::string& id : ds) {
-    auto it = d2o.find(id);
-    if (it == d2o.end()) {
-      dpool.push_back(id);
-    } else if (!os.count(it->second)) {
-      return;
+    for (size_t i = 0; i < rest_o.size() && i < rest_d.size(); ++i) {
+      o2d[rest_o[i]] = rest_d[i];
+      d2o[rest_d[i]] = rest_o[i];
     }
+    changed = true;
   }
-  std::map<std::string, std::string> add;
-  // The same ID on both sides, free on both: itself.
-  for (const std::string& id : std::vector<std::string>(opool)) {
-    if (std::find(dpool.begin(), dpool.end(), id) == dpool.end()) continue;
-    if (d2o.count(id) || o2d.count(id)) continue;
-    add[id] = id;
-  }
-  auto drop = [&](std::vector<std::string>* v, const std::string& id) {
-    v->erase(std::remove(v->begin(), v->end(), id), v->end());
-  };
-  for (const auto& [a, b] : add) {
-    drop(&opool, a);
-    drop(&dpool, b);
-  }
-  auto key = [&](const std::string& id) {
-    auto it = numa.find(id);
-    return it == numa.end() ? std::string() : it->second;
-  };
-  std::map<std::string, std::vector<std::string>> og, dg;
-  for (const std::string& id : opool) og[key(id)].push_back(id);
-  for (const std::string& id : dpool) dg[key(id)].push_back(id);
-  for (auto& [k, ids] : og) {
-    auto it = dg.find(k);
-    if (it == dg.end() || it->second.size() != ids.size()) return;
-    for (size_t i = 0; i < ids.size(); ++i) add[ids[i]] = it->second[i];
-  }
-  for (const auto& [a, b] : add) {
-    if (o2d.count(a) || d2o.count(b)) return;
-  }
-  for (const auto& [a, b] : add) {
-    o2d[a] = b;
-    d2o[b] = a;
-  }
-  Rebuild();
+  if (changed) Rebuild();
 }
 
 void DeviceMap::Rebuild() {
@@ -367,29 +342,61 @@ void DeviceMap::RenameJson(Json* j) const {
   SortStringArrays(j);
 }
 
-void ExtendFromAllocations(const Json& oracle, const Json& devmgr, DeviceMap* map) {
-  if (!oracle.is_object() || !devmgr.is_object()) return;
-  std::map<std::string, std::string> numa;
-  const Json& devs = devmgr.contains("devices") ? devmgr.at("devices") : Json::object();
-  for (auto r = devs.begin(); r != devs.end(); ++r) {
-    for (auto d = r.value().begin(); d != r.value().end(); ++d) {
-      numa[d.key()] = r.key() + "/" + d.value().value("numa", Json::array()).dump();
-    }
-  }
-  const Json& oa = oracle.contains("allocations") ? oracle.at("allocations") : Json::object();
-  const Json& da = devmgr.contains("allocations") ? devmgr.at("allocations") : Json::object();
-  for (auto p = oa.begin(); p != oa.end(); ++p) {
-    if (!da.contains(p.key())) continue;
-    const Json& dp = da.at(p.key());
+namespace {
+
+// resource -> device -> "pod/container,..." (+ "|numa" unless numa_blind).
+std::map<std::string, std::map<std::string, std::string>> Signatures(const Json& snap,
+                                                                     bool numa_blind) {
+  std::map<std::string, std::map<std::string, std::set<std::string>>> holders;
+  const Json& alloc = snap.contains("allocations") ? snap.at("allocations") : Json::object();
+  for (auto p = alloc.begin(); p != alloc.end(); ++p) {
     for (auto c = p.value().begin(); c != p.value().end(); ++c) {
-      if (!dp.contains(c.key())) continue;
-      const Json& dc = dp.at(c.key());
       for (auto r = c.value().begin(); r != c.value().end(); ++r) {
-        if (!dc.contains(r.key())) continue;
-        map->Extend(r.key(), r.value().get<std::vector<std::string>>(),
-                    dc.at(r.key()).get<std::vector<std::string>>(), numa);
+        for (const Json& id : r.value()) {
+          holders[r.key()][id.get<std::string>()].insert(p.key() + "/" + c.key());
+        }
       }
     }
+  }
+  const Json& devs = snap.contains("devices") ? snap.at("devices") : Json::object();
+  std::map<std::string, std::map<std::string, std::string>> out;
+  for (const auto& [res, ids] : holders) {
+    for (const auto& [id, hs] : ids) {
+      std::string sig;
+      for (const std::string& h : hs) sig += h + ",";
+      if (!numa_blind && devs.contains(res) && devs.at(res).contains(id)) {
+        sig += "|" + devs.at(res).at(id).value("numa", Json::array()).dump();
+      }
+      out[res][id] = sig;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void ExtendFromAllocations(const Json& oracle, const Json& devmgr, bool numa_blind,
+                           DeviceMap* map) {
+  if (!oracle.is_object() || !devmgr.is_object()) return;
+  auto os = Signatures(oracle, numa_blind);
+  auto ds = Signatures(devmgr, numa_blind);
+  for (const auto& [res, sigs] : os) {
+    auto it = ds.find(res);
+    if (it != ds.end()) map->Extend(res, sigs, it->second);
+  }
+}
+
+void FlattenCheckpointNuma(Json* snapshot) {
+  if (!snapshot->contains("checkpoint")) return;
+  Json& cp = (*snapshot)["checkpoint"];
+  if (!cp.is_object() || !cp.contains("entries")) return;
+  for (Json& e : cp["entries"]) {
+    Json all = Json::array();
+    for (auto it = e["devices"].begin(); it != e["devices"].end(); ++it) {
+      for (const Json& id : it.value()) all.push_back(id);
+    }
+    std::sort(all.begin(), all.end());
+    e["devices"] = Json{{"any", all}};
   }
 }
 

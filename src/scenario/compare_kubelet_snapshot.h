@@ -43,13 +43,13 @@ Json CallsJson(const std::vector<nlohmann::json>& records);
 // the devices the kubelet picks in Go map order.
 class DeviceMap {
  public:
-  // Pairs the oracle's choice `o` with devmgr's `d` for `resource`:
-  // already paired IDs must stay paired, the same ID on both sides pairs
-  // with itself, the rest pair in sorted order within groups of equal NUMA
-  // nodes (`numa`: id -> key). Nothing is paired where the counts differ
-  // or a pairing would contradict an earlier one (the difference shows).
-  void Extend(const std::string& resource, const std::vector<std::string>& o,
-              const std::vector<std::string>& d, const std::map<std::string, std::string>& numa);
+  // Pairs the oracle's devices of `resource` with devmgr's by signature
+  // (id -> what holds it and, where it matters, its NUMA nodes): devices
+  // already paired stay so; the others pair within groups of equal
+  // signature, the same ID with itself first, then in sorted order. A group
+  // whose sizes differ pairs nothing (the difference then shows).
+  void Extend(const std::string& resource, const std::map<std::string, std::string>& o,
+              const std::map<std::string, std::string>& d);
   // `s` with every paired oracle ID (as a whole token) renamed to devmgr's.
   std::string Rename(const std::string& s) const;
   // Renames every string in `j` and sorts every array of strings.
@@ -64,8 +64,13 @@ class DeviceMap {
   std::vector<std::pair<std::string, std::string>> renames_;
 };
 
-// Pairs every (pod, container, resource) present on both sides.
-void ExtendFromAllocations(const Json& oracle, const Json& devmgr, DeviceMap* map);
+// Pairs the devices the two sides' active containers hold, by the set of
+// (pod, container) holding each and, unless `numa_blind`, its NUMA nodes.
+void ExtendFromAllocations(const Json& oracle, const Json& devmgr, bool numa_blind, DeviceMap* map);
+
+// Each checkpoint entry's devices as one sorted list under "any" (for runs
+// where NUMA nodes play no part in which devices the kubelet picks).
+void FlattenCheckpointNuma(Json* snapshot);
 
 // Every string of `j` that is a list of two or more of `ids` separated by
 // commas (or spaces) gets its items sorted: a plugin that joins the device

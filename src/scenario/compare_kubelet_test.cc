@@ -18,9 +18,17 @@ using compare::DeviceMap;
 using compare::Json;
 using ::testing::HasSubstr;
 
+// Signatures of devices all held by one container: "c".
+std::map<std::string, std::string> Held(const std::vector<std::string>& ids,
+                                        const std::string& by = "c") {
+  std::map<std::string, std::string> out;
+  for (const std::string& id : ids) out[id] = by;
+  return out;
+}
+
 TEST(DeviceMapTest, PairsTheSameIdWithItselfAndTheRestInSortedOrder) {
   DeviceMap m;
-  m.Extend("r", {"b", "c"}, {"a", "b"}, {});
+  m.Extend("r", Held({"b", "c"}), Held({"a", "b"}));
   // b is on both sides: itself; the oracle's c is devmgr's a.
   EXPECT_EQ(m.Rename("c"), "a");
   EXPECT_EQ(m.Rename("b"), "b");
@@ -28,31 +36,37 @@ TEST(DeviceMapTest, PairsTheSameIdWithItselfAndTheRestInSortedOrder) {
 
 TEST(DeviceMapTest, RenamesWholeTokensOnly) {
   DeviceMap m;
-  m.Extend("r", {"gpu-1"}, {"gpu-0"}, {});
+  m.Extend("r", Held({"gpu-1"}), Held({"gpu-0"}));
   EXPECT_EQ(m.Rename("gpu-1,gpu-10 /dev/gpu-1"), "gpu-0,gpu-10 /dev/gpu-0");
 }
 
-TEST(DeviceMapTest, KeepsEarlierPairingsAndRefusesContradictions) {
+TEST(DeviceMapTest, KeepsEarlierPairings) {
   DeviceMap m;
-  m.Extend("r", {"d2", "d3"}, {"d0", "d1"}, {});
-  m.Extend("r", {"d0", "d1"}, {"d2", "d3"}, {});
+  m.Extend("r", Held({"d2", "d3"}, "p1"), Held({"d0", "d1"}, "p1"));
+  std::map<std::string, std::string> o = Held({"d2", "d3"}, "p1"), d = Held({"d0", "d1"}, "p1");
+  o.merge(Held({"d0", "d1"}, "p2"));
+  d.merge(Held({"d2", "d3"}, "p2"));
+  m.Extend("r", o, d);
   EXPECT_EQ(m.Rename("d2 d3 d0 d1"), "d0 d1 d2 d3");
-  // d2 is paired with d0: a choice of {d2} against devmgr's {d3} cannot pair.
-  DeviceMap n = m;
-  n.Extend("r", {"d2"}, {"d3"}, {});
-  EXPECT_EQ(n.Rename("d2"), "d0");
 }
 
-TEST(DeviceMapTest, PairsOnlyDevicesOfTheSameNumaNodes) {
+TEST(DeviceMapTest, PairsByHolders) {
+  // An init container's device reused by the app container: held by both.
   DeviceMap m;
-  const std::map<std::string, std::string> numa = {{"a", "0"}, {"b", "1"}};
-  m.Extend("r", {"b"}, {"a"}, numa);
-  EXPECT_EQ(m.Rename("b"), "b");  // not paired: the NUMA nodes differ
+  m.Extend("r", {{"d0", "app"}, {"d1", "app,init"}}, {{"d1", "app"}, {"d2", "app,init"}});
+  EXPECT_EQ(m.Rename("d1"), "d2");
+  EXPECT_EQ(m.Rename("d0"), "d1");
+}
+
+TEST(DeviceMapTest, GroupsOfDifferentSizesPairNothing) {
+  DeviceMap m;
+  m.Extend("r", {{"a", "c|[0]"}, {"b", "c|[0]"}}, {{"a", "c|[0]"}, {"b", "c|[1]"}});
+  EXPECT_TRUE(m.empty());
 }
 
 TEST(DeviceMapTest, RenameJsonSortsStringArrays) {
   DeviceMap m;
-  m.Extend("r", {"x", "y"}, {"b", "a"}, {});
+  m.Extend("r", Held({"x", "y"}), Held({"b", "a"}));
   Json j = {{"ids", {"y", "x"}}, {"env", "x,y"}};
   m.RenameJson(&j);
   EXPECT_EQ(j["ids"], Json({"a", "b"}));
