@@ -23,6 +23,7 @@
 #include "scenario/expectations.h"
 #include "scenario/plugin_host.h"
 #include "scenario/run_context.h"
+#include "scenario/step_handlers.h"
 
 namespace devmgr::scenario {
 namespace {
@@ -344,7 +345,7 @@ class OracleSide {
       case StepKind::kTruncateCheckpoint:
       case StepKind::kCorruptCheckpoint:
       case StepKind::kWriteCheckpoint:
-        return std::string("checkpoint edits are not replayed on the oracle's side");
+        return EditCheckpoint(st);
     }
     return std::string("a step kind the comparison does not know");
   }
@@ -532,6 +533,53 @@ class OracleSide {
       if (!p.admitted || p.deleted) continue;
       if (absl::Status s = StartContainers(&p); !s.ok()) return s;
     }
+    return std::string();
+  }
+
+  // The checkpoint steps, on the oracle's file (as devmgr's do on its own).
+  absl::StatusOr<std::string> EditCheckpoint(const Step& st) {
+    const std::string path = env_.plugin_dir + "/" + checkpoint::kCheckpointName;
+    bool exists = false;
+    std::string bytes = ReadFileOr(path, &exists);
+    switch (st.kind) {
+      case StepKind::kDeleteCheckpoint:
+        unlink(path.c_str());
+        return std::string();
+      case StepKind::kTruncateCheckpoint:
+        if (truncate(path.c_str(), st.truncate_to) != 0) return EnvError("truncate " + path);
+        return std::string();
+      case StepKind::kCorruptCheckpoint: {
+        if (!exists) return EnvError("no checkpoint to corrupt at " + path);
+        // The stored checksum's first digit changes (the JSON stays valid).
+        const size_t k = bytes.find("\"Checksum\":");
+        size_t i = k == std::string::npos ? std::string::npos : k + 11;
+        while (i != std::string::npos && i < bytes.size() && bytes[i] == ' ') ++i;
+        if (i != std::string::npos && i < bytes.size() &&
+            isdigit(static_cast<unsigned char>(bytes[i]))) {
+          bytes[i] = bytes[i] == '9' ? '1' : static_cast<char>(bytes[i] + 1);
+        } else if (!bytes.empty()) {
+          bytes[bytes.size() / 2] ^= 0x20;
+        }
+        break;
+      }
+      default: {  // kWriteCheckpoint
+        if (!st.checkpoint) {
+          bytes = st.content;
+          break;
+        }
+        auto uid = [this](const std::string& ref) {
+          OraclePod* p = Find(ref);
+          return p != nullptr ? p->pod.uid : ref;
+        };
+        absl::StatusOr<std::string> b = EncodeCheckpointSpec(*st.checkpoint, uid);
+        if (!b.ok()) return b.status();
+        bytes = *b;
+      }
+    }
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+    out.close();
+    if (!out) return EnvError("cannot write " + path);
     return std::string();
   }
 
