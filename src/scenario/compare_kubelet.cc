@@ -30,6 +30,12 @@ namespace {
 
 using compare::Json;
 
+// 37 for "1.37".
+int Minor(const std::string& version) {
+  const size_t dot = version.find('.');
+  return dot == std::string::npos ? 0 : std::atoi(version.c_str() + dot + 1);
+}
+
 bool IsExecutable(const std::string& p) {
   struct stat st;
   return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0;
@@ -438,11 +444,19 @@ class OracleSide {
   }
 
   absl::StatusOr<std::string> Admit(const pod::Pod& pod) {
-    if (!pod.extended_resource_claim_name.empty() || !pod.extended_resource_mappings.empty()) {
-      return std::string(
-          "DRA-backed extended resources need the kubelet's DRA manager, which the oracle lacks");
-    }
     Json pj = {{"uid", pod.uid}, {"name", pod.name}, {"namespace", pod.namespace_}};
+    // status.extendedResourceClaimStatus exists from 1.34; an older kubelet
+    // never sees it (and neither does devmgr's profile).
+    if ((!pod.extended_resource_claim_name.empty() || !pod.extended_resource_mappings.empty()) &&
+        Minor(opts_.version) >= 34) {
+      Json m = Json::array();
+      for (const pod::ExtendedResourceMapping& x : pod.extended_resource_mappings) {
+        m.push_back({{"container", x.container_name},
+                     {"resource", x.resource_name},
+                     {"request", x.request_name}});
+      }
+      pj["extended_resource_claim"] = {{"name", pod.extended_resource_claim_name}, {"mappings", m}};
+    }
     pj["containers"] = Json::array();
     pj["init_containers"] = Json::array();
     for (const pod::Container& c : pod.init_containers)
@@ -716,10 +730,7 @@ class Comparison {
   absl::Status CompareGates(StepResult* r) {
     absl::StatusOr<Json> o = oracle_.FeatureGates();
     if (!o.ok()) return o.status();
-    int minor = 0;
-    if (size_t dot = opts_.version.find('.'); dot != std::string::npos) {
-      minor = std::atoi(opts_.version.c_str() + dot + 1);
-    }
+    const int minor = Minor(opts_.version);
     Json d = Json::object();
     for (const GateSpec& g : FeatureGateTable()) {
       if (std::optional<GateState> st = GateAt(g.name, minor)) {

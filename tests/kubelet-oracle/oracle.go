@@ -32,12 +32,24 @@ type containerSpec struct {
 	RestartPolicy string           `json:"restart_policy,omitempty"` // "Always": a sidecar init container
 }
 
+// status.extendedResourceClaimStatus (DRA-backed extended resources).
+type extendedResourceClaim struct {
+	Name     string `json:"name"`
+	Mappings []struct {
+		Container string `json:"container"`
+		Resource  string `json:"resource"`
+		Request   string `json:"request"`
+	} `json:"mappings"`
+}
+
 type podSpec struct {
 	UID            string          `json:"uid"`
 	Name           string          `json:"name"`
 	Namespace      string          `json:"namespace"`
 	Containers     []containerSpec `json:"containers"`
 	InitContainers []containerSpec `json:"init_containers"`
+	// 1.34+ only (an error before).
+	ExtendedResourceClaim *extendedResourceClaim `json:"extended_resource_claim"`
 }
 
 type request struct {
@@ -334,6 +346,11 @@ func (o *oracle) admit(r *request) map[string]any {
 		return fail("pod %q is already active", r.Pod.UID)
 	}
 	pod := buildPod(r.Pod)
+	if r.Pod.ExtendedResourceClaim != nil {
+		if err := setExtendedResourceClaim(pod, r.Pod.ExtendedResourceClaim); err != nil {
+			return fail("%v", err)
+		}
+	}
 	// As the kubelet: the pod is in the active set while it is admitted
 	// (the pod manager adds it before the admit handlers run).
 	o.mu.Lock()
