@@ -4,7 +4,8 @@
 #include <string>
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/testdata_util.h"
+#include "checkpoint/checkpoint_testutil.h"
+#include "common/status_testutil.h"
 #include "gtest/gtest.h"
 
 namespace devmgr::checkpoint {
@@ -34,7 +35,7 @@ TEST_P(GoldenTest, VerdictChecksumAndSpew) {
     // detection reports V2 (as the oracle does), and V1 verifies too.
     EXPECT_EQ(r.format, FormatVersion::kV2);
     auto v1 = DecodeV1(bytes);
-    ASSERT_TRUE(v1.ok());
+    ASSERT_OK(v1);
     EXPECT_TRUE(ChecksumMatches(*v1));
     EXPECT_EQ(SpewV1(v1->data_v1), ReadFileOrDie(TestDataDir() + "/" + row.spew));
   } else {

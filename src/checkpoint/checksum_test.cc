@@ -5,6 +5,7 @@
 #include <string>
 
 #include "checkpoint/checkpoint.h"
+#include "common/status_testutil.h"
 #include "gtest/gtest.h"
 
 namespace devmgr::checkpoint {
@@ -135,7 +136,7 @@ TEST(ReferenceRows, V1Golden) {
   const std::string file =
       R"({"Data":{"PodDeviceEntries":[{"PodUID":"pod1","ContainerName":"con1","ResourceName":"domain1.com/resource1","DeviceIDs":["dev1","dev2"],"AllocResp":""}],"RegisteredDevices":{"domain1.com/resource1":["dev1","dev2"]}},"Checksum":2622669051})";
   auto cp = DecodeV1(file);
-  ASSERT_TRUE(cp.ok()) << cp.status();
+  ASSERT_OK(cp);
   EXPECT_EQ(ComputeChecksumV1(cp->data_v1), 2622669051u);
   EXPECT_TRUE(ChecksumMatches(*cp));
   EXPECT_NE(SpewV1(cp->data_v1).find("DeviceIDs:([]string)[dev1 dev2]"), std::string::npos);

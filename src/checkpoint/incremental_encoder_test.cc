@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/testdata_util.h"
+#include "checkpoint/checkpoint_testutil.h"
+#include "common/status_testutil.h"
 #include "gtest/gtest.h"
 
 namespace devmgr::checkpoint {
@@ -36,7 +37,7 @@ TEST(IncrementalEncoderGolden, EveryValidV2FileRendersByteForByte) {
     if (row.verdict != "OK" || row.format != "v2") continue;
     const std::string bytes = ReadFileOrDie(TestDataDir() + "/" + row.file);
     auto cp = DecodeV2(bytes);
-    ASSERT_TRUE(cp.ok()) << row.file << ": " << cp.status();
+    ASSERT_OK(cp) << row.file << ": " << cp.status();
     IncrementalEncoder enc;
     enc.SetEntries(cp->data.pod_device_entries);
     enc.SetRegisteredDevices(cp->data.registered_devices);

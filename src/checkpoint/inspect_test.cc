@@ -2,7 +2,8 @@
 
 #include <string>
 
-#include "checkpoint/testdata_util.h"
+#include "checkpoint/checkpoint_testutil.h"
+#include "common/status_testutil.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -93,7 +94,7 @@ TEST(ConvertV2ToV1, ConcatenatesNumaListsAndVerifiesAsV1) {
   EXPECT_EQ(v1.format, FormatVersion::kV1);
   EXPECT_TRUE(ChecksumMatches(v1));
   auto back = DecodeV1(Encode(v1));
-  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_OK(back);
   EXPECT_TRUE(ChecksumMatches(*back));
   size_t total = 0;
   for (const auto& [node, ids] : *v2.data.pod_device_entries->at(0).device_ids)

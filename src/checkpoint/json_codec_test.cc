@@ -6,6 +6,7 @@
 #include <string>
 
 #include "checkpoint/checkpoint.h"
+#include "common/status_testutil.h"
 #include "gtest/gtest.h"
 
 namespace devmgr::checkpoint {
@@ -23,7 +24,7 @@ std::string V1Error(std::string_view json) {
 
 Checkpoint MustV2(std::string_view json) {
   auto cp = DecodeV2(json);
-  EXPECT_TRUE(cp.ok()) << cp.status();
+  EXPECT_OK(cp);
   return cp.ok() ? *cp : Checkpoint{};
 }
 
@@ -287,7 +288,7 @@ TEST(Encode, RoundTripOfValidCheckpointReverifies) {
                  .data);
   const std::string bytes = Encode(cp);
   auto back = DecodeV2(bytes);
-  ASSERT_TRUE(back.ok());
+  ASSERT_OK(back);
   EXPECT_TRUE(ChecksumMatches(*back));
   EXPECT_EQ(Encode(*back), bytes);
 }

@@ -10,8 +10,9 @@
 #include <string>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/checkpoint_testutil.h"
 #include "checkpoint/incremental_encoder.h"
-#include "checkpoint/testdata_util.h"
+#include "common/status_testutil.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 
@@ -115,7 +116,7 @@ TEST_F(OracleTest, FilesWeWriteVerifyWithTheOracle) {
     const std::string gen =
         Shell(fmt::format("{} gen --seed {} --pods 4 --unicode", oracle_, seed), &rc);
     auto cp = DecodeV2(gen);
-    ASSERT_TRUE(cp.ok()) << cp.status();
+    ASSERT_OK(cp);
     // Edit, re-checksum, write, and have Go verify it.
     cp->data.pod_device_entries->pop_back();
     (*cp->data.registered_devices)["example.com/<&>\xE2\x80\xA8"] =
@@ -127,7 +128,7 @@ TEST_F(OracleTest, FilesWeWriteVerifyWithTheOracle) {
   }
   // V1 written by us (convert --to v1 path).
   auto v1 = DecodeV1(testing::ReadFileOrDie(testing::TestDataDir() + "/v1-multi.json"));
-  ASSERT_TRUE(v1.ok());
+  ASSERT_OK(v1);
   v1->checksum = ComputeChecksumV1(v1->data_v1);
   std::ofstream(file, std::ios::binary) << Encode(*v1);
   int rc;
@@ -146,7 +147,7 @@ TEST_F(OracleTest, IncrementalWritesVerifyWithTheOracle) {
     const std::string gen = Shell(
         fmt::format("{} gen --seed {} --pods 6 --containers 2 --unicode", oracle_, seed), &rc);
     auto cp = DecodeV2(gen);
-    ASSERT_TRUE(cp.ok()) << cp.status();
+    ASSERT_OK(cp);
     CheckpointData data = cp->data;
     IncrementalEncoder enc;
     for (int step = 0; step < 4; ++step) {

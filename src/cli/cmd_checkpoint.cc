@@ -231,6 +231,27 @@ std::string BackupPath(const std::string& file) {
   return path;
 }
 
+// What repair did, on stderr: each --drop-pod, and the checksum.
+void ReportRepair(const std::string& name, const std::vector<std::string>& drop_pods,
+                  const std::vector<size_t>& dropped, const VerifyResult& r, const Checkpoint& cp) {
+  for (size_t i = 0; i < drop_pods.size(); ++i) {
+    const std::string pod = checkpoint::Printable(drop_pods[i]);
+    if (dropped[i] == 0) {
+      std::cerr << fmt::format("warning: no entry of pod {} in {}\n", pod, name);
+    } else {
+      std::cerr << fmt::format("dropped {} entr{} of pod {}\n", dropped[i],
+                               dropped[i] == 1 ? "y" : "ies", pod);
+    }
+  }
+  if (r.valid && cp.checksum == r.stored) {
+    std::cerr << fmt::format("{}: checksum {} was already valid ({})\n", name, cp.checksum,
+                             FormatName(cp.format));
+  } else {
+    std::cerr << fmt::format("{}: checksum {} -> {} ({})\n", name, r.stored, cp.checksum,
+                             FormatName(cp.format));
+  }
+}
+
 int RunRepair(const RepairOptions& o) {
   if (o.in_place && o.file == "-") {
     Err("repair", "--in-place needs a file, not stdin");
@@ -260,25 +281,9 @@ int RunRepair(const RepairOptions& o) {
   }
   Checkpoint cp = std::move(r.checkpoint);
   const std::vector<size_t> dropped = checkpoint::DropPods(&cp, o.drop_pods);
-  for (size_t i = 0; i < o.drop_pods.size(); ++i) {
-    if (dropped[i] == 0) {
-      std::cerr << fmt::format("warning: no entry of pod {} in {}\n",
-                               checkpoint::Printable(o.drop_pods[i]), name);
-    } else {
-      std::cerr << fmt::format("dropped {} entr{} of pod {}\n", dropped[i],
-                               dropped[i] == 1 ? "y" : "ies",
-                               checkpoint::Printable(o.drop_pods[i]));
-    }
-  }
   checkpoint::Rechecksum(&cp);
   const std::string bytes = checkpoint::Encode(cp);
-  if (r.valid && cp.checksum == r.stored) {
-    std::cerr << fmt::format("{}: checksum {} was already valid ({})\n", name, cp.checksum,
-                             FormatName(cp.format));
-  } else {
-    std::cerr << fmt::format("{}: checksum {} -> {} ({})\n", name, r.stored, cp.checksum,
-                             FormatName(cp.format));
-  }
+  ReportRepair(name, o.drop_pods, dropped, r, cp);
   std::string out = o.output;
   if (o.in_place) {
     const std::string backup = BackupPath(o.file);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "common/fs.h"
 #include "common/logging.h"
 #include "common/profile.h"
 #include "common/version_matrix.h"
@@ -84,18 +85,16 @@ std::unique_ptr<metrics::KubeletMetrics> NewKubeletMetrics(const Profile& profil
 
 // Writes --metrics-file atomically; the error names the path.
 absl::Status WriteMetricsFile(const std::string& path, const metrics::KubeletMetrics& m) {
-  absl::Status s = node::WriteFileAtomically(path, m.Render());
+  absl::Status s = fs::WriteOutputFile(path, m.Render());
   if (s.ok()) return s;
-  // WriteFileAtomically's messages name the path: "write PATH: ...".
+  // WriteOutputFile's messages name the path: "write PATH: ...".
   return absl::FailedPreconditionError("--metrics-file: " + std::string(s.message()));
 }
 
-// One run under one profile. With `collect`, the report is also appended
-// there (a version matrix).
-int RunConformanceOnce(const ConformanceOptions& o, std::vector<conformance::RunReport>* collect) {
-  if (o.list) return ListCatalogue();
-  // Plugin and tester logs stay quiet unless asked for: the report is the output.
-  log::Init(o.verbosity, log::Format::kText);
+// Checks the flags of one run and fills `ro` (profile, directory, timeouts,
+// filters). Returns kExitOk, or the exit code after printing the error.
+int RunOptionsFromFlags(const ConformanceOptions& o, bool quiet_notice,
+                        conformance::RunOptions* ro) {
   const int modes = !o.plugin.empty() + !o.socket.empty() + !o.resource.empty();
   if (modes != 1) {
     std::cerr << "devmgr conformance: give exactly one of --plugin, --socket or --resource\n";
@@ -110,7 +109,7 @@ int RunConformanceOnce(const ConformanceOptions& o, std::vector<conformance::Run
     std::cerr << "devmgr conformance: --kubelet-version: " << profile.status().message() << "\n";
     return kExitUsage;
   }
-  if (!profile->notice.empty() && collect == nullptr) {
+  if (!profile->notice.empty() && !quiet_notice) {
     std::cerr << "devmgr conformance: warning: " << profile->notice << "\n";
   }
   if (absl::Status s = profile->gates.Set(o.feature_gates); !s.ok()) {
@@ -123,26 +122,20 @@ int RunConformanceOnce(const ConformanceOptions& o, std::vector<conformance::Run
       return kExitEnvironment;
     }
   }
-  conformance::RunOptions ro;
-  ro.dir = o.dir.empty() ? "" : Absolute(o.dir);
-  if (!ro.dir.empty() && ro.dir.size() + sizeof("/kubelet.sock") > 108) {
+  ro->dir = o.dir.empty() ? "" : Absolute(o.dir);
+  if (!ro->dir.empty() && ro->dir.size() + sizeof("/kubelet.sock") > 108) {
     std::cerr << "devmgr conformance: --dir is too long for unix socket paths; use a shorter one\n";
     return kExitUsage;
   }
-  if (!o.resource.empty() && ro.dir.empty()) {
+  if (!o.resource.empty() && ro->dir.empty()) {
     std::cerr << "devmgr conformance: --resource needs --dir (the directory the plugin "
                  "registers in)\n";
     return kExitUsage;
   }
-  ro.profile = *profile;
-  std::unique_ptr<metrics::KubeletMetrics> kubelet_metrics;
-  if (!o.metrics_file.empty()) {
-    kubelet_metrics = NewKubeletMetrics(*profile);
-    ro.metrics = kubelet_metrics.get();
-  }
-  ro.focus = o.focus;
-  ro.skip = o.skip;
-  conformance::Timeouts& t = ro.timeouts;
+  ro->profile = *profile;
+  ro->focus = o.focus;
+  ro->skip = o.skip;
+  conformance::Timeouts& t = ro->timeouts;
   t.rpc = Secs(o.rpc_timeout);
   t.register_within = Secs(o.register_timeout);
   t.serve_wait = std::min(absl::Seconds(10), Secs(o.register_timeout));
@@ -154,15 +147,40 @@ int RunConformanceOnce(const ConformanceOptions& o, std::vector<conformance::Run
   t.stop_grace = Secs(o.stop_grace);
   t.latency_budget = Secs(o.latency_budget);
   t.latency_samples = o.latency_samples;
+  return kExitOk;
+}
 
-  std::unique_ptr<conformance::Target> target;
-  if (!o.plugin.empty()) {
-    target = conformance::NewProcessTarget(o.plugin, o.private_mount);
-  } else if (!o.socket.empty()) {
-    target = conformance::NewSocketTarget(Absolute(o.socket));
-  } else {
-    target = conformance::NewResourceTarget(o.resource);
+std::unique_ptr<conformance::Target> NewTarget(const ConformanceOptions& o) {
+  if (!o.plugin.empty()) return conformance::NewProcessTarget(o.plugin, o.private_mount);
+  if (!o.socket.empty()) return conformance::NewSocketTarget(Absolute(o.socket));
+  return conformance::NewResourceTarget(o.resource);
+}
+
+// --junit, --json, --results-dir, --metrics-file.
+absl::Status WriteReports(const ConformanceOptions& o, const conformance::RunReport& report,
+                          const metrics::KubeletMetrics* kubelet_metrics) {
+  absl::Status w;
+  if (!o.junit.empty()) w.Update(fs::WriteOutputFile(o.junit, conformance::JUnitXml(report)));
+  if (!o.json.empty()) w.Update(fs::WriteOutputFile(o.json, conformance::JsonReport(report)));
+  if (!o.results_dir.empty()) w.Update(conformance::WriteResultsDir(report, o.results_dir));
+  if (kubelet_metrics) w.Update(WriteMetricsFile(o.metrics_file, *kubelet_metrics));
+  return w;
+}
+
+// One run under one profile. With `collect`, the report is also appended
+// there (a version matrix).
+int RunConformanceOnce(const ConformanceOptions& o, std::vector<conformance::RunReport>* collect) {
+  if (o.list) return ListCatalogue();
+  // Plugin and tester logs stay quiet unless asked for: the report is the output.
+  log::Init(o.verbosity, log::Format::kText);
+  conformance::RunOptions ro;
+  if (int code = RunOptionsFromFlags(o, collect != nullptr, &ro); code != kExitOk) return code;
+  std::unique_ptr<metrics::KubeletMetrics> kubelet_metrics;
+  if (!o.metrics_file.empty()) {
+    kubelet_metrics = NewKubeletMetrics(ro.profile);
+    ro.metrics = kubelet_metrics.get();
   }
+  std::unique_ptr<conformance::Target> target = NewTarget(o);
   // A plugin that dies must not take the tester with it.
   signal(SIGPIPE, SIG_IGN);
   int checks_done = 0;
@@ -188,12 +206,7 @@ int RunConformanceOnce(const ConformanceOptions& o, std::vector<conformance::Run
   }
   if (collect != nullptr) collect->push_back(*report);
   std::cout << conformance::SummaryTable(*report);
-  absl::Status w;
-  if (!o.junit.empty()) w.Update(conformance::WriteFile(o.junit, conformance::JUnitXml(*report)));
-  if (!o.json.empty()) w.Update(conformance::WriteFile(o.json, conformance::JsonReport(*report)));
-  if (!o.results_dir.empty()) w.Update(conformance::WriteResultsDir(*report, o.results_dir));
-  if (kubelet_metrics) w.Update(WriteMetricsFile(o.metrics_file, *kubelet_metrics));
-  if (!w.ok()) {
+  if (absl::Status w = WriteReports(o, *report, kubelet_metrics.get()); !w.ok()) {
     std::cerr << "devmgr conformance: " << w.message() << "\n";
     return kExitEnvironment;
   }
@@ -235,8 +248,8 @@ int RunConformanceCommand(const ConformanceOptions& o) {
   std::cout << "\n" << conformance::MatrixSummary(m);
   const conformance::RunReport merged = conformance::MergeVersionReports(reports);
   absl::Status w;
-  if (!o.junit.empty()) w.Update(conformance::WriteFile(o.junit, conformance::JUnitXml(merged)));
-  if (!o.json.empty()) w.Update(conformance::WriteFile(o.json, conformance::JsonReport(merged)));
+  if (!o.junit.empty()) w.Update(fs::WriteOutputFile(o.junit, conformance::JUnitXml(merged)));
+  if (!o.json.empty()) w.Update(fs::WriteOutputFile(o.json, conformance::JsonReport(merged)));
   if (!w.ok()) {
     std::cerr << "devmgr conformance: " << w.message() << "\n";
     return kExitEnvironment;

@@ -18,7 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "cli/commands.h"
+#include "common/fs.h"
+#include "common/interrupt.h"
 #include "common/logging.h"
 #include "common/profile.h"
 #include "common/version_matrix.h"
@@ -31,6 +34,7 @@
 #include "scenario/run_metrics.h"
 #include "scenario/runner.h"
 #include "scenario/scenario_parser.h"
+#include "scenario/suite.h"
 #include "scenario/version_matrix.h"
 
 namespace devmgr::cli {
@@ -54,34 +58,6 @@ struct RunOptions {
   std::string kubelet_oracle;   // --kubelet-oracle PATH|DIR
 };
 
-bool IsDir(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// Every *.yaml / *.yml under `dir`, recursively, sorted.
-void CollectYaml(const std::string& dir, std::vector<std::string>* out) {
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return;
-  std::vector<std::string> names;
-  while (dirent* e = readdir(d)) {
-    const std::string n = e->d_name;
-    if (n == "." || n == "..") continue;
-    names.push_back(n);
-  }
-  closedir(d);
-  std::sort(names.begin(), names.end());
-  for (const std::string& n : names) {
-    const std::string p = dir + "/" + n;
-    if (IsDir(p)) {
-      CollectYaml(p, out);
-    } else if ((n.size() > 5 && n.substr(n.size() - 5) == ".yaml") ||
-               (n.size() > 4 && n.substr(n.size() - 4) == ".yml")) {
-      out->push_back(p);
-    }
-  }
-}
-
 std::string SelfExe() {
   char buf[4096];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
@@ -89,232 +65,166 @@ std::string SelfExe() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-bool WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  out.close();
-  return static_cast<bool>(out);
+std::optional<std::regex> Regex(const std::string& re) {
+  if (re.empty()) return std::nullopt;
+  return std::regex(re, std::regex::ECMAScript);
 }
 
-int RunScenarios(const RunOptions& o) {
-  log::Init(o.verbosity, log::Format::kText);
-  log::SetConsoleOutput(o.show_log);
-
-  // --kubelet-version: one version, or a list/range/"all" (a version matrix).
-  absl::StatusOr<std::vector<std::string>> versions =
-      ExpandVersionList(o.compare_kubelet.empty() ? o.kubelet_version : o.compare_kubelet);
-  if (!versions.ok()) {
-    std::cerr << "devmgr run: --kubelet-version: " << versions.status().message() << "\n";
-    return kExitUsage;
+// The flags that shape the suite: --kubelet-version (one version or a
+// matrix), --feature-gates, --focus/--skip. Prints the error and returns
+// false on a bad one.
+bool SuiteFromFlags(const RunOptions& o, scenario::SuiteOptions* so) {
+  absl::StatusOr<std::vector<std::string>> versions = ExpandVersionList(o.kubelet_version);
+  so->matrix = versions.ok() && (versions->size() > 1 || o.kubelet_version == "all" ||
+                                 o.kubelet_version.find_first_of(",-") != std::string::npos);
+  if (!o.compare_kubelet.empty()) {
+    // One profile, planned as a matrix of one (node.kubelet_versions and
+    // applies_to skip what they leave out).
+    versions =
+        ProfileForVersion(o.compare_kubelet).ok()
+            ? absl::StatusOr<std::vector<std::string>>({o.compare_kubelet})
+            : absl::InvalidArgumentError("--compare-kubelet takes one profile (1.30 .. 1.37)");
+    so->matrix = true;
   }
-  const bool compare = !o.compare_kubelet.empty();
-  if (compare && versions->size() != 1) {
-    std::cerr << "devmgr run: --compare-kubelet takes one version\n";
-    return kExitUsage;
-  }
-  const bool matrix = compare ? false
-                              : versions->size() > 1 ||
-                                    o.kubelet_version.find_first_of(",-") != std::string::npos ||
-                                    o.kubelet_version == "all";
   absl::StatusOr<Profile> def =
-      ProfileForVersion(matrix || compare ? versions->front() : o.kubelet_version);
+      !versions.ok() ? versions.status()
+                     : ProfileForVersion(so->matrix ? versions->front() : o.kubelet_version);
   if (!def.ok()) {
     std::cerr << "devmgr run: --kubelet-version: " << def.status().message() << "\n";
-    return kExitUsage;
+    return false;
   }
-  if (!matrix && !def->notice.empty()) std::cerr << "devmgr run: warning: " << def->notice << "\n";
+  if (!so->matrix && !def->notice.empty()) {
+    std::cerr << "devmgr run: warning: " << def->notice << "\n";
+  }
   if (absl::Status s = ValidateFeatureGateSpec(o.feature_gates); !s.ok()) {
     std::cerr << "devmgr run: --feature-gates: " << s.message() << "\n";
-    return kExitUsage;
+    return false;
   }
-  std::optional<std::regex> focus, skip;
   try {
-    if (!o.focus.empty()) focus.emplace(o.focus, std::regex::ECMAScript);
-    if (!o.skip.empty()) skip.emplace(o.skip, std::regex::ECMAScript);
+    so->focus = Regex(o.focus);
+    so->skip = Regex(o.skip);
   } catch (const std::regex_error& e) {
     std::cerr << "devmgr run: bad --focus/--skip regular expression: " << e.what() << "\n";
-    return kExitUsage;
+    return false;
   }
-
-  std::vector<std::string> files;
-  for (const std::string& p : o.paths) {
-    if (IsDir(p)) {
-      const size_t before = files.size();
-      CollectYaml(p, &files);
-      if (files.size() == before) {
-        std::cerr << "devmgr run: " << p << ": no *.yaml scenario files\n";
-        return kExitUsage;
-      }
-    } else {
-      files.push_back(p);
-    }
-  }
-  // Parse everything first: a bad file stops the run before anything starts.
-  std::vector<scenario::Scenario> scenarios;
-  bool bad = false;
-  for (const std::string& f : files) {
-    absl::StatusOr<scenario::Scenario> sc = scenario::LoadScenario(f);
-    if (!sc.ok()) {
-      std::cerr << "devmgr run: " << sc.status().message() << "\n";
-      bad = true;
-      continue;
-    }
-    scenarios.push_back(*std::move(sc));
-  }
-  if (bad) return kExitUsage;
-
-  // SIGINT/SIGTERM: interrupt the current scenario (which tears down its
-  // processes) and skip the rest. Blocked here, so every thread started
-  // later inherits the mask, and taken by a watcher thread.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  std::atomic<bool> cancel{false};
-  std::atomic<bool> finished{false};
-  std::thread watcher([&] {
-    while (!finished.load()) {
-      timespec t{0, 100 * 1000 * 1000};
-      const int sig = sigtimedwait(&sigs, nullptr, &t);
-      if (sig > 0) {
-        std::cerr << "\ndevmgr run: " << strsignal(sig)
-                  << ": stopping the current scenario and cleaning up\n";
-        cancel = true;
-      }
-    }
-  });
-
-  scenario::CompareOptions copts;
-  if (compare) {
-    copts.version = def->name;
-    absl::StatusOr<std::string> bin =
-        scenario::FindKubeletOracle(o.kubelet_oracle, def->name, SelfExe());
-    if (!bin.ok()) {
-      std::cerr << "devmgr run: --compare-kubelet: " << bin.status().message() << "\n";
-      finished = true;
-      watcher.join();
-      return kExitEnvironment;
-    }
-    copts.oracle_binary = *bin;
-  }
-  scenario::RunnerOptions ro;
+  so->versions = *std::move(versions);
+  scenario::RunnerOptions& ro = so->runner;
   ro.devmgr_bin = SelfExe();
   ro.default_kubelet_version = def->name;
   ro.feature_gates = o.feature_gates;
   ro.keep_dir = o.keep_dir;
   ro.out = &std::cout;
-  ro.cancel = &cancel;
   ro.pod_resources_socket = o.pod_resources_socket;
   if (!ro.pod_resources_socket.empty() && ro.pod_resources_socket != "off") {
     std::error_code ec;
     const std::filesystem::path abs = std::filesystem::absolute(ro.pod_resources_socket, ec);
     if (!ec) ro.pod_resources_socket = abs.lexically_normal().string();
   }
+  return true;
+}
 
-  // The metrics of the run: one kubelet's worth, over every scenario.
-  std::unique_ptr<scenario::RunMetrics> run_metrics;
+// --compare-kubelet: every planned run becomes a devmgr run and its
+// comparison with the kubelet oracle. False (printed) without an oracle.
+bool CompareFromFlags(const RunOptions& o, scenario::SuiteOptions* so) {
+  if (o.compare_kubelet.empty()) return true;
+  scenario::CompareOptions c;
+  c.version = so->versions.front();
+  absl::StatusOr<std::string> bin =
+      scenario::FindKubeletOracle(o.kubelet_oracle, c.version, so->runner.devmgr_bin);
+  if (!bin.ok()) {
+    std::cerr << "devmgr run: --compare-kubelet: " << bin.status().message() << "\n";
+    return false;
+  }
+  c.oracle_binary = *bin;
+  so->run_planned = [c](const scenario::Scenario& sc, const scenario::PlannedRun& run,
+                        const scenario::RunnerOptions& ro) {
+    scenario::CompareOptions with = c;
+    with.runner = ro;
+    return scenario::CompareScenario(sc, run.display, with);
+  };
+  return true;
+}
+
+// The run's kubelet metrics (--metrics-file, --metrics-address): one
+// kubelet's worth over every scenario.
+struct RunMetricsOutput {
+  std::unique_ptr<scenario::RunMetrics> metrics;
   std::unique_ptr<metrics::HttpServer> http;
-  if (!o.metrics_file.empty() || o.metrics_address != "off") {
-    // The Get counters exist when the gate is on in any run (profile or
-    // node.feature_gates).
-    bool get_gate = false;
-    for (const scenario::Scenario& sc : scenarios) {
-      for (const scenario::PlannedRun& run : scenario::PlanRuns(sc, *versions, matrix)) {
-        absl::StatusOr<Profile> p = ProfileForVersion(run.version);
-        if (run.skip || !p.ok()) continue;
-        if (p->gates.Set(o.feature_gates).ok() && p->gates.Set(sc.node.feature_gates).ok()) {
-          get_gate |= podresources::OptionsForProfile(*p).get_enabled;
-        }
-      }
-    }
-    run_metrics = std::make_unique<scenario::RunMetrics>(*def, get_gate);
-    ro.metrics = run_metrics.get();
-  }
-  if (o.metrics_address != "off") {
-    scenario::RunMetrics* m = run_metrics.get();
-    http = std::make_unique<metrics::HttpServer>([m] { return m->Render(); });
-    absl::StatusOr<std::string> addr = http->Start(o.metrics_address);
-    if (!addr.ok()) {
-      std::cerr << "devmgr run: --metrics-address: " << addr.status().message() << "\n";
-      finished = true;
-      watcher.join();
-      return kExitEnvironment;
-    }
-    ro.metrics_url = "http://" + *addr + "/metrics";
-    std::cout << "serving metrics at " << ro.metrics_url << "\n";
-  }
+};
 
-  std::vector<scenario::ScenarioResult> results;
-  const absl::Time t0 = absl::Now();
-  VersionMatrix matrix_scenarios(*versions), matrix_steps(*versions);
-  for (const scenario::Scenario& sc : scenarios) {
-    for (const scenario::PlannedRun& run : scenario::PlanRuns(sc, *versions, matrix || compare)) {
-      const std::string& v = run.version;
-      const std::string& display = run.display;
-      const bool filtered = (focus && !std::regex_search(display, *focus)) ||
-                            (skip && std::regex_search(display, *skip));
-      if (filtered || cancel || run.skip) {
-        scenario::ScenarioResult r;
-        r.name = display;
-        r.file = sc.file;
-        r.kubelet_version = v;
-        r.outcome = scenario::Outcome::kSkipped;
-        r.message = cancel     ? "interrupted"
-                    : filtered ? "filtered out by --focus/--skip"
-                               : run.reason;
-        if (cancel) std::cout << "--- SKIP " << display << " (interrupted)\n";
-        if (run.skip && !filtered && !cancel) {
-          std::cout << "--- SKIP " << display << " (" << run.reason << ")\n";
-        }
-        results.push_back(std::move(r));
-      } else if (compare) {
-        copts.runner = ro;
-        for (auto& r : scenario::CompareScenario(sc, display, copts)) results.push_back(r);
-      } else {
-        results.push_back(scenario::RunScenario(sc, v, display, ro));
-      }
-      if (matrix) {
-        scenario::RecordResult(&matrix_scenarios, &matrix_steps, sc.name, v, results.back());
-      }
-    }
+bool StartMetrics(const RunOptions& o, const std::vector<scenario::Scenario>& scenarios,
+                  scenario::SuiteOptions* so, RunMetricsOutput* out) {
+  if (o.metrics_file.empty() && o.metrics_address == "off") return true;
+  absl::StatusOr<Profile> def = ProfileForVersion(so->runner.default_kubelet_version);
+  out->metrics = std::make_unique<scenario::RunMetrics>(
+      *def, scenario::AnyRunHasPodResourcesGet(scenarios, *so));
+  so->runner.metrics = out->metrics.get();
+  if (o.metrics_address == "off") return true;
+  scenario::RunMetrics* m = out->metrics.get();
+  out->http = std::make_unique<metrics::HttpServer>([m] { return m->Render(); });
+  absl::StatusOr<std::string> addr = out->http->Start(o.metrics_address);
+  if (!addr.ok()) {
+    std::cerr << "devmgr run: --metrics-address: " << addr.status().message() << "\n";
+    return false;
   }
-  finished = true;
-  watcher.join();
+  so->runner.metrics_url = "http://" + *addr + "/metrics";
+  std::cout << "serving metrics at " << so->runner.metrics_url << "\n";
+  return true;
+}
 
-  std::cout << "\n=== " << scenario::Summary(results) << " ("
-            << absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(10))) << ")\n";
-  for (const auto& r : results) {
-    if (r.outcome == scenario::Outcome::kFailed || r.outcome == scenario::Outcome::kError) {
-      std::cout << "    " << (r.outcome == scenario::Outcome::kError ? "ERROR " : "FAIL  ")
-                << r.name << " (" << r.file << "): " << r.message << "\n";
-    }
+// --junit, --json, --metrics-file; false when one cannot be written.
+bool WriteOutputs(const RunOptions& o, const scenario::SuiteResult& r, const RunMetricsOutput& m) {
+  absl::Status w;
+  if (!o.junit.empty()) w.Update(fs::WriteOutputFile(o.junit, scenario::JUnitXml(r.results)));
+  if (!o.json.empty()) {
+    w.Update(fs::WriteOutputFile(o.json, scenario::ResultsJson(r.results).dump(2) + "\n"));
   }
-  if (matrix) std::cout << "\n" << scenario::MatrixReport(matrix_scenarios, matrix_steps);
-  int code = kExitOk;
-  bool any_failed = false, any_error = false;
-  for (const auto& r : results) {
-    any_failed |= r.outcome == scenario::Outcome::kFailed;
-    any_error |= r.outcome == scenario::Outcome::kError;
-  }
-  if (any_failed || cancel) code = kExitFailed;
-  if (any_error) code = kExitEnvironment;
-  if (!o.junit.empty() && !WriteFile(o.junit, scenario::JUnitXml(results))) {
-    std::cerr << "devmgr run: cannot write " << o.junit << "\n";
-    code = kExitEnvironment;
-  }
-  if (!o.json.empty() && !WriteFile(o.json, scenario::ResultsJson(results).dump(2) + "\n")) {
-    std::cerr << "devmgr run: cannot write " << o.json << "\n";
-    code = kExitEnvironment;
-  }
-  if (http) http->Stop();
   if (!o.metrics_file.empty()) {
-    if (absl::Status s = node::WriteFileAtomically(o.metrics_file, run_metrics->Render());
-        !s.ok()) {
-      std::cerr << "devmgr run: --metrics-file: " << s.message() << "\n";
-      code = kExitEnvironment;
-    }
+    absl::Status s = fs::WriteOutputFile(o.metrics_file, m.metrics->Render());
+    if (!s.ok()) w.Update(absl::Status(s.code(), "--metrics-file: " + std::string(s.message())));
   }
+  if (!w.ok()) std::cerr << "devmgr run: " << w.message() << "\n";
+  return w.ok();
+}
+
+int RunScenarios(const RunOptions& o) {
+  log::Init(o.verbosity, log::Format::kText);
+  log::SetConsoleOutput(o.show_log);
+  scenario::SuiteOptions so;
+  if (!SuiteFromFlags(o, &so)) return kExitUsage;
+  absl::StatusOr<std::vector<scenario::Scenario>> scenarios;
+  absl::StatusOr<std::vector<std::string>> files = scenario::CollectScenarioFiles(o.paths);
+  scenarios = files.ok() ? scenario::LoadScenarios(*files) : files.status();
+  if (!scenarios.ok()) {
+    for (absl::string_view line : absl::StrSplit(scenarios.status().message(), '\n')) {
+      std::cerr << "devmgr run: " << line << "\n";
+    }
+    return kExitUsage;
+  }
+  // SIGINT/SIGTERM interrupt the current scenario (which tears down its
+  // processes) and skip the rest.
+  InterruptFlag interrupt("devmgr run", "stopping the current scenario and cleaning up");
+  so.runner.cancel = interrupt.flag();
+  RunMetricsOutput m;
+  if (!StartMetrics(o, *scenarios, &so, &m)) return kExitEnvironment;
+  if (!CompareFromFlags(o, &so)) return kExitEnvironment;
+
+  const scenario::SuiteResult r = scenario::RunSuite(*scenarios, so);
+  scenario::PrintSuiteSummary(r, std::cout);
+  if (m.http) m.http->Stop();
+  int code = kExitOk;
+  switch (scenario::Verdict(r, interrupt.interrupted())) {
+    case scenario::SuiteVerdict::kPassed:
+      code = kExitOk;
+      break;
+    case scenario::SuiteVerdict::kFailed:
+      code = kExitFailed;
+      break;
+    case scenario::SuiteVerdict::kError:
+      code = kExitEnvironment;
+      break;
+  }
+  if (!WriteOutputs(o, r, m)) code = kExitEnvironment;
   return code;
 }
 

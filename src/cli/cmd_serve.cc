@@ -168,18 +168,25 @@ int Fail(const Failure& f) {
   return f.code;
 }
 
-int RunServe(const ServeOptions& o) {
-  log::Init(o.verbosity, o.logging_format == "json" ? log::Format::kJson : log::Format::kText);
+// --kubelet-version with --feature-gates applied (the node reads the gates,
+// ResourceHealthStatus among them, from the profile).
+std::optional<Failure> ProfileFromFlags(const ServeOptions& o, Profile* out) {
   absl::StatusOr<Profile> profile = ProfileForVersion(o.kubelet_version);
   if (!profile.ok()) {
-    return Fail({kExitUsage, "--kubelet-version: " + std::string(profile.status().message())});
+    return Failure{kExitUsage, "--kubelet-version: " + std::string(profile.status().message())};
   }
   if (!profile->notice.empty()) std::cerr << "devmgr serve: warning: " << profile->notice << "\n";
-  // The profile's gates take --feature-gates; the node reads them from there
-  // (ResourceHealthStatus among them).
   if (absl::Status s = profile->gates.Set(o.observe.feature_gates); !s.ok()) {
-    return Fail({kExitUsage, "--feature-gates: " + std::string(s.message())});
+    return Failure{kExitUsage, "--feature-gates: " + std::string(s.message())};
   }
+  *out = *std::move(profile);
+  return std::nullopt;
+}
+
+int RunServe(const ServeOptions& o) {
+  log::Init(o.verbosity, o.logging_format == "json" ? log::Format::kJson : log::Format::kText);
+  Profile profile;
+  if (auto f = ProfileFromFlags(o, &profile)) return Fail(*f);
   std::string dir;
   if (auto f = PrepareDir(o, &dir)) return Fail(*f);
   // Signals are taken synchronously by this thread; every thread started
@@ -191,11 +198,11 @@ int RunServe(const ServeOptions& o) {
   // Metrics and the PodResources socket (docs/observability.md).
   podresources::ObservabilityOptions observe_opts = o.observe;
   observe_opts.force = o.force;
-  auto observe = podresources::Observability::Create(*profile, observe_opts);
+  auto observe = podresources::Observability::Create(profile, observe_opts);
   if (!observe.ok()) {
     return Fail({kExitUsage, "--feature-gates: " + std::string(observe.status().message())});
   }
-  absl::StatusOr<node::NodeOptions> no = NodeOptionsFor(o, dir, *profile);
+  absl::StatusOr<node::NodeOptions> no = NodeOptionsFor(o, dir, profile);
   if (!no.ok()) return Fail({kExitUsage, std::string(no.status().message())});
   (*observe)->Hook(&*no);
   node::Node n(*no);
@@ -204,7 +211,7 @@ int RunServe(const ServeOptions& o) {
     return Fail({kExitEnvironment, "cannot start: " + std::string(s.message())});
   }
   DM_INFO("devmgr is serving the kubelet device-plugin API", {"socket", dir + "/kubelet.sock"},
-          {"kubeletVersion", profile->name});
+          {"kubeletVersion", profile.name});
   if (absl::Status s = (*observe)->Start(dir, &n, &pods); !s.ok()) {
     return Fail({s.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitEnvironment,
                  std::string(s.message())});

@@ -5,15 +5,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <random>
 #include <utility>
 
 #include "fmt/format.h"
 
 namespace devmgr::fs {
+std::string GoErrnoText(int err) {
+  // Go's syscall error strings are the C library's with the first letter
+  // lowered, unless the first word is an acronym ("ENOSPC" -> "no space left
+  // on device", as in "write /d/f: no space left on device").
+  std::string text = std::strerror(err);
+  if (text.size() > 1 && std::isupper(static_cast<unsigned char>(text[0])) &&
+      !std::isupper(static_cast<unsigned char>(text[1]))) {
+    text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+  }
+  return text;
+}
+
 absl::Status ErrnoStatus(std::string_view op, const std::string& path, int err) {
-  const std::string msg = fmt::format("{} {}: {}", op, path, std::strerror(err));
+  const std::string msg = fmt::format("{} {}: {}", op, path, GoErrnoText(err));
   switch (err) {
     case ENOENT:
       return absl::NotFoundError(msg);
@@ -51,7 +66,7 @@ class PosixWritableFile final : public WritableFile {
     return absl::OkStatus();
   }
   absl::Status Sync() override {
-    if (::fsync(fd_) != 0) return Errno("fsync", path_, errno);
+    if (::fsync(fd_) != 0) return Errno("sync", path_, errno);
     return absl::OkStatus();
   }
   absl::Status Close() override {
@@ -81,11 +96,18 @@ class PosixFilesystem final : public Filesystem {
   absl::StatusOr<std::unique_ptr<WritableFile>> NewTempFile(const std::string& dir,
                                                             const std::string& prefix,
                                                             std::string* path) override {
-    std::string tmpl = fmt::format("{}/{}XXXXXX", dir, prefix);
-    const int fd = ::mkstemp(tmpl.data());  // mode 0600
-    if (fd < 0) return Errno("create temp file in", dir, errno);
-    *path = tmpl;
-    return std::make_unique<PosixWritableFile>(fd, tmpl);
+    // As Go's os.CreateTemp: a random decimal suffix, O_EXCL, mode 0600,
+    // another name on a collision.
+    thread_local std::mt19937 rng{std::random_device{}()};
+    for (int attempt = 0;; ++attempt) {
+      std::string name = fmt::format("{}/{}{}", dir, prefix, static_cast<uint32_t>(rng()));
+      const int fd = ::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd >= 0) {
+        *path = name;
+        return std::make_unique<PosixWritableFile>(fd, std::move(name));
+      }
+      if (errno != EEXIST || attempt == 10000) return Errno("open", name, errno);
+    }
   }
   absl::Status Chmod(const std::string& path, mode_t mode) override {
     if (::chmod(path.c_str(), mode) != 0) return Errno("chmod", path, errno);
@@ -93,7 +115,7 @@ class PosixFilesystem final : public Filesystem {
   }
   absl::Status Rename(const std::string& from, const std::string& to) override {
     if (::rename(from.c_str(), to.c_str()) != 0) {
-      return Errno(fmt::format("rename {} to", from), to, errno);
+      return Errno(fmt::format("rename {}", from), to, errno);
     }
     return absl::OkStatus();
   }
@@ -107,7 +129,7 @@ class PosixFilesystem final : public Filesystem {
     const int rc = ::fsync(fd);
     const int err = errno;
     ::close(fd);
-    if (rc != 0) return Errno("fsync", dir, err);
+    if (rc != 0) return Errno("sync", dir, err);
     return absl::OkStatus();
   }
   absl::StatusOr<std::string> ReadFile(const std::string& path) override {
@@ -211,6 +233,33 @@ absl::Status WriteFileAtomically(Filesystem& fs, const std::string& path, std::s
   }
   if (opts.fsync) return fs.SyncDir(dir);
   return absl::OkStatus();
+}
+
+absl::Status WriteOutputFile(const std::string& path, std::string_view bytes) {
+  absl::Status s;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      s = ErrnoStatus("open", path, errno);
+    } else {
+      size_t done = 0;
+      while (done < bytes.size() && s.ok()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) s = ErrnoStatus("write", path, errno);
+        if (n > 0) done += static_cast<size_t>(n);
+      }
+      ::close(fd);
+    }
+  } else {
+    AtomicWriteOptions opts;
+    opts.fsync = false;
+    opts.mode = 0644;
+    s = WriteFileAtomically(*Default(), path, bytes, opts);
+  }
+  if (s.ok()) return s;
+  return absl::Status(s.code(), fmt::format("write {}: {}", path, std::string(s.message())));
 }
 
 }  // namespace devmgr::fs

@@ -2,7 +2,7 @@
 // directories, write a file atomically with an fsync policy, read), behind
 // one small interface in the spirit of leveldb's Env and ninja's
 // DiskInterface. Production code uses fs::Default() (POSIX); tests wrap it
-// (FaultInjectingFs in common/fs_testing.h) to make chosen operations fail
+// (FaultInjectingFs in common/fs_testutil.h) to make chosen operations fail
 // with ENOSPC, EIO, ...
 //
 // MkdirAll and WriteFileAtomically are written once, over the primitives,
@@ -40,7 +40,7 @@ struct DirEntry {
 };
 
 // Thread-safe. Errors are "<op> <path>: <strerror>" (e.g. "write
-// /d/.f.XXXXXX: No space left on device"), with NotFound for ENOENT,
+// /d/.f.1234567890: no space left on device", Go's wording), with NotFound for ENOENT,
 // PermissionDenied for EACCES/EPERM, AlreadyExists for EEXIST and Internal
 // otherwise.
 class Filesystem {
@@ -51,7 +51,7 @@ class Filesystem {
   virtual absl::Status Mkdir(const std::string& path, mode_t mode) = 0;
   // NotFound when nothing is there.
   virtual absl::StatusOr<bool> IsDirectory(const std::string& path) = 0;
-  // A new file "<dir>/<prefix>XXXXXX" (mkstemp, mode 0600); its path is
+  // A new file "<dir>/<prefix><random digits>" (as os.CreateTemp, mode 0600); its path is
   // stored in *path.
   virtual absl::StatusOr<std::unique_ptr<WritableFile>> NewTempFile(const std::string& dir,
                                                                     const std::string& prefix,
@@ -71,6 +71,9 @@ class Filesystem {
 // "<op> <path>: <strerror(err)>" with the status code of `err` (see
 // Filesystem), for implementations and fakes.
 absl::Status ErrnoStatus(std::string_view op, const std::string& path, int err);
+
+// strerror(err) as Go's syscall.Errno prints it ("no space left on device").
+std::string GoErrnoText(int err);
 
 // The real (POSIX) filesystem; never null, never destroyed.
 Filesystem* Default();
@@ -94,6 +97,13 @@ struct AtomicWriteOptions {
 // temp file is removed and `path` is left as it was.
 absl::Status WriteFileAtomically(Filesystem& fs, const std::string& path, std::string_view bytes,
                                  const AtomicWriteOptions& opts = {});
+
+// A file devmgr writes for people and tools (the status file, metrics files,
+// JUnit/JSON reports, a scenario's planted files): atomically as above with
+// mode 0644 and no fsync, through fs::Default(). An existing `path` that is
+// not a regular file (/dev/stdout, a FIFO) is written in place instead.
+// Errors name the target: "write PATH: <the failing step>".
+absl::Status WriteOutputFile(const std::string& path, std::string_view bytes);
 
 }  // namespace devmgr::fs
 

@@ -8,7 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/fs_testing.h"
+#include "common/fs_testutil.h"
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -46,17 +47,17 @@ class FsTest : public ::testing::Test {
 
 TEST_F(FsTest, MkdirAllMakesEveryMissingLevelAndAcceptsAnExistingDirectory) {
   const std::string deep = dir_ + "/a/b/c";
-  ASSERT_TRUE(MkdirAll(*Default(), deep, 0750).ok());
+  ASSERT_OK(MkdirAll(*Default(), deep, 0750));
   EXPECT_TRUE(std::filesystem::is_directory(deep));
   struct stat st;
   ASSERT_EQ(::stat((dir_ + "/a").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777 & ~0750, 0u);
-  EXPECT_TRUE(MkdirAll(*Default(), deep, 0750).ok());
-  EXPECT_TRUE(MkdirAll(*Default(), deep + "/", 0750).ok());
+  EXPECT_OK(MkdirAll(*Default(), deep, 0750));
+  EXPECT_OK(MkdirAll(*Default(), deep + "/", 0750));
 }
 
 TEST_F(FsTest, MkdirAllOverAFileIsNotADirectory) {
-  ASSERT_TRUE(WriteFileAtomically(*Default(), dir_ + "/f", "x").ok());
+  ASSERT_OK(WriteFileAtomically(*Default(), dir_ + "/f", "x"));
   const absl::Status s = MkdirAll(*Default(), dir_ + "/f", 0750);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(s.message(), "mkdir " + dir_ + "/f: not a directory");
@@ -68,17 +69,17 @@ TEST_F(FsTest, MkdirAllReportsAnInjectedError) {
   faults.Fail(Op::kMkdir, EACCES);
   const absl::Status s = MkdirAll(faults, dir_ + "/x/y", 0750);
   EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(s.message(), "mkdir " + dir_ + "/x: Permission denied");
+  EXPECT_EQ(s.message(), "mkdir " + dir_ + "/x: permission denied");
   EXPECT_THAT(Names(), IsEmpty());
 }
 
 TEST_F(FsTest, AtomicWriteReplacesTheFileWithTheGivenMode) {
   const std::string path = dir_ + "/status.json";
-  ASSERT_TRUE(WriteFileAtomically(*Default(), path, "one").ok());
+  ASSERT_OK(WriteFileAtomically(*Default(), path, "one"));
   AtomicWriteOptions o;
   o.fsync = false;
   o.mode = 0644;
-  ASSERT_TRUE(WriteFileAtomically(*Default(), path, "two", o).ok());
+  ASSERT_OK(WriteFileAtomically(*Default(), path, "two", o));
   EXPECT_EQ(Slurp(path), "two");
   struct stat st;
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
@@ -88,19 +89,19 @@ TEST_F(FsTest, AtomicWriteReplacesTheFileWithTheGivenMode) {
 
 TEST_F(FsTest, AtomicWriteSyncsFileAndDirectoryOnlyWhenAsked) {
   FaultInjectingFs faults;
-  ASSERT_TRUE(WriteFileAtomically(faults, dir_ + "/f", "x").ok());
+  ASSERT_OK(WriteFileAtomically(faults, dir_ + "/f", "x"));
   EXPECT_EQ(faults.Calls(Op::kSync), 1);
   EXPECT_EQ(faults.Calls(Op::kSyncDir), 1);
   AtomicWriteOptions o;
   o.fsync = false;
-  ASSERT_TRUE(WriteFileAtomically(faults, dir_ + "/f", "y", o).ok());
+  ASSERT_OK(WriteFileAtomically(faults, dir_ + "/f", "y", o));
   EXPECT_EQ(faults.Calls(Op::kSync), 1);
   EXPECT_EQ(faults.Calls(Op::kSyncDir), 1);
 }
 
 TEST_F(FsTest, EveryInjectedWriteFailureKeepsTheOldContentAndNoTempFile) {
   const std::string path = dir_ + "/f";
-  ASSERT_TRUE(WriteFileAtomically(*Default(), path, "old").ok());
+  ASSERT_OK(WriteFileAtomically(*Default(), path, "old"));
   for (Op op : {Op::kNewTempFile, Op::kAppend, Op::kSync, Op::kClose, Op::kRename}) {
     FaultInjectingFs faults;
     faults.Fail(op, op == Op::kAppend ? ENOSPC : EIO);
@@ -111,16 +112,42 @@ TEST_F(FsTest, EveryInjectedWriteFailureKeepsTheOldContentAndNoTempFile) {
   }
 }
 
+TEST_F(FsTest, OutputFileIsAtomicWorldReadableAndLeavesNoTempFile) {
+  const std::string path = dir_ + "/report.xml";
+  ASSERT_OK(WriteOutputFile(path, "<a/>"));
+  ASSERT_OK(WriteOutputFile(path, "<b/>"));
+  EXPECT_EQ(Slurp(path), "<b/>");
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  EXPECT_THAT(Names(), ElementsAre("report.xml"));
+}
+
+TEST_F(FsTest, OutputFileWritesADeviceInPlace) {
+  // /dev/null (or /dev/stdout) is written, never replaced by a regular file.
+  ASSERT_OK(WriteOutputFile("/dev/null", "discarded"));
+  struct stat st;
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+TEST_F(FsTest, OutputFileErrorNamesTheTarget) {
+  const std::string path = dir_ + "/missing/report.json";
+  absl::Status s = WriteOutputFile(path, "{}");
+  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::StartsWith("write " + path + ": "));
+}
+
 TEST_F(FsTest, ReadFileNamesTheFile) {
   absl::StatusOr<std::string> r = Default()->ReadFile(dir_ + "/missing");
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(r.status().message(), "open " + dir_ + "/missing: No such file or directory");
+  EXPECT_EQ(r.status().message(), "open " + dir_ + "/missing: no such file or directory");
   r = Default()->ReadFile(dir_);
   EXPECT_EQ(r.status().message(), "read " + dir_ + ": is a directory");
   FaultInjectingFs faults;
   faults.Fail(Op::kRead, EIO);
   EXPECT_EQ(faults.ReadFile(dir_ + "/x").status().message(),
-            "read " + dir_ + "/x: Input/output error");
+            "read " + dir_ + "/x: input/output error");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "common/profile.h"
 
 #include "common/feature_gates.h"
+#include "common/status_testutil.h"
 #include "common/version_matrix.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -16,7 +17,7 @@ TEST(ProfileTest, OneProfilePerMinorVersion) {
               ElementsAre("1.30", "1.31", "1.32", "1.33", "1.34", "1.35", "1.36", "1.37"));
   for (const std::string& n : ProfileNames()) {
     absl::StatusOr<Profile> p = ProfileForVersion(n);
-    ASSERT_TRUE(p.ok()) << n;
+    ASSERT_OK(p) << n;
     EXPECT_EQ(p->name, n);
     EXPECT_TRUE(p->notice.empty()) << n;
   }
@@ -51,11 +52,11 @@ TEST(ProfileTest, SwitchesPerVersion) {
 
 TEST(ProfileTest, DeprecatedAliasAndNewerVersions) {
   absl::StatusOr<Profile> alias = ProfileForVersion("1.34+");
-  ASSERT_TRUE(alias.ok());
+  ASSERT_OK(alias);
   EXPECT_EQ(alias->name, "1.34");
   EXPECT_THAT(alias->notice, HasSubstr("deprecated"));
   absl::StatusOr<Profile> newer = ProfileForVersion("1.39.1");
-  ASSERT_TRUE(newer.ok());
+  ASSERT_OK(newer);
   EXPECT_EQ(newer->name, "1.37");
   EXPECT_THAT(newer->notice, HasSubstr("newer than the newest profile; using 1.37"));
   EXPECT_THAT(std::string(ProfileForVersion("1.29").status().message()),
@@ -106,7 +107,7 @@ TEST(FeatureGatesTest, StagesOfTheReleaseTables) {
 
 TEST(FeatureGatesTest, SetFollowsComponentBase) {
   FeatureGates g(35);
-  ASSERT_TRUE(g.Set("ResourceHealthStatus=true, DRAExtendedResource=1").ok());
+  ASSERT_OK(g.Set("ResourceHealthStatus=true, DRAExtendedResource=1"));
   EXPECT_TRUE(g.Enabled(kGateResourceHealthStatus));
   EXPECT_TRUE(g.Enabled(kGateDRAExtendedResource));
   EXPECT_EQ(g.Overrides(), "DRAExtendedResource=true,ResourceHealthStatus=true");
@@ -127,7 +128,7 @@ TEST(FeatureGatesTest, SetFollowsComponentBase) {
   FeatureGates removed(34);
   EXPECT_EQ(removed.Set("DevicePluginCDIDevices=true").message(),
             "unrecognized feature gate: DevicePluginCDIDevices");
-  EXPECT_TRUE(ValidateFeatureGateSpec("DRAExtendedResource=true").ok());
+  EXPECT_OK(ValidateFeatureGateSpec("DRAExtendedResource=true"));
   EXPECT_FALSE(ValidateFeatureGateSpec("Nope=true").ok());
 }
 

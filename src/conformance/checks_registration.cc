@@ -13,8 +13,7 @@ namespace devmgr::conformance {
 namespace {
 
 Outcome NoRegistration(Session& s) {
-  return Outcome::Skip(fmt::format("no Register call within {} (see registration.timely)",
-                                   Dur(s.t().register_within)));
+  return Outcome::Skip(s.NoRegistrationReason() + " (see registration.timely)");
 }
 
 Outcome Version(Session& s) {
@@ -88,10 +87,13 @@ Outcome ServesFirst(Session& s) {
 Outcome Timely(Session& s) {
   auto r = s.FirstRegistration();
   if (!r) {
+    int code = 0;
     Outcome o = Outcome::Fail(
-        fmt::format("no Register call on kubelet.sock within {} of the plugin's start; the "
-                    "resource never appears on the node",
-                    Dur(s.t().register_within)));
+        s.target().Exited(&code) && code != 0
+            ? s.NoRegistrationReason() + "; the resource never appears on the node"
+            : fmt::format("no Register call on kubelet.sock within {} of the plugin's start; the "
+                          "resource never appears on the node",
+                          Dur(s.t().register_within)));
     for (auto& l : s.PluginOutput(5)) o.Evidence(l);
     return o;
   }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/logging.h"
+#include "common/status_testutil.h"
 #include "conformance/conformance_testutil.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
@@ -39,7 +40,7 @@ RunReport RunAgainst(const std::string& config_path, const std::string& focus = 
     return RunAgainst(config_path, f);
   }
   absl::StatusOr<plugin::Config> config = plugin::LoadConfig(config_path);
-  EXPECT_TRUE(config.ok()) << config.status();
+  EXPECT_OK(config);
   auto target = NewInProcessTarget(*config);
   TempDir dir;
   RunOptions o;
@@ -47,7 +48,7 @@ RunReport RunAgainst(const std::string& config_path, const std::string& focus = 
   o.timeouts = FastTimeouts();
   o.focus = focus;
   absl::StatusOr<RunReport> report = RunConformance(*target, o);
-  EXPECT_TRUE(report.ok()) << report.status();
+  EXPECT_OK(report);
   return report.ok() ? *report : RunReport{};
 }
 
@@ -115,13 +116,13 @@ TEST(ConformanceTest, CatalogueIdsAreUniqueAndLevelled) {
 
 TEST(ConformanceTest, FocusAndSkipSelect) {
   auto s = SelectChecks("^allocate\\.", "concurrent");
-  ASSERT_TRUE(s.ok());
+  ASSERT_OK(s);
   for (const CheckInfo* c : *s) {
     EXPECT_EQ(c->id.rfind("allocate.", 0), 0u);
     EXPECT_NE(c->id, "allocate.concurrent");
   }
   auto d = SelectChecks("Disruptive", "");
-  ASSERT_TRUE(d.ok());
+  ASSERT_OK(d);
   EXPECT_EQ(d->size(), 2u);
   auto bad = SelectChecks("(", "");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
@@ -129,19 +130,19 @@ TEST(ConformanceTest, FocusAndSkipSelect) {
 
 TEST(ConformanceTest, SocketModeSkipsRegistrationChecks) {
   absl::StatusOr<plugin::Config> config = plugin::LoadConfig(Example("sample-plugin.yaml"));
-  ASSERT_TRUE(config.ok());
+  ASSERT_OK(config);
   TempDir dir;
   // The plugin runs on its own, waiting for a kubelet.sock that never comes.
   plugin::PluginOptions po;
   po.dir = dir.path();
   plugin::SamplePlugin p(*config, po);
-  ASSERT_TRUE(p.Start().ok());
+  ASSERT_OK(p.Start());
   auto target = NewSocketTarget(p.socket_path());
   RunOptions o;
   o.timeouts = FastTimeouts();
   o.skip = "law.stream-open|law.no-resend|allocate.list-unchanged";
   absl::StatusOr<RunReport> r = RunConformance(*target, o);
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r);
   EXPECT_THAT(Failed(*r), ::testing::IsEmpty()) << SummaryTable(*r);
   for (const auto& c : r->results) {
     if (c.id.rfind("registration.", 0) == 0 || c.id.rfind("restart.", 0) == 0) {

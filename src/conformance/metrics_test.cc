@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/status_testutil.h"
 #include "conformance/conformance_testutil.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
@@ -28,6 +29,7 @@ struct LogCounts {
   int allocate_received = 0;
   int register_sent_ok = 0;
   int register_sent_failed = 0;
+  std::string register_errors;  // each failed Register's code and message
 };
 
 LogCounts CountCallLog(const std::string& path) {
@@ -41,6 +43,7 @@ LogCounts CountCallLog(const std::string& path) {
     if (method == "Allocate" && kind == "received") ++c.allocate_received;
     if (method == "Register" && kind == "sent") {
       ++(j.contains("error") ? c.register_sent_failed : c.register_sent_ok);
+      if (j.contains("error")) c.register_errors += line + "\n";
     }
   }
   return c;
@@ -49,7 +52,7 @@ LogCounts CountCallLog(const std::string& path) {
 TEST(ConformanceMetricsTest, CountsEveryRegisterAndAllocateOfTheRun) {
   absl::StatusOr<plugin::Config> config =
       plugin::LoadConfig(std::string(DEVMGR_SOURCE_DIR) + "/examples/sample-plugin.yaml");
-  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_OK(config);
   const std::string resource = config->resource;
   TempDir dir;
   TempDir logs;
@@ -64,13 +67,13 @@ TEST(ConformanceMetricsTest, CountsEveryRegisterAndAllocateOfTheRun) {
   // restarts (a second registration in one session).
   o.focus = "^(allocate\\.(rejects-unknown|deterministic|concurrent)|restart\\.|latency\\.)";
   absl::StatusOr<RunReport> r = RunConformance(*target, o);
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r);
   ASSERT_EQ(r->results.size(), 7u) << SummaryTable(*r);  // restart.kubelet-prompt too
   ASSERT_EQ(r->Count(Status::kFail), 0) << SummaryTable(*r);
   target.reset();  // every plugin instance stopped: the log is complete
 
   const LogCounts log = CountCallLog(call_log);
-  EXPECT_EQ(log.register_sent_failed, 0);
+  EXPECT_EQ(log.register_sent_failed, 0) << log.register_errors;
   // One registration per session, one more per restart check.
   EXPECT_GE(log.register_sent_ok, 8);
   EXPECT_GT(log.allocate_received, 6);
@@ -90,7 +93,7 @@ TEST(ConformanceMetricsTest, CountsEveryRegisterAndAllocateOfTheRun) {
 TEST(ConformanceMetricsTest, NoMetricsChangesNothing) {
   absl::StatusOr<plugin::Config> config =
       plugin::LoadConfig(std::string(DEVMGR_SOURCE_DIR) + "/examples/sample-plugin.yaml");
-  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_OK(config);
   TempDir dir;
   auto target = NewInProcessTarget(*config);
   RunOptions o;
@@ -98,7 +101,7 @@ TEST(ConformanceMetricsTest, NoMetricsChangesNothing) {
   o.timeouts = FastTimeouts();
   o.focus = "^allocate\\.rejects-unknown";
   absl::StatusOr<RunReport> r = RunConformance(*target, o);
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r);
   EXPECT_EQ(r->Count(Status::kPass), 1) << SummaryTable(*r);
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "common/fs.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "tinyxml2.h"
@@ -157,29 +158,17 @@ std::string JsonReport(const RunReport& report) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-absl::Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f)
-    return absl::FailedPreconditionError(fmt::format("open {}: {}", path, std::strerror(errno)));
-  f << text;
-  f.close();
-  if (!f)
-    return absl::FailedPreconditionError(fmt::format("write {}: {}", path, std::strerror(errno)));
-  return absl::OkStatus();
-}
-
 absl::Status WriteResultsDir(const RunReport& report, const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::FailedPreconditionError(fmt::format("mkdir {}: {}", dir, std::strerror(errno)));
-  }
+  if (absl::Status s = fs::MkdirAll(*fs::Default(), dir, 0755); !s.ok()) return s;
   const std::string junit = dir + "/devmgr-conformance-junit.xml";
-  if (absl::Status s = WriteFile(junit, JUnitXml(report)); !s.ok()) return s;
-  if (absl::Status s = WriteFile(dir + "/devmgr-conformance.json", JsonReport(report)); !s.ok()) {
+  if (absl::Status s = fs::WriteOutputFile(junit, JUnitXml(report)); !s.ok()) return s;
+  if (absl::Status s = fs::WriteOutputFile(dir + "/devmgr-conformance.json", JsonReport(report));
+      !s.ok()) {
     return s;
   }
   // The done file comes last: sonobuoy's worker starts collecting when it
   // appears.
-  return WriteFile(dir + "/done", junit);
+  return fs::WriteOutputFile(dir + "/done", junit);
 }
 
 }  // namespace devmgr::conformance

@@ -32,9 +32,6 @@ std::string JsonReport(const RunReport& report);
 // JUnit file (sonobuoy's "result-format: junit").
 absl::Status WriteResultsDir(const RunReport& report, const std::string& dir);
 
-// Writes `text` to `path` (created or truncated).
-absl::Status WriteFile(const std::string& path, const std::string& text);
-
 }  // namespace devmgr::conformance
 
 #endif  // DEVMGR_CONFORMANCE_REPORT_H_

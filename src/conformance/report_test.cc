@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -86,7 +87,7 @@ TEST(ReportTest, Json) {
 TEST(ReportTest, ResultsDirWritesDoneLast) {
   char tmpl[] = "/tmp/dmconf-rep-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
-  ASSERT_TRUE(WriteResultsDir(SampleReport(), dir).ok());
+  ASSERT_OK(WriteResultsDir(SampleReport(), dir));
   std::ifstream done(dir + "/done");
   std::stringstream ss;
   ss << done.rdbuf();

@@ -6,6 +6,7 @@
 
 #include "common/go_format.h"
 #include "common/logging.h"
+#include "conformance/checks.h"
 #include "conformance/validation.h"
 #include "fmt/format.h"
 #include "metrics/kubelet_metrics.h"
@@ -54,13 +55,20 @@ absl::Status Session::Begin(bool expect_registration) {
   }
   bool registered = false;
   if (expect_registration_) {
-    registered = kubelet_->WaitForRegistrations(1, t().register_within);
+    // In slices, so that a plugin that crashed (exited non-zero) is not
+    // waited for the whole window; one that exits 0 may have left a daemon.
+    const MonoTime deadline = MonoDeadline(t().register_within);
+    int code = 0;
+    while (!(registered = kubelet_->WaitForRegistrations(1, absl::Milliseconds(100)))) {
+      if (MonoNow() >= deadline || (target_->Exited(&code) && code != 0)) break;
+    }
   } else {
     // An earlier session saw no registration: a serving socket is enough.
     const MonoTime deadline = MonoDeadline(t().register_within);
+    int code = 0;
     while (!(registered = kubelet_->WaitForRegistrations(1, absl::Milliseconds(20)))) {
       if (!FindPluginSockets(opts_.dir).empty() && !SocketPath().empty()) break;
-      if (MonoNow() >= deadline) break;
+      if (MonoNow() >= deadline || (target_->Exited(&code) && code != 0)) break;
     }
   }
   int code = 0;
@@ -258,6 +266,14 @@ absl::Status Session::StartPlugin() {
   absl::Status s = target_->Start(opts_.dir);
   plugin_running_ = s.ok();
   return s;
+}
+
+std::string Session::NoRegistrationReason() const {
+  int code = 0;
+  if (target_->Exited(&code) && code != 0) {
+    return fmt::format("the plugin exited with code {} before it registered", code);
+  }
+  return fmt::format("no Register call within {}", Dur(t().register_within));
 }
 
 std::vector<std::string> Session::PluginOutput(size_t n) const {

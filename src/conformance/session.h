@@ -136,6 +136,10 @@ class Session {
 
   // Evidence lines about the plugin (its last output lines).
   std::vector<std::string> PluginOutput(size_t n = 10) const;
+  // Why no Register came: "the plugin exited with code N before it
+  // registered" when the plugin the tester started has exited non-zero (the
+  // session stops waiting then), else "no Register call within <window>".
+  std::string NoRegistrationReason() const;
 
  private:
   TestKubeletOptions KubeletOptions() const;

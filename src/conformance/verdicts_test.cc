@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "common/status_testutil.h"
 #include "conformance/check.h"
 #include "conformance/conformance_testutil.h"
 #include "conformance/report.h"
@@ -34,7 +35,7 @@ std::string Example(const std::string& name) {
 
 plugin::Config Load(const std::string& name) {
   absl::StatusOr<plugin::Config> c = plugin::LoadConfig(Example(name));
-  EXPECT_TRUE(c.ok()) << c.status();
+  EXPECT_OK(c);
   return c.ok() ? *c : plugin::Config{};
 }
 
@@ -48,11 +49,11 @@ RunReport RunChecks(const plugin::Config& config, const Timeouts& t, const std::
   o.focus = focus;
   if (!version.empty()) {
     auto p = ProfileForVersion(version);
-    EXPECT_TRUE(p.ok());
+    EXPECT_OK(p);
     if (p.ok()) o.profile = *p;
   }
   absl::StatusOr<RunReport> r = RunConformance(*target, o);
-  EXPECT_TRUE(r.ok()) << r.status();
+  EXPECT_OK(r);
   return r.ok() ? *r : RunReport{};
 }
 
@@ -209,7 +210,7 @@ TEST(VerdictsTest, SlowFirstListPassesTheMustAndGetsAShould) {
 
 TEST(VerdictsTest, ACompanionIsSelectedThroughItsCheck) {
   auto s = SelectChecks("kubelet-prompt", "");
-  ASSERT_TRUE(s.ok());
+  ASSERT_OK(s);
   ASSERT_EQ(s->size(), 1u);
   EXPECT_EQ((*s)[0]->id, "restart.kubelet");
 }

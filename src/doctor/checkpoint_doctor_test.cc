@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "checkpoint/testdata_util.h"
+#include "checkpoint/checkpoint_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -1,9 +1,10 @@
 // Allocation at the domain level: Allocate, devicesToAllocate,
 // GetPreferredAllocation, GC, admission (shared/kubelet-device-manager.md
 // section 6; issue 4's "Done when" list).
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "manager/manager_test_util.h"
+#include "manager/manager_testutil.h"
 
 namespace devmgr::manager {
 namespace {
@@ -37,7 +38,7 @@ TEST_F(AllocationTest, SingleGpuPod) {
   EXPECT_THAT(m_->AllocatedDevicesForTest()[kGpu], SizeIs(1));
   // Checkpointed.
   auto cp = checkpoint::DecodeV2(dir_.Read("kubelet_internal_checkpoint"));
-  ASSERT_TRUE(cp.ok());
+  ASSERT_OK(cp);
   ASSERT_TRUE(cp->data.pod_device_entries.has_value());
   ASSERT_EQ(cp->data.pod_device_entries->size(), 1u);
   EXPECT_EQ((*cp->data.pod_device_entries)[0].container_name, "cuda");
@@ -263,7 +264,7 @@ TEST_F(AllocationTest, GcWaitsForSourcesReady) {
   StartOptions so = StartOpts();
   bool ready = false;
   so.sources_ready = [&ready] { return ready; };
-  ASSERT_TRUE(m_->Start(so).ok());
+  ASSERT_OK(m_->Start(so));
   c_ = Connect(*m_, kGpu);
   m_->PluginListAndWatchReceiver(kGpu, c_.get(), testing::HealthyDevices(2));
   auto p1 = MakePod("p1", {Ctr("c", {{kGpu, 1}})});
@@ -282,7 +283,7 @@ TEST_F(AllocationTest, ContainerRestartKeepsItsDevices) {
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
   ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   DeviceSet before = Devs("p", "c");
-  ASSERT_TRUE(m_->Allocate(pod, pod.containers[0]).ok());
+  ASSERT_OK(m_->Allocate(pod, pod.containers[0]));
   EXPECT_EQ(Devs("p", "c"), before);
   EXPECT_THAT(c_->calls().allocate, SizeIs(1));
 }
@@ -337,11 +338,11 @@ TEST_F(AllocationTest, KubeletRestartShortcutSkipsChecksForRunningContainers) {
   so.sources_ready = [] { return false; };
   so.container_map[{"p", "c"}] = "cid-1";
   so.running_container_ids = {"cid-1"};
-  ASSERT_TRUE(m_->Start(so).ok());
+  ASSERT_OK(m_->Start(so));
   c_ = Connect(*m_, kGpu);
   m_->PluginListAndWatchReceiver(kGpu, c_.get(), Devices({{"a", "Unhealthy"}}));
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}}), Ctr("d", {{kGpu, 1}})});
-  EXPECT_TRUE(m_->Allocate(pod, pod.containers[0]).ok());
+  EXPECT_OK(m_->Allocate(pod, pod.containers[0]));
   EXPECT_EQ(m_->Allocate(pod, pod.containers[1]).message(),
             "no healthy devices present; cannot allocate unhealthy devices vendor.com/gpu");
 }
@@ -373,7 +374,7 @@ class Node0Affinity : public topology::TopologyAffinityStore {
 TEST_F(AllocationTest, AlignedDevicesComeFirstAndAreNotRolledBack) {
   Node0Affinity affinity;
   m_ = NewImpl(DefaultProfile(), &affinity);
-  ASSERT_TRUE(m_->Start(StartOpts()).ok());
+  ASSERT_OK(m_->Start(StartOpts()));
   c_ = Connect(*m_, kGpu, /*preferred=*/true);
   m_->PluginListAndWatchReceiver(
       kGpu, c_.get(),
@@ -400,7 +401,7 @@ TEST_F(AllocationTest, AlignedDevicesComeFirstAndAreNotRolledBack) {
 TEST_F(AllocationTest, MoreAlignedThanNeededAsksThePluginAmongAligned) {
   Node0Affinity affinity;
   m_ = NewImpl(DefaultProfile(), &affinity);
-  ASSERT_TRUE(m_->Start(StartOpts()).ok());
+  ASSERT_OK(m_->Start(StartOpts()));
   c_ = Connect(*m_, kGpu, /*preferred=*/true);
   m_->PluginListAndWatchReceiver(
       kGpu, c_.get(),
@@ -423,8 +424,8 @@ TEST_F(AllocationTest, ReuseIsForgottenWhenAnotherPodIsAllocatedInBetween) {
   SetActive({"p", "q"});
   auto p = MakePod("p", {Ctr("app", {{kGpu, 1}})}, {Ctr("init", {{kGpu, 1}})});
   auto q = MakePod("q", {Ctr("c", {{kGpu, 1}})});
-  ASSERT_TRUE(m_->Allocate(p, p.init_containers[0]).ok());
-  ASSERT_TRUE(m_->Allocate(q, q.containers[0]).ok());
+  ASSERT_OK(m_->Allocate(p, p.init_containers[0]));
+  ASSERT_OK(m_->Allocate(q, q.containers[0]));
   // p's init device is no longer reusable and q took the other one.
   absl::Status s = m_->Allocate(p, p.containers[0]);
   EXPECT_EQ(s.message(),

@@ -1,13 +1,14 @@
 // The checkpoint over the filesystem seam: a write that fails (ENOSPC
-// injected through common/fs_testing.h) fails the allocation with the
+// injected through common/fs_testutil.h) fails the allocation with the
 // kubelet's "failed to write checkpoint file" error and leaves the previous
 // checkpoint in place.
 #include <cerrno>
 
-#include "common/fs_testing.h"
+#include "common/fs_testutil.h"
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "manager/manager_test_util.h"
+#include "manager/manager_testutil.h"
 
 namespace devmgr::manager {
 namespace {
@@ -29,7 +30,7 @@ class CheckpointFsTest : public testing::ManagerFixture {
     o.fsync = true;
     o.filesystem = &faults_;
     m_ = std::make_unique<ManagerImpl>(o);
-    ASSERT_TRUE(m_->Start(StartOpts()).ok());
+    ASSERT_OK(m_->Start(StartOpts()));
     c_ = Connect(*m_, kGpu);
     m_->PluginListAndWatchReceiver(kGpu, c_.get(), testing::HealthyDevices(2));
   }
@@ -52,7 +53,7 @@ TEST_F(CheckpointFsTest, EnospcFailsTheAllocationAndKeepsTheOldCheckpoint) {
   EXPECT_THAT(r.message, StartsWith("Allocate failed due to failed to write checkpoint file "
                                     "\"kubelet_internal_checkpoint\": write " +
                                     dir_.path() + "/.kubelet_internal_checkpoint."));
-  EXPECT_THAT(r.message, HasSubstr(": No space left on device, which is unexpected"));
+  EXPECT_THAT(r.message, HasSubstr(": no space left on device, which is unexpected"));
   EXPECT_EQ(dir_.Read("kubelet_internal_checkpoint"), before);
   // No temp file is left beside it.
   EXPECT_FALSE(dir_.Exists(".kubelet_internal_checkpoint"));

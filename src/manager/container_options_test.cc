@@ -2,9 +2,10 @@
 // options (shared/kubelet-device-manager.md section 7).
 #include <filesystem>
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "manager/manager_test_util.h"
+#include "manager/manager_testutil.h"
 
 namespace devmgr::manager {
 namespace {
@@ -31,7 +32,7 @@ TEST_F(ContainerOptionsTest, ExtraContainerResponsesAreIgnored) {
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
   ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   auto opts = m_->GetDeviceRunContainerOptions(pod, pod.containers[0]);
-  ASSERT_TRUE(opts.ok());
+  ASSERT_OK(opts);
   ASSERT_TRUE(opts->has_value());
   EXPECT_THAT((*opts)->envs, ElementsAre(EnvVar{"FIRST", "1"}));
 }
@@ -42,7 +43,7 @@ TEST_F(ContainerOptionsTest, PreStartContainerRequiredAndFailing) {
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 2}})});
   ASSERT_TRUE(testing::AdmitPod(*m_, pod).admitted);
   auto opts = m_->GetDeviceRunContainerOptions(pod, pod.containers[0]);
-  ASSERT_TRUE(opts.ok()) << opts.status();
+  ASSERT_OK(opts);
   auto calls = c_->calls();
   ASSERT_THAT(calls.prestart, SizeIs(1));
   EXPECT_THAT(calls.prestart[0].devices_ids(), UnorderedElementsAre("dev0", "dev1"));
@@ -73,14 +74,14 @@ TEST_F(ContainerOptionsTest, RunContainerOptionsReAllocateAnActivePodWithNoCache
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 1}})});
   auto opts = m_->GetDeviceRunContainerOptions(pod, pod.containers[0]);
-  ASSERT_TRUE(opts.ok());
+  ASSERT_OK(opts);
   ASSERT_TRUE(opts->has_value());
   EXPECT_THAT((*opts)->envs, SizeIs(1));
   // An inactive pod is not re-allocated: no entry, nil options.
   SetActive({"p"});
   auto q = MakePod("q", {Ctr("c", {{kGpu, 1}})});
   auto none = m_->GetDeviceRunContainerOptions(q, q.containers[0]);
-  ASSERT_TRUE(none.ok());
+  ASSERT_OK(none);
   EXPECT_FALSE(none->has_value());
 }
 
@@ -95,7 +96,7 @@ TEST_F(ContainerOptionsTest, RunContainerOptionsMergeAcrossResources) {
     o.profile = testing::ProfileFor("1.30");
     o.cdi_devices_gate = cdi_gate;
     ManagerImpl m(o);
-    ASSERT_TRUE(m.Start(StartOpts()).ok());
+    ASSERT_OK(m.Start(StartOpts()));
     SetActive({"p"});
     auto make = [](const std::string& env_value, const std::string& host) {
       return [env_value, host](const v1beta1::AllocateRequest&) {
@@ -124,7 +125,7 @@ TEST_F(ContainerOptionsTest, RunContainerOptionsMergeAcrossResources) {
     auto pod = MakePod("p", {Ctr("c", {{"a.com/x", 1}, {"b.com/y", 1}})});
     ASSERT_TRUE(testing::AdmitPod(m, pod).admitted);
     auto opts = m.GetDeviceRunContainerOptions(pod, pod.containers[0]);
-    ASSERT_TRUE(opts.ok());
+    ASSERT_OK(opts);
     ASSERT_TRUE(opts->has_value());
     const RunContainerOptions& r = **opts;
     EXPECT_THAT(r.envs, ElementsAre(EnvVar{"SHARED", "from-a"}));

@@ -1,5 +1,6 @@
 #include "manager/endpoint.h"
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "manager/fake_plugin_client.h"
@@ -24,9 +25,9 @@ TEST(EndpointTest, GracePeriodIsStrictlyMoreThanFiveMinutes) {
 TEST(EndpointTest, RpcsSendOneContainerRequest) {
   auto c = std::make_shared<FakePluginClient>();
   Endpoint e("r", c);
-  ASSERT_TRUE(e.Allocate({"a", "b"}).ok());
-  ASSERT_TRUE(e.PreStartContainer({"a"}).ok());
-  ASSERT_TRUE(e.GetPreferredAllocation({"a", "b"}, {"a"}, 2).ok());
+  ASSERT_OK(e.Allocate({"a", "b"}));
+  ASSERT_OK(e.PreStartContainer({"a"}));
+  ASSERT_OK(e.GetPreferredAllocation({"a", "b"}, {"a"}, 2));
   auto calls = c->calls();
   ASSERT_EQ(calls.allocate.size(), 1u);
   EXPECT_EQ(calls.allocate[0].container_requests_size(), 1);

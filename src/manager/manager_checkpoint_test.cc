@@ -1,9 +1,10 @@
 // Start/Stop and the checkpoint: when it is written, what it holds, and how
 // Start restores from it (shared/kubelet-device-manager.md sections 4, 8).
 #include "checkpoint/checkpoint.h"
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "manager/manager_test_util.h"
+#include "manager/manager_testutil.h"
 
 namespace devmgr::manager {
 namespace {
@@ -21,7 +22,7 @@ class CheckpointIoTest : public testing::ManagerFixture {
  protected:
   checkpoint::Checkpoint ReadBack() {
     auto cp = checkpoint::DecodeV2(dir_.Read(kFile));
-    EXPECT_TRUE(cp.ok()) << cp.status();
+    EXPECT_OK(cp);
     EXPECT_TRUE(checkpoint::ChecksumMatches(*cp));
     return *cp;
   }
@@ -60,14 +61,14 @@ TEST_F(CheckpointIoTest, EmptyManagerWritesTheKubeletsEmptyCheckpoint) {
 TEST_F(CheckpointIoTest, StartRestoresRegisteredResourcesAsStoppedPlaceholders) {
   {
     auto m = NewImpl();
-    ASSERT_TRUE(m->Start(StartOpts()).ok());
+    ASSERT_OK(m->Start(StartOpts()));
     auto c = Connect(*m, "vendor.com/gpu");
     m->PluginListAndWatchReceiver("vendor.com/gpu", c.get(), testing::HealthyDevices(3));
     m->Stop();
   }
   clock_.Advance(absl::Hours(1));
   auto m = NewImpl();
-  ASSERT_TRUE(m->Start(StartOpts()).ok());
+  ASSERT_OK(m->Start(StartOpts()));
   CapacityResult cap = m->GetCapacity();
   EXPECT_EQ(cap.capacity["vendor.com/gpu"], 0);
   EXPECT_EQ(cap.allocatable["vendor.com/gpu"], 0);
@@ -96,7 +97,7 @@ TEST_F(CheckpointIoTest, AllocationsSurviveARestart) {
   SetActive({"p1"});
   {
     auto m = NewImpl();
-    ASSERT_TRUE(m->Start(StartOpts()).ok());
+    ASSERT_OK(m->Start(StartOpts()));
     auto c = Connect(*m, "vendor.com/gpu");
     m->PluginListAndWatchReceiver(
         "vendor.com/gpu", c.get(),
@@ -106,7 +107,7 @@ TEST_F(CheckpointIoTest, AllocationsSurviveARestart) {
     m->Stop();
   }
   auto m = NewImpl();
-  ASSERT_TRUE(m->Start(StartOpts()).ok());
+  ASSERT_OK(m->Start(StartOpts()));
   PodDevices pd = m->PodDevicesForTest();
   ASSERT_TRUE(pd.HasPod("p1"));
   auto devs = pd.ContainerDevices("p1", "main", "vendor.com/gpu");
@@ -128,7 +129,7 @@ TEST_F(CheckpointIoTest, AllocationsSurviveARestart) {
   m->PluginListAndWatchReceiver("vendor.com/gpu", c.get(),
                                 testing::Devices({{"a"}, {"b"}, {"c"}, {"d"}}));
   auto pod = MakePod("p1", {Ctr("main", {{"vendor.com/gpu", 3}})});
-  ASSERT_TRUE(m->Allocate(pod, pod.containers[0]).ok());
+  ASSERT_OK(m->Allocate(pod, pod.containers[0]));
   EXPECT_TRUE(c->calls().allocate.empty());
   // The restored entry is written back.
   checkpoint::Checkpoint cp = ReadBack();
@@ -148,7 +149,7 @@ TEST_F(CheckpointIoTest, V1FallbackOnlyIn130WithDevicesOnNuma0) {
     SCOPED_TRACE(v);
     dir_.Write(kFile, kV1File);
     auto m = NewImpl(testing::ProfileFor(v));
-    ASSERT_TRUE(m->Start(StartOpts()).ok());  // fail-open either way
+    ASSERT_OK(m->Start(StartOpts()));  // fail-open either way
     PodDevices pd = m->PodDevicesForTest();
     if (std::string(v) == "1.30") {
       ASSERT_TRUE(pd.HasPod("pod1"));
@@ -170,7 +171,7 @@ TEST_F(CheckpointIoTest, CorruptCheckpointStartsEmptyAndIsOverwritten) {
       "\"Checksum\":1}";
   dir_.Write(kFile, bad);
   auto m = NewImpl();
-  EXPECT_TRUE(m->Start(StartOpts()).ok());
+  EXPECT_OK(m->Start(StartOpts()));
   EXPECT_THAT(m->Snapshot(), IsEmpty());
   EXPECT_EQ(dir_.Read(kFile), bad);  // left alone until the next write
   auto c = Connect(*m, "vendor.com/gpu");
@@ -179,7 +180,7 @@ TEST_F(CheckpointIoTest, CorruptCheckpointStartsEmptyAndIsOverwritten) {
 
   dir_.Write(kFile, "not json");
   auto m2 = NewImpl();
-  EXPECT_TRUE(m2->Start(StartOpts()).ok());
+  EXPECT_OK(m2->Start(StartOpts()));
   EXPECT_THAT(m2->Snapshot(), IsEmpty());
 }
 
@@ -189,10 +190,10 @@ TEST_F(CheckpointIoTest, WriteFailureFailsTheAllocationWithTheKubeletsText) {
   o.clock = &clock_;
   o.fsync = false;
   ManagerImpl m(o);
-  ASSERT_TRUE(m.Start(StartOpts()).ok());
+  ASSERT_OK(m.Start(StartOpts()));
   SetActive({"p"});
   auto c = std::make_shared<FakePluginClient>();
-  ASSERT_TRUE(m.PluginConnected("vendor.com/gpu", c).ok());
+  ASSERT_OK(m.PluginConnected("vendor.com/gpu", c));
   m.PluginListAndWatchReceiver("vendor.com/gpu", c.get(), testing::HealthyDevices(1));
   auto pod = MakePod("p", {Ctr("c", {{"vendor.com/gpu", 1}})});
   absl::Status s = m.Allocate(pod, pod.containers[0]);

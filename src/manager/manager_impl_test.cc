@@ -4,9 +4,10 @@
 
 #include <thread>
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "manager/manager_test_util.h"
+#include "manager/manager_testutil.h"
 
 namespace devmgr::manager {
 namespace {
@@ -155,7 +156,7 @@ TEST_F(DeviceStateTest, ReRegistrationLastWriterWinsAndTheNewListReplaces) {
   auto c1 = Connect(*m, "vendor.com/gpu");
   m->PluginListAndWatchReceiver("vendor.com/gpu", c1.get(), testing::HealthyDevices(2));
   auto c2 = std::make_shared<FakePluginClient>("/tmp/p2.sock");
-  ASSERT_TRUE(m->PluginConnected("vendor.com/gpu", c2).ok());
+  ASSERT_OK(m->PluginConnected("vendor.com/gpu", c2));
   EXPECT_EQ(m->GetCapacity().allocatable["vendor.com/gpu"], 2);
   EXPECT_EQ(m->Snapshot()[0].endpoint_socket, "/tmp/p2.sock");
   m->PluginListAndWatchReceiver("vendor.com/gpu", c2.get(), testing::HealthyDevices(1));
@@ -206,17 +207,17 @@ TEST_F(DeviceStateTest, Profile137EndpointsPerSocket) {
   EXPECT_EQ(m->GetCapacity().allocatable["vendor.com/gpu"], 0);
   EXPECT_TRUE(m->Snapshot()[0].stopped);
   // The socket is free again.
-  EXPECT_TRUE(m->PluginConnected("vendor.com/gpu", again).ok());
+  EXPECT_OK(m->PluginConnected("vendor.com/gpu", again));
 }
 
 TEST_F(DeviceStateTest, VanishedDevicesKeepTheirAllocation) {
   auto m = NewImpl();
-  ASSERT_TRUE(m->Start(StartOpts()).ok());
+  ASSERT_OK(m->Start(StartOpts()));
   SetActive({"p1"});
   auto c = Connect(*m, "vendor.com/gpu");
   m->PluginListAndWatchReceiver("vendor.com/gpu", c.get(), testing::HealthyDevices(2));
   auto pod = testing::MakePod("p1", {testing::Ctr("c", {{"vendor.com/gpu", 2}})});
-  ASSERT_TRUE(m->Allocate(pod, pod.containers[0]).ok());
+  ASSERT_OK(m->Allocate(pod, pod.containers[0]));
   m->PluginListAndWatchReceiver("vendor.com/gpu", c.get(), Devices({}));
   EXPECT_EQ(m->AllocatedDevicesForTest()["vendor.com/gpu"].size(), 2u);
   EXPECT_TRUE(m->PodDevicesForTest().HasPod("p1"));
@@ -226,7 +227,7 @@ TEST_F(DeviceStateTest, StopDisconnectsEveryConnectedEndpointAndIsIdempotent) {
   auto m = NewImpl();
   m->Stop();  // safe without Start
   m = NewImpl();
-  ASSERT_TRUE(m->Start(StartOpts()).ok());
+  ASSERT_OK(m->Start(StartOpts()));
   auto c = Connect(*m, "vendor.com/gpu");
   m->PluginListAndWatchReceiver("vendor.com/gpu", c.get(), testing::HealthyDevices(2));
   const std::string before = dir_.Read("kubelet_internal_checkpoint");

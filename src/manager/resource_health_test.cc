@@ -3,9 +3,10 @@
 #include "manager/resource_health.h"
 
 #include "common/logging.h"
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "manager/manager_test_util.h"
+#include "manager/manager_testutil.h"
 
 namespace devmgr::manager {
 namespace {
@@ -41,10 +42,10 @@ TEST(ResourceHealthGateTest, DefaultsPerVersion) {
 
 TEST(ResourceHealthGateTest, FeatureGatesOverrideTheDefault) {
   Profile on = Minor(35);
-  ASSERT_TRUE(on.gates.Set("KubeletPodResourcesGet=true, ResourceHealthStatus=true").ok());
+  ASSERT_OK(on.gates.Set("KubeletPodResourcesGet=true, ResourceHealthStatus=true"));
   EXPECT_TRUE(ResourceHealthStatusDefault(on));
   Profile off = Minor(36);
-  ASSERT_TRUE(off.gates.Set("ResourceHealthStatus=false").ok());
+  ASSERT_OK(off.gates.Set("ResourceHealthStatus=false"));
   EXPECT_FALSE(ResourceHealthStatusDefault(off));
   Profile old = Minor(30);
   EXPECT_EQ(old.gates.Set("ResourceHealthStatus=true").message(),
@@ -77,7 +78,7 @@ class ResourceHealthTest : public testing::ManagerFixture {
     o.fsync = false;
     o.resource_health_status = gate;
     auto m = std::make_unique<ManagerImpl>(o);
-    EXPECT_TRUE(m->Start(StartOpts()).ok());
+    EXPECT_OK(m->Start(StartOpts()));
     return m;
   }
   // Admits a one-container pod holding `n` devices of `resource`.

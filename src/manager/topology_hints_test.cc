@@ -1,8 +1,9 @@
 // The device manager's topology hints (shared/kubelet-device-manager.md
 // section 9.1): GetTopologyHints, GetPodTopologyHints and the mask order.
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "manager/manager_test_util.h"
+#include "manager/manager_testutil.h"
 
 namespace devmgr::topology {
 // Matcher output for the hints below.
@@ -74,7 +75,7 @@ class TopologyHintsTest : public testing::ManagerFixture {
     o.numa_nodes = std::move(numa_nodes);
     o.affinity_store = store;
     m_ = std::make_unique<ManagerImpl>(o);
-    ASSERT_TRUE(m_->Start(StartOpts()).ok());
+    ASSERT_OK(m_->Start(StartOpts()));
   }
   void AddResource(const std::string& r, const std::vector<TDev>& devs) {
     auto c = Connect(*m_, r);
@@ -206,7 +207,7 @@ TEST_F(TopologyHintsTest, AllocatedDevicesLeaveTheFreePool) {
   AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}, {"b0", {{1}}}, {"b1", {{1}}}});
   SetActive({"other", "p"});
   auto other = MakePod("other", {Ctr("c", {{kGpu, 2}})});
-  ASSERT_TRUE(m_->Allocate(other, other.containers[0]).ok());
+  ASSERT_OK(m_->Allocate(other, other.containers[0]));
   // Node 1 is taken: only node 0 (and both nodes) remain.
   EXPECT_THAT(*Hints(2), ElementsAre(H(0b01, true), H(0b11, false)));
   EXPECT_THAT(*Hints(3), IsEmpty());
@@ -218,7 +219,7 @@ TEST_F(TopologyHintsTest, AlreadyAllocatedContainerRegeneratesFromItsDevices) {
   AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}, {"b0", {{1}}}, {"b1", {{1}}}});
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("c", {{kGpu, 2}})});
-  ASSERT_TRUE(m_->Allocate(pod, pod.containers[0]).ok());
+  ASSERT_OK(m_->Allocate(pod, pod.containers[0]));
   // Regenerated from {b0, b1}: only masks containing node 1.
   topology::ProviderHints h = m_->GetTopologyHints(pod, pod.containers[0]);
   EXPECT_THAT(*h[kGpu], ElementsAre(H(0b10, true), H(0b11, false)));
@@ -235,7 +236,7 @@ TEST_F(TopologyHintsTest, ReusableDevicesRestrictTheMasks) {
   AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}, {"b0", {{1}}}, {"b1", {{1}}}});
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("app", {{kGpu, 2}})}, {Ctr("init", {{kGpu, 2}})});
-  ASSERT_TRUE(m_->Allocate(pod, pod.init_containers[0]).ok());
+  ASSERT_OK(m_->Allocate(pod, pod.init_containers[0]));
   // The init container's {b0, b1} are reusable: every mask must include
   // node 1, and they count towards the request although they are in use.
   topology::ProviderHints h = m_->GetTopologyHints(pod, pod.containers[0]);
@@ -254,7 +255,7 @@ TEST_F(TopologyHintsTest, ReusableDeviceWithEmptyTopologyDiscardsEveryMask) {
   SetActive({"p"});
   // The init container gets a0 (aligned) and then a device without a node.
   auto pod = MakePod("p", {Ctr("app", {{kGpu, 1}})}, {Ctr("init", {{kGpu, 3}})});
-  ASSERT_TRUE(m_->Allocate(pod, pod.init_containers[0]).ok());
+  ASSERT_OK(m_->Allocate(pod, pod.init_containers[0]));
   // Reusable {a0, e, n}: e has a topology with no nodes, which intersects
   // no mask, so every mask is discarded; n (no topology) would be skipped.
   topology::ProviderHints h = m_->GetTopologyHints(pod, pod.containers[0]);
@@ -268,7 +269,7 @@ TEST_F(TopologyHintsTest, ReusableDeviceWithoutTopologyIsSkipped) {
   AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}, {"n", std::nullopt}});
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("app", {{kGpu, 1}})}, {Ctr("init", {{kGpu, 3}})});
-  ASSERT_TRUE(m_->Allocate(pod, pod.init_containers[0]).ok());
+  ASSERT_OK(m_->Allocate(pod, pod.init_containers[0]));
   // Reusable {a0, a1, n}: n has no topology and is not counted; a0 and a1
   // rule out the masks without node 0.
   topology::ProviderHints h = m_->GetTopologyHints(pod, pod.containers[0]);
@@ -285,7 +286,7 @@ TEST_F(TopologyHintsTest, ReusableDevicesOnBothNodesNeedBoth) {
   AddResource(kGpu, {{"a0", {{0}}}, {"b0", {{1}}}});
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("app", {{kGpu, 2}})}, {Ctr("init", {{kGpu, 2}})});
-  ASSERT_TRUE(m_->Allocate(pod, pod.init_containers[0]).ok());
+  ASSERT_OK(m_->Allocate(pod, pod.init_containers[0]));
   topology::ProviderHints h = m_->GetTopologyHints(pod, pod.containers[0]);
   // Only the mask with both nodes survives; it is also the narrowest that
   // the inventory allows for 2, so it is preferred.
@@ -341,8 +342,8 @@ TEST_F(TopologyHintsTest, PodHintsRegenerateFromThePodsDevices) {
   AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}, {"b0", {{1}}}, {"b1", {{1}}}});
   SetActive({"p"});
   auto pod = MakePod("p", {Ctr("a", {{kGpu, 1}}), Ctr("b", {{kGpu, 1}})});
-  ASSERT_TRUE(m_->Allocate(pod, pod.containers[0]).ok());
-  ASSERT_TRUE(m_->Allocate(pod, pod.containers[1]).ok());
+  ASSERT_OK(m_->Allocate(pod, pod.containers[0]));
+  ASSERT_OK(m_->Allocate(pod, pod.containers[1]));
   topology::ProviderHints h = m_->GetPodTopologyHints(pod);
   EXPECT_THAT(*h[kGpu], ElementsAre(H(0b10, true), H(0b11, false)));
   auto more = MakePod("p", {Ctr("a", {{kGpu, 2}}), Ctr("b", {{kGpu, 1}})});
@@ -360,13 +361,13 @@ TEST_F(TopologyHintsTest, HintsRecordThePendingAdmissionPodIn131) {
     o.numa_nodes = {0, 1};
     o.profile = testing::ProfileFor(version);
     m_ = std::make_unique<ManagerImpl>(o);
-    ASSERT_TRUE(m_->Start(StartOpts()).ok());
+    ASSERT_OK(m_->Start(StartOpts()));
     AddResource(kGpu, {{"a0", {{0}}}, {"a1", {{0}}}, {"b0", {{1}}}, {"b1", {{1}}}});
     SetActive({});
     // Pod x is allocated while being admitted (1.31: it is the pending pod
     // and survives its own garbage collection).
     auto x = MakePod("x", {Ctr("c", {{kGpu, 1}})});
-    ASSERT_TRUE(m_->Allocate(x, x.containers[0]).ok());
+    ASSERT_OK(m_->Allocate(x, x.containers[0]));
     EXPECT_EQ(m_->AllocatedDevicesForTest()[kGpu].size(), 1u);
     // Hints for another inactive pod: in 1.31 it becomes the pending pod,
     // so x (not active) is collected in both profiles and all 4 are free.

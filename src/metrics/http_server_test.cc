@@ -1,5 +1,6 @@
 #include "metrics/http_server.h"
 
+#include "common/status_testutil.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 
@@ -9,13 +10,13 @@ namespace {
 TEST(ParseHostPortTest, Forms) {
   std::string h;
   int p = 0;
-  ASSERT_TRUE(ParseHostPort("127.0.0.1:10265", &h, &p).ok());
+  ASSERT_OK(ParseHostPort("127.0.0.1:10265", &h, &p));
   EXPECT_EQ(h, "127.0.0.1");
   EXPECT_EQ(p, 10265);
-  ASSERT_TRUE(ParseHostPort("[::1]:0", &h, &p).ok());
+  ASSERT_OK(ParseHostPort("[::1]:0", &h, &p));
   EXPECT_EQ(h, "::1");
   EXPECT_EQ(p, 0);
-  ASSERT_TRUE(ParseHostPort(":8080", &h, &p).ok());
+  ASSERT_OK(ParseHostPort(":8080", &h, &p));
   EXPECT_EQ(h, "0.0.0.0");
   EXPECT_EQ(ParseHostPort("localhost", &h, &p).message(), "address localhost: missing port");
   EXPECT_EQ(ParseHostPort("a:99999", &h, &p).message(), "address a:99999: invalid port");
@@ -26,7 +27,7 @@ TEST(HttpServerTest, ServesMetricsOnAnEphemeralPort) {
   int renders = 0;
   HttpServer s([&] { return "m_total " + std::to_string(++renders) + "\n"; });
   auto addr = s.Start("127.0.0.1:0");
-  ASSERT_TRUE(addr.ok()) << addr.status();
+  ASSERT_OK(addr);
   const int port = std::stoi(addr->substr(addr->rfind(':') + 1));
   ASSERT_GT(port, 0);
   httplib::Client c("127.0.0.1", port);
@@ -48,7 +49,7 @@ TEST(HttpServerTest, ServesMetricsOnAnEphemeralPort) {
 TEST(HttpServerTest, BusyPortIsUnavailable) {
   HttpServer a([] { return std::string(); });
   auto addr = a.Start("127.0.0.1:0");
-  ASSERT_TRUE(addr.ok());
+  ASSERT_OK(addr);
   HttpServer b([] { return std::string(); });
   auto again = b.Start(*addr);
   EXPECT_EQ(again.status().code(), absl::StatusCode::kUnavailable);
@@ -57,7 +58,7 @@ TEST(HttpServerTest, BusyPortIsUnavailable) {
 TEST(HttpServerTest, StopRightAfterStartDoesNotHang) {
   for (int i = 0; i < 5; ++i) {
     HttpServer s([] { return std::string(); });
-    ASSERT_TRUE(s.Start("127.0.0.1:0").ok());
+    ASSERT_OK(s.Start("127.0.0.1:0"));
   }
 }
 

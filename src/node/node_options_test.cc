@@ -1,5 +1,6 @@
 #include "node/node_options.h"
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -32,7 +33,7 @@ TEST(NodeOptionsBuilderTest, CopiesWhatItIsGiven) {
   EXPECT_EQ(o.topology.policy_options.at("prefer-closest-numa-nodes"), "true");
   ASSERT_EQ(o.topology_hint_providers.size(), 1u);
   EXPECT_EQ(o.topology_hint_providers[0].name, "cpumanager");
-  EXPECT_TRUE(b.ValidateTopology().ok());
+  EXPECT_OK(b.ValidateTopology());
 }
 
 TEST(NodeOptionsBuilderTest, TextFlagErrorsNameTheFlagAndChangeNothing) {
@@ -44,7 +45,7 @@ TEST(NodeOptionsBuilderTest, TextFlagErrorsNameTheFlagAndChangeNothing) {
   EXPECT_THAT(b.options().numa_nodes, ElementsAre(0));
   s = b.ParsePolicyOptionsFlag("novalue");
   EXPECT_THAT(std::string(s.message()), StartsWith("--topology-manager-policy-options: "));
-  ASSERT_TRUE(b.ParseNumaFlags("0,2", "").ok());
+  ASSERT_OK(b.ParseNumaFlags("0,2", ""));
   EXPECT_THAT(b.options().numa_nodes, ElementsAre(0, 2));
 }
 

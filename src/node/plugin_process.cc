@@ -28,6 +28,27 @@ constexpr size_t kTailLines = 200;
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
+// Whether "exec " can go in front of a simple command: not when it already
+// starts with exec, nor when it starts with a variable assignment
+// (`CDI_ENABLED=1 ./plugin`), which `exec` would take for the program name.
+bool CanPrefixExec(const std::string& command) {
+  const size_t start = command.find_first_not_of(" \t");
+  if (start == std::string::npos) return true;
+  const size_t end = command.find_first_of(" \t", start);
+  const std::string word =
+      command.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  if (word == "exec") return false;
+  const size_t eq = word.find('=');
+  if (eq == std::string::npos || eq == 0) return true;
+  for (size_t i = 0; i < eq; ++i) {
+    const char c = word[i];
+    const bool ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                    (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return true;
+  }
+  return false;
+}
+
 bool IsDir(const std::string& p) {
   struct stat st;
   return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -188,9 +209,11 @@ absl::Status PluginProcess::Start() {
     return absl::InternalError(Errno("pipe"));
   }
   // A simple command is exec'ed so that pid() is the plugin's own; a
-  // compound one runs under the shell (signals go to the whole group).
+  // compound one, or one that starts with exec or an assignment, runs as
+  // written (signals go to the whole group).
   const bool compound = opts_.command.find_first_of(";&|\n()") != std::string::npos;
-  const std::string shell_cmd = compound ? opts_.command : "exec " + opts_.command;
+  const std::string shell_cmd =
+      compound || !CanPrefixExec(opts_.command) ? opts_.command : "exec " + opts_.command;
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) return absl::InternalError(Errno("fork"));

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -24,7 +25,7 @@ std::string TempDir() {
 
 TEST(PluginProcessTest, CapturesOutputAndExitCode) {
   PluginProcess p({.command = "echo hello; echo oops >&2; exit 3"});
-  ASSERT_TRUE(p.Start().ok());
+  ASSERT_OK(p.Start());
   ASSERT_TRUE(p.WaitExit(absl::Seconds(10)));
   p.Stop();
   EXPECT_EQ(p.exit_code(), 3);
@@ -32,9 +33,41 @@ TEST(PluginProcessTest, CapturesOutputAndExitCode) {
   EXPECT_THAT(p.OutputTail(10), Contains("oops"));
 }
 
+// `exec` cannot be put in front of these: `exec A=1 cmd` and `exec exec cmd`
+// look for programs named "A=1" and "exec" (exit 127).
+TEST(PluginProcessTest, RunsACommandThatStartsWithAnAssignmentOrExec) {
+  PluginProcess assign({.command = "GREETING=hello sh -c 'echo $GREETING-there'"});
+  ASSERT_OK(assign.Start());
+  ASSERT_TRUE(assign.WaitExit(absl::Seconds(10)));
+  EXPECT_EQ(assign.exit_code(), 0);
+  EXPECT_THAT(assign.OutputTail(10), Contains("hello-there"));
+
+  PluginProcess exec({.command = "  exec echo direct"});
+  ASSERT_OK(exec.Start());
+  ASSERT_TRUE(exec.WaitExit(absl::Seconds(10)));
+  EXPECT_EQ(exec.exit_code(), 0);
+  EXPECT_THAT(exec.OutputTail(10), Contains("direct"));
+}
+
+TEST(PluginProcessTest, ASimpleCommandIsExecedSoItsPidIsThePlugins) {
+  PluginProcess p({.command = "sleep 100"});
+  ASSERT_OK(p.Start());
+  // The shell replaces itself with sleep; without exec it would stay "sh".
+  const std::string comm_path = "/proc/" + std::to_string(p.pid()) + "/comm";
+  std::string name;
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (name != "sleep" && absl::Now() < deadline) {
+    std::ifstream comm(comm_path);
+    std::getline(comm, name);
+    if (name != "sleep") absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(name, "sleep");
+  p.Stop(absl::Seconds(5));
+}
+
 TEST(PluginProcessTest, StopTerminatesAStoppedProcessAndItsChildren) {
   PluginProcess p({.command = "sleep 100 & sleep 100"});
-  ASSERT_TRUE(p.Start().ok());
+  ASSERT_OK(p.Start());
   p.Signal(SIGSTOP);
   p.Stop(absl::Seconds(5));
   EXPECT_FALSE(p.running());
@@ -57,7 +90,7 @@ TEST(PluginProcessTest, PrivateMountShowsTheEmulatorDirAtTheKubeletPath) {
                               "/var/lib/kubelet/device-plugins/from-plugin",
                    .private_mount = true,
                    .plugin_dir = dir});
-  ASSERT_TRUE(p.Start().ok());
+  ASSERT_OK(p.Start());
   ASSERT_TRUE(p.WaitExit(absl::Seconds(10)));
   p.Stop();
   EXPECT_EQ(p.exit_code(), 0) << ::testing::PrintToString(p.OutputTail(10));

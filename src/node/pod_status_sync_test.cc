@@ -3,9 +3,10 @@
 // containers carry it.
 #include "node/pod_status_sync.h"
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "manager/manager_test_util.h"
+#include "manager/manager_testutil.h"
 
 namespace devmgr::node {
 namespace {
@@ -32,7 +33,7 @@ class PodStatusSyncTest : public manager::testing::ManagerFixture {
     o.fsync = false;
     o.resource_health_status = true;
     m_ = std::make_unique<manager::ManagerImpl>(o);
-    ASSERT_TRUE(m_->Start(StartOpts()).ok());
+    ASSERT_OK(m_->Start(StartOpts()));
     PodStatusSyncOptions so;
     so.enabled = true;
     so.clock = &clock_;

@@ -241,13 +241,4 @@ nlohmann::ordered_json BuildStatus(const StatusInput& in) {
   return doc;
 }
 
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  fs::AtomicWriteOptions opts;
-  opts.fsync = false;
-  opts.mode = 0644;
-  absl::Status s = fs::WriteFileAtomically(*fs::Default(), path, content, opts);
-  if (s.ok()) return s;
-  return absl::Status(s.code(), fmt::format("write {}: {}", path, std::string(s.message())));
-}
-
 }  // namespace devmgr::node

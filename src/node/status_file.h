@@ -55,12 +55,6 @@ struct StatusInput {
 // U+FFFD replacements in "id" and exactly in "idBase64".
 nlohmann::ordered_json BuildStatus(const StatusInput& in);
 
-// Writes `content` to `path` atomically (fs::WriteFileAtomically over the
-// real filesystem, no fsync, mode 0644). Errors start with "write PATH: "
-// and name the failed step, e.g. "write DIR/s.json: create temp file in
-// DIR: No such file or directory".
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content);
-
 }  // namespace devmgr::node
 
 #endif  // DEVMGR_NODE_STATUS_FILE_H_

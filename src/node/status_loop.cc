@@ -1,5 +1,6 @@
 #include "node/status_loop.h"
 
+#include "common/fs.h"
 #include "common/logging.h"
 #include "node/status_file.h"
 
@@ -54,7 +55,7 @@ void StatusLoop::Pass() {
   in.now = absl::Now();
   const std::string text =
       BuildStatus(in).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  if (absl::Status s = WriteFileAtomically(opts_.status_file, text); !s.ok()) {
+  if (absl::Status s = fs::WriteOutputFile(opts_.status_file, text); !s.ok()) {
     DM_ERROR(std::string(s.message()), "Failed to write the status file",
              {"path", opts_.status_file});
   }

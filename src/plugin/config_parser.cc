@@ -440,89 +440,25 @@ class Parser : public yaml::TypedReader {
       DEVMGR_RETURN_IF_ERROR(ParseDevices(root["devices"], c));
     }
     if (const YAML::Node o = root["options"]; o && !o.IsNull()) {
-      DEVMGR_RETURN_IF_ERROR(ExpectMap(o, "options"));
-      DEVMGR_RETURN_IF_ERROR(
-          CheckKeys(o, {"pre_start_required", "get_preferred_allocation_available"}, "options"));
-      if (o["pre_start_required"]) {
-        DEVMGR_RETURN_IF_ERROR(
-            Bool(o["pre_start_required"], "pre_start_required", &c->pre_start_required));
-      }
-      if (o["get_preferred_allocation_available"]) {
-        DEVMGR_RETURN_IF_ERROR(Bool(o["get_preferred_allocation_available"],
-                                    "get_preferred_allocation_available",
-                                    &c->get_preferred_allocation_available));
-      }
+      DEVMGR_RETURN_IF_ERROR(ParseOptions(o, c));
     }
     if (const YAML::Node a = root["allocate"]; a && !a.IsNull()) {
       DEVMGR_RETURN_IF_ERROR(ParseAllocate(a, c));
     }
     if (const YAML::Node p = root["preferred_allocation"]; p && !p.IsNull()) {
-      DEVMGR_RETURN_IF_ERROR(ExpectMap(p, "preferred_allocation"));
-      DEVMGR_RETURN_IF_ERROR(CheckKeys(p, {"policy", "devices", "empty_without_must_include"},
-                                       "preferred_allocation"));
-      PreferredAllocationConfig& pa = c->preferred_allocation;
-      if (p["policy"]) {
-        std::string policy;
-        DEVMGR_RETURN_IF_ERROR(String(p["policy"], "policy", &policy));
-        static const Keys kPolicies = {"first", "last", "echo-must-include", "fixed", "all"};
-        auto it = std::find(kPolicies.begin(), kPolicies.end(), policy);
-        if (it == kPolicies.end()) {
-          return UnknownName(p["policy"],
-                             fmt::format("unknown preferred_allocation policy '{}'", policy),
-                             policy, kPolicies);
-        }
-        pa.policy = static_cast<PreferredAllocationConfig::Policy>(it - kPolicies.begin());
-      }
-      if (p["devices"]) {
-        DEVMGR_RETURN_IF_ERROR(StringList(p["devices"], "preferred_allocation.devices", &pa.fixed));
-      }
-      if (p["empty_without_must_include"]) {
-        DEVMGR_RETURN_IF_ERROR(Bool(p["empty_without_must_include"], "empty_without_must_include",
-                                    &pa.empty_without_must_include));
-      }
-      if ((pa.policy == PreferredAllocationConfig::Policy::kFixed) != bool(p["devices"])) {
-        return Error(p, "preferred_allocation: policy fixed needs devices, and only it takes them");
-      }
+      DEVMGR_RETURN_IF_ERROR(ParsePreferred(p, c));
     }
     if (const YAML::Node r = root["registration"]; r && !r.IsNull()) {
       DEVMGR_RETURN_IF_ERROR(ParseRegistration(r, c));
     }
     if (const YAML::Node l = root["list_and_watch"]; l && !l.IsNull()) {
-      DEVMGR_RETURN_IF_ERROR(ExpectMap(l, "list_and_watch"));
-      DEVMGR_RETURN_IF_ERROR(
-          CheckKeys(l, {"resend_interval", "shuffle", "seed"}, "list_and_watch"));
-      ListAndWatchConfig& lw = c->list_and_watch;
-      if (l["resend_interval"]) {
-        DEVMGR_RETURN_IF_ERROR(
-            Duration(l["resend_interval"], "resend_interval", &lw.resend_interval));
-      }
-      if (l["shuffle"]) DEVMGR_RETURN_IF_ERROR(Bool(l["shuffle"], "shuffle", &lw.shuffle));
-      if (l["seed"]) {
-        int64_t seed = 0;
-        DEVMGR_RETURN_IF_ERROR(Int(l["seed"], "seed", 0, &seed));
-        lw.seed = static_cast<uint64_t>(seed);
-      }
+      DEVMGR_RETURN_IF_ERROR(ParseListAndWatch(l, c));
     }
     if (const YAML::Node f = root["faults"]; f && !f.IsNull()) {
       DEVMGR_RETURN_IF_ERROR(ParseFaults(f, c));
     }
     if (const YAML::Node h = root["health_changes"]; h && !h.IsNull()) {
-      DEVMGR_RETURN_IF_ERROR(ExpectSeq(h, "health_changes"));
-      for (const YAML::Node& e : h) {
-        DEVMGR_RETURN_IF_ERROR(ExpectMap(e, "a health change"));
-        DEVMGR_RETURN_IF_ERROR(CheckKeys(e, {"after", "device", "health"}, "a health change"));
-        for (const char* k : {"after", "device", "health"}) {
-          if (!e[k]) return Error(e, fmt::format("a health change needs '{}'", k));
-        }
-        HealthChange hc;
-        DEVMGR_RETURN_IF_ERROR(Duration(e["after"], "after", &hc.after));
-        DEVMGR_RETURN_IF_ERROR(String(e["device"], "device", &hc.device));
-        DEVMGR_RETURN_IF_ERROR(String(e["health"], "health", &hc.health));
-        c->health_changes.push_back(hc);
-      }
-      std::stable_sort(
-          c->health_changes.begin(), c->health_changes.end(),
-          [](const HealthChange& a, const HealthChange& b) { return a.after < b.after; });
+      DEVMGR_RETURN_IF_ERROR(ParseHealthChanges(h, c));
     }
     // Cross-field checks.
     const FaultConfig& reg = c->fault(Rpc::kRegister);
@@ -538,6 +474,93 @@ class Parser : public yaml::TypedReader {
                      "faults.register: type applies only to registration.mode plugins-registry");
       }
     }
+    return absl::OkStatus();
+  }
+
+  // options: {pre_start_required, get_preferred_allocation_available}.
+  absl::Status ParseOptions(const YAML::Node& o, Config* c) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(o, "options"));
+    DEVMGR_RETURN_IF_ERROR(
+        CheckKeys(o, {"pre_start_required", "get_preferred_allocation_available"}, "options"));
+    if (o["pre_start_required"]) {
+      DEVMGR_RETURN_IF_ERROR(
+          Bool(o["pre_start_required"], "pre_start_required", &c->pre_start_required));
+    }
+    if (o["get_preferred_allocation_available"]) {
+      DEVMGR_RETURN_IF_ERROR(Bool(o["get_preferred_allocation_available"],
+                                  "get_preferred_allocation_available",
+                                  &c->get_preferred_allocation_available));
+    }
+    return absl::OkStatus();
+  }
+
+  // preferred_allocation: {policy, devices, empty_without_must_include}.
+  absl::Status ParsePreferred(const YAML::Node& p, Config* c) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(p, "preferred_allocation"));
+    DEVMGR_RETURN_IF_ERROR(
+        CheckKeys(p, {"policy", "devices", "empty_without_must_include"}, "preferred_allocation"));
+    PreferredAllocationConfig& pa = c->preferred_allocation;
+    if (p["policy"]) {
+      std::string policy;
+      DEVMGR_RETURN_IF_ERROR(String(p["policy"], "policy", &policy));
+      static const Keys kPolicies = {"first", "last", "echo-must-include", "fixed", "all"};
+      auto it = std::find(kPolicies.begin(), kPolicies.end(), policy);
+      if (it == kPolicies.end()) {
+        return UnknownName(p["policy"],
+                           fmt::format("unknown preferred_allocation policy '{}'", policy), policy,
+                           kPolicies);
+      }
+      pa.policy = static_cast<PreferredAllocationConfig::Policy>(it - kPolicies.begin());
+    }
+    if (p["devices"]) {
+      DEVMGR_RETURN_IF_ERROR(StringList(p["devices"], "preferred_allocation.devices", &pa.fixed));
+    }
+    if (p["empty_without_must_include"]) {
+      DEVMGR_RETURN_IF_ERROR(Bool(p["empty_without_must_include"], "empty_without_must_include",
+                                  &pa.empty_without_must_include));
+    }
+    if ((pa.policy == PreferredAllocationConfig::Policy::kFixed) != bool(p["devices"])) {
+      return Error(p, "preferred_allocation: policy fixed needs devices, and only it takes them");
+    }
+    return absl::OkStatus();
+  }
+
+  // list_and_watch: {resend_interval, shuffle, seed}.
+  absl::Status ParseListAndWatch(const YAML::Node& l, Config* c) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(l, "list_and_watch"));
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(l, {"resend_interval", "shuffle", "seed"}, "list_and_watch"));
+    ListAndWatchConfig& lw = c->list_and_watch;
+    if (l["resend_interval"]) {
+      DEVMGR_RETURN_IF_ERROR(
+          Duration(l["resend_interval"], "resend_interval", &lw.resend_interval));
+    }
+    if (l["shuffle"]) DEVMGR_RETURN_IF_ERROR(Bool(l["shuffle"], "shuffle", &lw.shuffle));
+    if (l["seed"]) {
+      int64_t seed = 0;
+      DEVMGR_RETURN_IF_ERROR(Int(l["seed"], "seed", 0, &seed));
+      lw.seed = static_cast<uint64_t>(seed);
+    }
+    return absl::OkStatus();
+  }
+
+  // health_changes: [{after, device, health}], kept in time order.
+  absl::Status ParseHealthChanges(const YAML::Node& h, Config* c) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectSeq(h, "health_changes"));
+    for (const YAML::Node& e : h) {
+      DEVMGR_RETURN_IF_ERROR(ExpectMap(e, "a health change"));
+      DEVMGR_RETURN_IF_ERROR(CheckKeys(e, {"after", "device", "health"}, "a health change"));
+      for (const char* k : {"after", "device", "health"}) {
+        if (!e[k]) return Error(e, fmt::format("a health change needs '{}'", k));
+      }
+      HealthChange hc;
+      DEVMGR_RETURN_IF_ERROR(Duration(e["after"], "after", &hc.after));
+      DEVMGR_RETURN_IF_ERROR(String(e["device"], "device", &hc.device));
+      DEVMGR_RETURN_IF_ERROR(String(e["health"], "health", &hc.health));
+      c->health_changes.push_back(hc);
+    }
+    std::stable_sort(
+        c->health_changes.begin(), c->health_changes.end(),
+        [](const HealthChange& a, const HealthChange& b) { return a.after < b.after; });
     return absl::OkStatus();
   }
 };

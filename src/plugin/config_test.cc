@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -46,7 +47,7 @@ health_changes:
   - {after: 2s, device: gpu-0, health: Unhealthy}
   - {after: 1s, device: gpu-1, health: Healthy}
 )");
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   EXPECT_EQ(c->resource, "example.com/gpu");
   EXPECT_EQ(c->socket, "example.com-gpu.sock");
   EXPECT_EQ(c->registration.registry_socket, "example.com-gpu-reg.sock");
@@ -90,7 +91,7 @@ devices:
   - {count: 3, id_prefix: vf-, numa: [1]}
   - {count: 2, id_prefix: pf-, start: 10, health: Unhealthy}
 )");
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   EXPECT_EQ(c->socket, "nic.sock");
   ASSERT_EQ(c->devices.size(), 5u);
   EXPECT_EQ(c->devices[0].id, "vf-0");
@@ -102,7 +103,7 @@ devices:
 
 TEST(ConfigTest, KeepsControlBytesInIds) {
   absl::StatusOr<Config> c = Parse("resource: a.b/c\ndevices: [{id: \"x\\0y\\x01\"}]\n");
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   EXPECT_EQ(c->devices[0].id, std::string("x\0y\x01", 4));
 }
 
@@ -150,7 +151,7 @@ TEST(ConfigTest, LoadConfigReportsMissingFile) {
 TEST(ConfigTest, ShippedExamplesLoad) {
   for (const char* name : {"sample-plugin.yaml", "nvidia-like.yaml"}) {
     absl::StatusOr<Config> c = LoadConfig(std::string(DEVMGR_SOURCE_DIR) + "/examples/" + name);
-    EXPECT_TRUE(c.ok()) << name << ": " << c.status();
+    EXPECT_OK(c) << name << ": " << c.status();
   }
 }
 
@@ -176,7 +177,7 @@ preferred_allocation: {policy: all, empty_without_must_include: true}
 registration: {reregister_delay: 12s}
 )",
                                          "p.yaml");
-  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_OK(c);
   ASSERT_EQ(c->devices.size(), 2u);
   EXPECT_EQ(c->devices[0].id, std::string("gpu-\x01"));
   EXPECT_EQ(c->devices[1].id, std::string("gpu\xff"));

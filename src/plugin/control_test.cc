@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -18,7 +19,7 @@ using Kind = ControlCommand::Kind;
 
 ControlCommand MustParse(const std::string& line) {
   auto c = ParseControlLine(line);
-  EXPECT_TRUE(c.ok()) << c.status();
+  EXPECT_OK(c);
   EXPECT_TRUE(c.ok() && c->has_value());
   return c.ok() && c->has_value() ? **c : ControlCommand{};
 }
@@ -44,7 +45,7 @@ TEST(ControlTest, ParsesCommands) {
   EXPECT_EQ(MustParse("restart").kind, Kind::kRestart);
   EXPECT_EQ(MustParse("register").kind, Kind::kRegister);
   auto blank = ParseControlLine("   # comment");
-  ASSERT_TRUE(blank.ok());
+  ASSERT_OK(blank);
   EXPECT_FALSE(blank->has_value());
 }
 

@@ -1,5 +1,6 @@
 #include "plugin/responses.h"
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "plugin/response_template.h"
@@ -21,7 +22,7 @@ TEST(ResponseTemplateTest, ExpandsKnownFields) {
                            "{{.DeviceIndex}}|{{.Other}}|{{",
                            v),
             "a,b|2|x.com/y|b|1|{{.Other}}|{{");
-  EXPECT_TRUE(CheckTemplate("/dev/{{.DeviceID}}", true).ok());
+  EXPECT_OK(CheckTemplate("/dev/{{.DeviceID}}", true));
   EXPECT_EQ(CheckTemplate("x{{.DeviceIDs", false).message(),
             "unterminated template action '{{' (missing '}}')");
 }

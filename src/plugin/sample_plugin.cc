@@ -68,26 +68,11 @@ std::string JoinPath(const std::string& dir, const std::string& name) {
   return dir + "/" + name;
 }
 
-const char* CodeName(grpc::StatusCode code) {
-  static const char* kNames[] = {"OK",
-                                 "CANCELLED",
-                                 "UNKNOWN",
-                                 "INVALID_ARGUMENT",
-                                 "DEADLINE_EXCEEDED",
-                                 "NOT_FOUND",
-                                 "ALREADY_EXISTS",
-                                 "PERMISSION_DENIED",
-                                 "RESOURCE_EXHAUSTED",
-                                 "FAILED_PRECONDITION",
-                                 "ABORTED",
-                                 "OUT_OF_RANGE",
-                                 "UNIMPLEMENTED",
-                                 "INTERNAL",
-                                 "UNAVAILABLE",
-                                 "DATA_LOSS",
-                                 "UNAUTHENTICATED"};
+// "INVALID_ARGUMENT": gRPC's code names are absl's.
+std::string CodeName(grpc::StatusCode code) {
   const int c = static_cast<int>(code);
-  return c >= 0 && c <= 16 ? kNames[c] : "UNKNOWN";
+  if (c < 0 || c > 16) return "UNKNOWN";
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(c));
 }
 
 PluginOptions Normalize(PluginOptions o) {
@@ -356,128 +341,134 @@ void SamplePlugin::Enqueue(Pending p) {
 //   - kubelet.sock created: serve again (unless just done) and register.
 void SamplePlugin::Loop() {
   const Config& config = core_->config();
-  const bool registry_mode = config.registration.mode == RegistrationConfig::Mode::kPluginsRegistry;
-  const bool reregister = config.registration.reregister;
-  const std::string kubelet_socket = JoinPath(options_.dir, kKubeletSocketName);
-  bool need_restart = false;
-  bool need_register = false;
-  absl::Time last_restart = absl::InfinitePast();
-  std::optional<absl::Time> register_after_socket_loss;
-  // registration.reregister_delay: when the delayed restart is due.
-  std::optional<absl::Time> delayed_restart;
-  const absl::Duration reregister_delay = config.registration.reregister_delay;
-
-  if (!registry_mode) {
-    if (Exists(kubelet_socket)) {
-      need_register = true;
+  LoopState st;
+  st.registry_mode = config.registration.mode == RegistrationConfig::Mode::kPluginsRegistry;
+  st.kubelet_socket = JoinPath(options_.dir, kKubeletSocketName);
+  if (!st.registry_mode) {
+    if (Exists(st.kubelet_socket)) {
+      st.need_register = true;
     } else {
-      DM_INFO("Waiting for the kubelet socket to appear", {"path", kubelet_socket});
+      DM_INFO("Waiting for the kubelet socket to appear", {"path", st.kubelet_socket});
     }
   }
   ProcessControlFile();
 
   while (!core_->stopping()) {
-    if (need_restart) {
-      need_restart = false;
-      DM_INFO("Restarting the device plugin server", {"resource", config.resource});
-      RestartServers();
-      last_restart = absl::Now();
-      if (!registry_mode && Exists(kubelet_socket)) need_register = true;
-    }
-    if (need_register && !core_->stopping()) {
-      need_register = false;
-      Register();
-      if (!config.registration.serve_before_register && !dp_server_ && !core_->stopping()) {
-        absl::Status s = StartDevicePluginServer();
-        if (!s.ok()) DM_ERROR(std::string(s.message()), "Could not serve the device plugin");
-      }
-      continue;  // look at the world again before waiting
-    }
-
-    absl::Duration wait = kLoopPeriod;
-    if (register_after_socket_loss) {
-      wait =
-          std::max(absl::ZeroDuration(), std::min(wait, *register_after_socket_loss - absl::Now()));
-    }
-    if (delayed_restart) {
-      wait = std::max(absl::ZeroDuration(), std::min(wait, *delayed_restart - absl::Now()));
-    }
+    if (ActOnNeeds(st)) continue;  // look at the world again before waiting
     bool woken = false;
-    const std::vector<DirWatcher::Event> events = watcher_->Wait(wait, &woken);
+    const std::vector<DirWatcher::Event> events = watcher_->Wait(LoopWait(st), &woken);
     if (core_->stopping()) break;
-    std::vector<Pending> pending;
-    {
-      absl::MutexLock l(&mu_);
-      pending.swap(pending_);
-    }
-    for (Pending p : pending) {
-      switch (p) {
-        case Pending::kRestart:
-          need_restart = true;
-          break;
-        case Pending::kRegister:
-          if (!registry_mode) need_register = true;
-          break;
-        case Pending::kStartDevicePluginServer:
-          if (!dp_server_) {
-            absl::Status s = StartDevicePluginServer();
-            if (!s.ok()) DM_ERROR(std::string(s.message()), "Could not serve the device plugin");
-          }
-          break;
-      }
-    }
+    TakePending(st);
     bool kubelet_created = false;
     for (const DirWatcher::Event& e : events) {
       if (e.dir != options_.dir || !e.created) continue;
-      if (e.name == kKubeletSocketName || (e.name.empty() && Exists(kubelet_socket))) {
+      if (e.name == kKubeletSocketName || (e.name.empty() && Exists(st.kubelet_socket))) {
         kubelet_created = true;
       }
     }
     ProcessControlFile();
-    if (!reregister || need_restart) continue;
-
-    if (reregister_delay > absl::ZeroDuration()) {
-      // The slow re-registration of the kubernetes e2e sample plugin: any
-      // sign of a new kubelet schedules one restart, `reregister_delay`
-      // later; nothing is served or registered until then.
-      const bool dp_gone = dp_server_ && !OwnSocketIntact(dp_server_.get());
-      if (!delayed_restart && (kubelet_created || dp_gone) && !registry_mode) {
-        DM_INFO("A new kubelet: restarting the device plugin server later",
-                {"delay", absl::FormatDuration(reregister_delay)});
-        delayed_restart = absl::Now() + reregister_delay;
-      }
-      if (delayed_restart && absl::Now() >= *delayed_restart) {
-        delayed_restart.reset();
-        need_restart = true;  // serves again and registers when kubelet.sock exists
-      }
-      continue;
+    if (!config.registration.reregister || st.need_restart) continue;
+    if (config.registration.reregister_delay > absl::ZeroDuration()) {
+      DelayedReregistration(st, kubelet_created);
+    } else {
+      ReactToSockets(st, kubelet_created);
     }
+  }
+}
 
-    const bool dp_lost = dp_server_ && !OwnSocketIntact(dp_server_.get());
-    const bool registry_lost =
-        registry_mode && registry_server_ && !OwnSocketIntact(registry_server_.get());
-    if (dp_lost || registry_lost) {
-      DM_INFO("The plugin's socket was removed: serving again",
-              {"path", dp_lost ? socket_path() : registry_socket_path()});
+bool SamplePlugin::ActOnNeeds(LoopState& st) {
+  const Config& config = core_->config();
+  if (st.need_restart) {
+    st.need_restart = false;
+    DM_INFO("Restarting the device plugin server", {"resource", config.resource});
+    RestartServers();
+    st.last_restart = absl::Now();
+    if (!st.registry_mode && Exists(st.kubelet_socket)) st.need_register = true;
+  }
+  if (!st.need_register || core_->stopping()) return false;
+  st.need_register = false;
+  Register();
+  if (!config.registration.serve_before_register && !dp_server_ && !core_->stopping()) {
+    absl::Status s = StartDevicePluginServer();
+    if (!s.ok()) DM_ERROR(std::string(s.message()), "Could not serve the device plugin");
+  }
+  return true;
+}
+
+absl::Duration SamplePlugin::LoopWait(const LoopState& st) const {
+  absl::Duration wait = kLoopPeriod;
+  for (const std::optional<absl::Time>& due : {st.register_after_socket_loss, st.delayed_restart}) {
+    if (due) wait = std::max(absl::ZeroDuration(), std::min(wait, *due - absl::Now()));
+  }
+  return wait;
+}
+
+void SamplePlugin::TakePending(LoopState& st) {
+  std::vector<Pending> pending;
+  {
+    absl::MutexLock l(&mu_);
+    pending.swap(pending_);
+  }
+  for (Pending p : pending) {
+    switch (p) {
+      case Pending::kRestart:
+        st.need_restart = true;
+        break;
+      case Pending::kRegister:
+        if (!st.registry_mode) st.need_register = true;
+        break;
+      case Pending::kStartDevicePluginServer:
+        if (!dp_server_) {
+          absl::Status s = StartDevicePluginServer();
+          if (!s.ok()) DM_ERROR(std::string(s.message()), "Could not serve the device plugin");
+        }
+        break;
+    }
+  }
+}
+
+void SamplePlugin::DelayedReregistration(LoopState& st, bool kubelet_created) {
+  // The slow re-registration of the kubernetes e2e sample plugin: any sign of
+  // a new kubelet schedules one restart, `reregister_delay` later; nothing is
+  // served or registered until then.
+  const absl::Duration delay = core_->config().registration.reregister_delay;
+  const bool dp_gone = dp_server_ && !OwnSocketIntact(dp_server_.get());
+  if (!st.delayed_restart && (kubelet_created || dp_gone) && !st.registry_mode) {
+    DM_INFO("A new kubelet: restarting the device plugin server later",
+            {"delay", absl::FormatDuration(delay)});
+    st.delayed_restart = absl::Now() + delay;
+  }
+  if (st.delayed_restart && absl::Now() >= *st.delayed_restart) {
+    st.delayed_restart.reset();
+    st.need_restart = true;  // serves again and registers when kubelet.sock exists
+  }
+}
+
+void SamplePlugin::ReactToSockets(LoopState& st, bool kubelet_created) {
+  const bool dp_lost = dp_server_ && !OwnSocketIntact(dp_server_.get());
+  const bool registry_lost =
+      st.registry_mode && registry_server_ && !OwnSocketIntact(registry_server_.get());
+  if (dp_lost || registry_lost) {
+    DM_INFO("The plugin's socket was removed: serving again",
+            {"path", dp_lost ? socket_path() : registry_socket_path()});
+    RestartServers();
+    st.last_restart = absl::Now();
+    if (!st.registry_mode && !kubelet_created) {
+      st.register_after_socket_loss = absl::Now() + kSocketLossSettle;
+    }
+  }
+  if (kubelet_created && !st.registry_mode) {
+    DM_INFO("The kubelet socket was (re)created: registering again", {"path", st.kubelet_socket});
+    st.register_after_socket_loss.reset();
+    if (absl::Now() - st.last_restart > kSocketLossSettle) {
       RestartServers();
-      last_restart = absl::Now();
-      if (!registry_mode && !kubelet_created) {
-        register_after_socket_loss = absl::Now() + kSocketLossSettle;
-      }
+      st.last_restart = absl::Now();
     }
-    if (kubelet_created && !registry_mode) {
-      DM_INFO("The kubelet socket was (re)created: registering again", {"path", kubelet_socket});
-      register_after_socket_loss.reset();
-      if (absl::Now() - last_restart > kSocketLossSettle) {
-        RestartServers();
-        last_restart = absl::Now();
-      }
-      need_register = true;
-    }
-    if (register_after_socket_loss && absl::Now() >= *register_after_socket_loss) {
-      register_after_socket_loss.reset();
-      if (Exists(kubelet_socket)) need_register = true;
-    }
+    st.need_register = true;
+  }
+  if (st.register_after_socket_loss && absl::Now() >= *st.register_after_socket_loss) {
+    st.register_after_socket_loss.reset();
+    if (Exists(st.kubelet_socket)) st.need_register = true;
   }
 }
 

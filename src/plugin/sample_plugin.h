@@ -102,6 +102,28 @@ class SamplePlugin {
   enum class Pending { kRestart, kRegister, kStartDevicePluginServer };
 
   void Loop();
+  // Loop()'s state between iterations.
+  struct LoopState {
+    bool registry_mode = false;
+    std::string kubelet_socket;
+    bool need_restart = false;
+    bool need_register = false;
+    absl::Time last_restart = absl::InfinitePast();
+    std::optional<absl::Time> register_after_socket_loss;
+    // registration.reregister_delay: when the delayed restart is due.
+    std::optional<absl::Time> delayed_restart;
+  };
+  // Restarts/registers when asked to; true when it registered (the loop then
+  // looks at the world again before waiting).
+  bool ActOnNeeds(LoopState& st);
+  // How long the loop may wait for an event.
+  absl::Duration LoopWait(const LoopState& st) const;
+  // Requests queued by other threads (control commands, RPC handlers).
+  void TakePending(LoopState& st);
+  // registration.reregister_delay: one restart, that long after a new kubelet.
+  void DelayedReregistration(LoopState& st, bool kubelet_created);
+  // The own socket removed or kubelet.sock (re)created: serve and register again.
+  void ReactToSockets(LoopState& st, bool kubelet_created);
   void HealthChanges();
   void ProcessControlFile();
   void RunCommand(const ControlCommand& c);

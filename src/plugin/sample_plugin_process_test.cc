@@ -19,7 +19,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "plugin/fake_kubelet_for_test.h"
+#include "plugin/fake_kubelet_testutil.h"
 
 extern char** environ;
 

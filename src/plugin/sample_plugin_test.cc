@@ -1,5 +1,5 @@
 // In-process tests of SamplePlugin against a tiny fake kubelet
-// (fake_kubelet_for_test.h). Real unix sockets in per-test temp dirs.
+// (fake_kubelet_testutil.h). Real unix sockets in per-test temp dirs.
 #include "plugin/sample_plugin.h"
 
 #include <stdlib.h>
@@ -14,11 +14,12 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "common/status_testutil.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "plugin/fake_kubelet_for_test.h"
+#include "plugin/fake_kubelet_testutil.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 
 namespace devmgr::plugin {
@@ -54,13 +55,13 @@ class SamplePluginTest : public testing::Test {
 
   SamplePlugin* StartPlugin(const std::string& yaml, PluginOptions o = {}) {
     absl::StatusOr<Config> c = ParseConfig(yaml, "test.yaml");
-    EXPECT_TRUE(c.ok()) << c.status();
+    EXPECT_OK(c);
     if (!c.ok()) return nullptr;
     o.dir = dir_;
     if (o.registry_dir == kDefaultPluginsRegistryDir) o.registry_dir = dir_;
     plugin_ = std::make_unique<SamplePlugin>(*c, o);
     absl::Status s = plugin_->Start();
-    EXPECT_TRUE(s.ok()) << s;
+    EXPECT_OK(s) << s;
     return plugin_.get();
   }
 
@@ -130,7 +131,7 @@ TEST_F(SamplePluginTest, RegistersAndServesLikeARealPlugin) {
   areq.mutable_container_requests(0)->add_devices_ids("gpu-0");
   v1beta1::AllocateResponse aresp;
   grpc::ClientContext actx;
-  ASSERT_TRUE(stub->Allocate(&actx, areq, &aresp).ok());
+  ASSERT_OK(stub->Allocate(&actx, areq, &aresp));
   ASSERT_EQ(aresp.container_responses_size(), 1);
   EXPECT_EQ(aresp.container_responses(0).envs().at("VISIBLE"), "gpu-1,gpu-0");
   ASSERT_EQ(aresp.container_responses(0).cdi_devices_size(), 2);
@@ -153,14 +154,14 @@ TEST_F(SamplePluginTest, RegistersAndServesLikeARealPlugin) {
   cr->set_allocation_size(2);
   v1beta1::PreferredAllocationResponse presp;
   grpc::ClientContext pctx;
-  ASSERT_TRUE(stub->GetPreferredAllocation(&pctx, preq, &presp).ok());
+  ASSERT_OK(stub->GetPreferredAllocation(&pctx, preq, &presp));
   ASSERT_EQ(presp.container_responses_size(), 1);
   EXPECT_THAT(presp.container_responses(0).deviceids(), ElementsAre("gpu-3", "gpu-1"));
   v1beta1::PreStartContainerRequest sreq;
   sreq.add_devices_ids("gpu-1");
   v1beta1::PreStartContainerResponse sresp;
   grpc::ClientContext sctx;
-  EXPECT_TRUE(stub->PreStartContainer(&sctx, sreq, &sresp).ok());
+  EXPECT_OK(stub->PreStartContainer(&sctx, sreq, &sresp));
 
   // The call log has everything, in order, with arguments. The sent Register
   // record is written when the call returns, so it races with ListAndWatch.
@@ -350,7 +351,7 @@ TEST_F(SamplePluginTest, EndStreamsControlEndsWithOk) {
   FakeKubelet* k = StartKubelet();
   StartPlugin(kBasic);
   ASSERT_TRUE(k->WaitForUpdate(0, 1).has_value());
-  ASSERT_TRUE(plugin_->ApplyControl("end-streams").ok());
+  ASSERT_OK(plugin_->ApplyControl("end-streams"));
   auto end = k->WaitForEnd(0);
   ASSERT_TRUE(end.has_value());
   EXPECT_TRUE(end->ok());
@@ -369,7 +370,7 @@ faults:
   v1beta1::AllocateResponse aresp;
   grpc::ClientContext ctx;
   const absl::Time t0 = absl::Now();
-  ASSERT_TRUE(stub->Allocate(&ctx, areq, &aresp).ok());
+  ASSERT_OK(stub->Allocate(&ctx, areq, &aresp));
   EXPECT_GE(absl::Now() - t0, absl::Milliseconds(200));
   EXPECT_EQ(aresp.container_responses_size(), 2);
   auto grown = k->WaitForUpdate(0, 2);
@@ -379,7 +380,7 @@ faults:
   // times: 1, so the second call is served normally.
   aresp.Clear();
   grpc::ClientContext ctx2;
-  ASSERT_TRUE(stub->Allocate(&ctx2, areq, &aresp).ok());
+  ASSERT_OK(stub->Allocate(&ctx2, areq, &aresp));
   EXPECT_EQ(aresp.container_responses_size(), 1);
   EXPECT_EQ(p->Devices().size(), 5u);
 }
@@ -404,7 +405,7 @@ faults:
   preq.add_container_requests()->set_allocation_size(1);
   v1beta1::PreferredAllocationResponse presp;
   grpc::ClientContext pctx;
-  ASSERT_TRUE(stub->GetPreferredAllocation(&pctx, preq, &presp).ok());
+  ASSERT_OK(stub->GetPreferredAllocation(&pctx, preq, &presp));
   EXPECT_EQ(presp.container_responses_size(), 0);
 }
 
@@ -481,7 +482,7 @@ faults:
   register: {version: v1alpha, times: 1}
 )");
   ASSERT_TRUE(p->WaitForCalls("Register", 1, kTimeout));
-  ASSERT_TRUE(p->ApplyControl("register").ok());
+  ASSERT_OK(p->ApplyControl("register"));
   ASSERT_TRUE(p->WaitForRegistrations(2, kTimeout));  // the fake accepts any version
   ASSERT_EQ(k->requests().size(), 2u);
   EXPECT_EQ(k->requests()[0].version(), "v1alpha");
@@ -512,7 +513,7 @@ TEST_F(SamplePluginTest, PluginsRegistryMode) {
   grpc::ClientContext ctx;
   ctx.set_wait_for_ready(true);
   ctx.set_deadline(Deadline(kTimeout));
-  ASSERT_TRUE(stub->GetInfo(&ctx, pluginregistration::InfoRequest(), &info).ok());
+  ASSERT_OK(stub->GetInfo(&ctx, pluginregistration::InfoRequest(), &info));
   EXPECT_EQ(info.type(), "DevicePlugin");
   EXPECT_EQ(info.name(), "example.com/gpu");
   EXPECT_EQ(info.endpoint(), dir_ + "/example.com-gpu.sock");
@@ -521,14 +522,14 @@ TEST_F(SamplePluginTest, PluginsRegistryMode) {
   status.set_plugin_registered(true);
   pluginregistration::RegistrationStatusResponse sresp;
   grpc::ClientContext nctx;
-  ASSERT_TRUE(stub->NotifyRegistrationStatus(&nctx, status, &sresp).ok());
+  ASSERT_OK(stub->NotifyRegistrationStatus(&nctx, status, &sresp));
   EXPECT_TRUE(p->WaitForRegistered(kTimeout));
   EXPECT_THAT(Methods(), ElementsAre("GetInfo", "NotifyRegistrationStatus"));
 }
 
 TEST_F(SamplePluginTest, StopWithoutStartIsSafe) {
   absl::StatusOr<Config> c = ParseConfig("resource: a.b/c\n", "x");
-  ASSERT_TRUE(c.ok());
+  ASSERT_OK(c);
   SamplePlugin p(*c, PluginOptions{});
   p.Stop();
   p.Stop();
@@ -536,7 +537,7 @@ TEST_F(SamplePluginTest, StopWithoutStartIsSafe) {
 
 TEST_F(SamplePluginTest, StartFailsOnMissingDirectory) {
   absl::StatusOr<Config> c = ParseConfig("resource: a.b/c\n", "x");
-  ASSERT_TRUE(c.ok());
+  ASSERT_OK(c);
   PluginOptions o;
   o.dir = dir_ + "/missing";
   SamplePlugin p(*c, o);

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pod/uid.h"
@@ -47,7 +48,7 @@ status:
   phase: Running
 )";
   absl::StatusOr<Pod> pod = ParsePodManifest(yaml, "gpu.yaml");
-  ASSERT_TRUE(pod.ok()) << pod.status();
+  ASSERT_OK(pod);
   EXPECT_EQ(pod->name, "gpu-pod");
   EXPECT_EQ(pod->namespace_, "ml");
   EXPECT_EQ(pod->uid, "11111111-2222-3333-4444-555555555555");
@@ -71,13 +72,13 @@ metadata: {name: gpu-pod}
 spec: {containers: [{name: a}]}
 )";
   absl::StatusOr<Pod> pod = ParsePodManifest(yaml, "p.yaml");
-  ASSERT_TRUE(pod.ok()) << pod.status();
+  ASSERT_OK(pod);
   EXPECT_EQ(pod->namespace_, "default");
   EXPECT_EQ(pod->phase, Phase::kPending);
   // uuid.uuid5(uuid.NAMESPACE_URL, "devmgr://pods/default/gpu-pod")
   EXPECT_EQ(pod->uid, "a29611c3-0946-5f17-927e-809311f673d7");
   absl::StatusOr<Pod> again = ParsePodManifest(yaml, "other.yaml");
-  ASSERT_TRUE(again.ok());
+  ASSERT_OK(again);
   EXPECT_EQ(again->uid, pod->uid);
 }
 
@@ -116,7 +117,7 @@ spec:
       limits: {example.com/dev: 1}
 )";
   absl::StatusOr<Pod> pod = ParsePodManifest(yaml, "p.yaml");
-  ASSERT_TRUE(pod.ok()) << pod.status();
+  ASSERT_OK(pod);
   ASSERT_EQ(pod->init_containers.size(), 2u);
   EXPECT_FALSE(pod->init_containers[0].restartable);
   EXPECT_TRUE(pod->init_containers[1].restartable);
@@ -198,7 +199,7 @@ spec:
       requests: {cpu: 500m, ephemeral-storage: 1Gi}
 )";
   absl::StatusOr<Pod> pod = ParsePodManifest(yaml, "p.yaml");
-  ASSERT_TRUE(pod.ok()) << pod.status();
+  ASSERT_OK(pod);
   EXPECT_EQ(pod->containers[0].requests.at("cpu"), 1);
 }
 
@@ -324,7 +325,7 @@ TEST(ManifestParserTest, JsonManifest) {
   "status": {"phase": "Succeeded"}
 })";
   absl::StatusOr<Pod> pod = ParsePodManifest(json, "p.json");
-  ASSERT_TRUE(pod.ok()) << pod.status();
+  ASSERT_OK(pod);
   EXPECT_EQ(pod->name, "j");
   EXPECT_EQ(pod->namespace_, "ns");
   EXPECT_EQ(pod->phase, Phase::kSucceeded);
@@ -343,7 +344,7 @@ TEST(ManifestParserTest, TabIndentedJsonAndEquivalentQuantities) {
       "\"resources\": {\"limits\": {\"a.com/b\": 1.0}, \"requests\": {\"a.com/b\": "
       "\"1000m\"}}}\n\t]}\n}\n";
   absl::StatusOr<Pod> pod = ParsePodManifest(json, "t.json");
-  ASSERT_TRUE(pod.ok()) << pod.status();
+  ASSERT_OK(pod);
   EXPECT_EQ(pod->containers[0].limits.at("a.com/b"), 1);
 }
 
@@ -363,7 +364,7 @@ items:
   spec: {containers: [{name: c}]}
 )";
   absl::StatusOr<std::vector<Pod>> pods = ParsePodManifests(yaml, "m.yaml");
-  ASSERT_TRUE(pods.ok()) << pods.status();
+  ASSERT_OK(pods);
   ASSERT_EQ(pods->size(), 2u);
   EXPECT_EQ((*pods)[0].name, "a");
   EXPECT_EQ((*pods)[1].name, "b");
@@ -380,7 +381,7 @@ items:
   EXPECT_EQ(wrong.status().message(),
             "m.yaml:7:7: kind: want \"Pod\", got \"ConfigMap\" (or a PodList)");
   absl::StatusOr<std::vector<Pod>> none = ParsePodManifests("", "e.yaml");
-  ASSERT_TRUE(none.ok());
+  ASSERT_OK(none);
   EXPECT_TRUE(none->empty());
 }
 
@@ -393,7 +394,7 @@ TEST(ManifestParserTest, LoadFromFile) {
     out << "apiVersion: v1\nkind: Pod\nmetadata: {name: f}\nspec: {containers: [{name: c}]}\n";
   }
   absl::StatusOr<Pod> pod = LoadPodManifest(path);
-  ASSERT_TRUE(pod.ok()) << pod.status();
+  ASSERT_OK(pod);
   EXPECT_EQ(pod->source, path);
   absl::StatusOr<Pod> missing = LoadPodManifest(std::string(dir) + "/nope.yaml");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
@@ -423,7 +424,7 @@ status:
 
 TEST(ManifestParserTest, ExtendedResourceClaimStatus) {
   absl::StatusOr<Pod> pod = ParsePodManifest(kDraPod, "dra.yaml");
-  ASSERT_TRUE(pod.ok()) << pod.status();
+  ASSERT_OK(pod);
   EXPECT_EQ(pod->extended_resource_claim_name, "dra-claim");
   ASSERT_EQ(pod->extended_resource_mappings.size(), 1u);
   EXPECT_EQ(pod->extended_resource_mappings[0].request_name, "r0");

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/status_testutil.h"
 #include "gtest/gtest.h"
 
 namespace devmgr::pod {
@@ -9,7 +10,7 @@ namespace {
 
 Quantity Q(const std::string& s) {
   absl::StatusOr<Quantity> q = Quantity::Parse(s);
-  EXPECT_TRUE(q.ok()) << s << ": " << q.status();
+  EXPECT_OK(q) << s << ": " << q.status();
   return q.ok() ? *q : Quantity();
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/synchronization/notification.h"
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pod/uid.h"
@@ -117,7 +118,7 @@ TEST_F(StaticPodDirTest, ParseErrorsAreReportedOnce) {
   c = watcher.ScanNow();
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].kind, Kind::kChanged);
-  EXPECT_TRUE(c[0].error.ok());
+  EXPECT_OK(c[0].error);
   EXPECT_EQ(c[0].pods[0].name, "fixed");
 }
 
@@ -147,14 +148,12 @@ TEST_F(StaticPodDirTest, StartScansImmediatelyAndStops) {
   StaticPodDir watcher({.path = dir_, .period = absl::Hours(1)});
   absl::Notification first;
   std::vector<ManifestChange> seen;
-  ASSERT_TRUE(watcher
-                  .Start([&](const std::vector<ManifestChange>& changes) {
-                    if (!first.HasBeenNotified()) {
-                      seen = changes;
-                      first.Notify();
-                    }
-                  })
-                  .ok());
+  ASSERT_OK(watcher.Start([&](const std::vector<ManifestChange>& changes) {
+    if (!first.HasBeenNotified()) {
+      seen = changes;
+      first.Notify();
+    }
+  }));
   ASSERT_TRUE(first.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_EQ(watcher.Start(nullptr).code(), absl::StatusCode::kFailedPrecondition);
   ASSERT_EQ(seen.size(), 1u);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "common/fs.h"
 #include "common/logging.h"
 #include "fmt/format.h"
 #include "node/status_file.h"
@@ -123,7 +124,7 @@ absl::Status Observability::Stop() {
   metrics_->SetRegistrationCountsSource(nullptr);
   metrics_->SetAlignedComputeResourcesSource(nullptr);
   if (!opts_.metrics_file.empty()) {
-    absl::Status s = node::WriteFileAtomically(opts_.metrics_file, text);
+    absl::Status s = fs::WriteOutputFile(opts_.metrics_file, text);
     if (!s.ok()) {
       DM_ERROR(std::string(s.message()), "Failed to write the metrics file",
                {"path", opts_.metrics_file});

@@ -1,5 +1,6 @@
 #include "podresources/options.h"
 
+#include "common/status_testutil.h"
 #include "gtest/gtest.h"
 
 namespace devmgr::podresources {
@@ -19,15 +20,15 @@ TEST(OptionsTest, ProfileDefaults) {
 
 TEST(OptionsTest, FeatureGates) {
   Options o;
-  ASSERT_TRUE(ApplyFeatureGates("KubeletPodResourcesGet=true, "
-                                "KubeletPodResourcesListUseActivePods=T",
-                                &o)
-                  .ok());
+  ASSERT_OK(
+      ApplyFeatureGates("KubeletPodResourcesGet=true, "
+                        "KubeletPodResourcesListUseActivePods=T",
+                        &o));
   EXPECT_TRUE(o.get_enabled);
   EXPECT_TRUE(o.list_active_pods_only);
-  ASSERT_TRUE(ApplyFeatureGates("KubeletPodResourcesGet=0", &o).ok());
+  ASSERT_OK(ApplyFeatureGates("KubeletPodResourcesGet=0", &o));
   EXPECT_FALSE(o.get_enabled);
-  ASSERT_TRUE(ApplyFeatureGates("", &o).ok());
+  ASSERT_OK(ApplyFeatureGates("", &o));
   EXPECT_EQ(ApplyFeatureGates("Nope=true", &o).message(), "unrecognized feature gate: Nope");
   EXPECT_EQ(ApplyFeatureGates("KubeletPodResourcesGet", &o).message(),
             "missing bool value for KubeletPodResourcesGet");

@@ -1,6 +1,7 @@
 #include "scenario/captures.h"
 
 #include "checkpoint/checkpoint.h"
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scenario/step_handlers.h"
@@ -76,7 +77,7 @@ TEST(Captures, CheckpointEntryFromAWrittenCheckpoint) {
   spec.registered["example.com/gpu"] = {"a", "b"};
   auto uid = [](const std::string& ref) { return ref == "p" ? std::string("uid-1") : ref; };
   absl::StatusOr<std::string> bytes = EncodeCheckpointSpec(spec, uid);
-  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  ASSERT_OK(bytes);
   Observed o = World();
   o.checkpoint_bytes = *bytes;
   CaptureSpec c = Spec("p", "c");

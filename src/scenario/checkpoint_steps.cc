@@ -10,22 +10,11 @@
 
 #include "absl/strings/escaping.h"
 #include "checkpoint/checkpoint.h"
+#include "common/fs.h"
 #include "fmt/format.h"
 #include "scenario/step_handlers.h"
 
 namespace devmgr::scenario {
-namespace {
-
-absl::Status WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-  out.close();
-  if (!out) return absl::FailedPreconditionError("cannot write " + path);
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 absl::Status DeleteCheckpointStep(RunContext& ctx, const Step&, StepResult*) {
   const std::string path = ctx.CheckpointPath();
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
@@ -63,7 +52,7 @@ absl::Status CorruptCheckpointStep(RunContext& ctx, const Step&, StepResult*) {
     }
   }
   if (!changed && !text.empty()) text[text.size() / 2] ^= 0x20;
-  return WriteFile(path, text);
+  return fs::WriteOutputFile(path, text);
 }
 
 absl::StatusOr<std::string> EncodeCheckpointSpec(
@@ -110,7 +99,7 @@ absl::StatusOr<std::string> EncodeCheckpointSpec(
 }
 
 absl::Status WriteCheckpointStep(RunContext& ctx, const Step& st, StepResult* r) {
-  if (!st.checkpoint) return WriteFile(ctx.CheckpointPath(), st.content);
+  if (!st.checkpoint) return fs::WriteOutputFile(ctx.CheckpointPath(), st.content);
   // Pod refs name pods the scenario admitted; anything else is a UID.
   auto uid = [&ctx](const std::string& ref) {
     auto rec = ctx.pods->Find(ref);
@@ -120,7 +109,7 @@ absl::Status WriteCheckpointStep(RunContext& ctx, const Step& st, StepResult* r)
   if (!bytes.ok()) return bytes.status();
   const checkpoint::VerifyResult v = checkpoint::Verify(*bytes);
   r->notes.push_back(fmt::format("checksum {} ({})", v.stored, v.valid ? "valid" : "invalid"));
-  return WriteFile(ctx.CheckpointPath(), *bytes);
+  return fs::WriteOutputFile(ctx.CheckpointPath(), *bytes);
 }
 
 }  // namespace devmgr::scenario

@@ -485,46 +485,11 @@ class ExpectParser : public ScenarioReader {
     if (found) DEVMGR_RETURN_IF_ERROR(KeyValues(n2, "annotations", exact, &c->annotations));
     DEVMGR_RETURN_IF_ERROR(Exactable(v, "mounts", &n3, &c->mounts_exact, &found));
     if (found) {
-      DEVMGR_RETURN_IF_ERROR(ExpectSeq(n3, "mounts"));
-      std::vector<MountExpect> ms;
-      for (const YAML::Node& m : n3) {
-        DEVMGR_RETURN_IF_ERROR(ExpectMap(m, "a mount"));
-        DEVMGR_RETURN_IF_ERROR(
-            CheckKeys(m, {"container_path", "host_path", "read_only"}, "a mount"));
-        MountExpect me;
-        if (m["container_path"]) {
-          DEVMGR_RETURN_IF_ERROR(
-              OptMatcher(m["container_path"], "container_path", &me.container_path));
-        }
-        if (m["host_path"])
-          DEVMGR_RETURN_IF_ERROR(OptMatcher(m["host_path"], "host_path", &me.host_path));
-        if (m["read_only"])
-          DEVMGR_RETURN_IF_ERROR(OptBool(m["read_only"], "read_only", &me.read_only));
-        ms.push_back(std::move(me));
-      }
-      c->mounts = std::move(ms);
+      DEVMGR_RETURN_IF_ERROR(ParseMountsExpect(n3, &c->mounts));
     }
     DEVMGR_RETURN_IF_ERROR(Exactable(v, "device_specs", &n4, &c->device_specs_exact, &found));
     if (found) {
-      DEVMGR_RETURN_IF_ERROR(ExpectSeq(n4, "device_specs"));
-      std::vector<DeviceSpecExpect> ds;
-      for (const YAML::Node& m : n4) {
-        DEVMGR_RETURN_IF_ERROR(ExpectMap(m, "a device spec"));
-        DEVMGR_RETURN_IF_ERROR(
-            CheckKeys(m, {"container_path", "host_path", "permissions"}, "a device spec"));
-        DeviceSpecExpect de;
-        if (m["container_path"]) {
-          DEVMGR_RETURN_IF_ERROR(
-              OptMatcher(m["container_path"], "container_path", &de.container_path));
-        }
-        if (m["host_path"])
-          DEVMGR_RETURN_IF_ERROR(OptMatcher(m["host_path"], "host_path", &de.host_path));
-        if (m["permissions"]) {
-          DEVMGR_RETURN_IF_ERROR(OptMatcher(m["permissions"], "permissions", &de.permissions));
-        }
-        ds.push_back(std::move(de));
-      }
-      c->device_specs = std::move(ds);
+      DEVMGR_RETURN_IF_ERROR(ParseDeviceSpecsExpect(n4, &c->device_specs));
     }
     DEVMGR_RETURN_IF_ERROR(Exactable(v, "cdi_devices", &n5, &c->cdi_devices_exact, &found));
     if (found) {
@@ -566,6 +531,54 @@ class ExpectParser : public ScenarioReader {
       DEVMGR_RETURN_IF_ERROR(ParseResourceHealthExpect(*this, v["allocated_resources_status"],
                                                        &c->allocated_resources_status.emplace()));
     }
+    return absl::OkStatus();
+  }
+
+  // mounts: [{container_path, host_path, read_only}], each a matcher.
+  absl::Status ParseMountsExpect(const YAML::Node& n3,
+                                 std::optional<std::vector<MountExpect>>* out) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectSeq(n3, "mounts"));
+    std::vector<MountExpect> ms;
+    for (const YAML::Node& m : n3) {
+      DEVMGR_RETURN_IF_ERROR(ExpectMap(m, "a mount"));
+      DEVMGR_RETURN_IF_ERROR(CheckKeys(m, {"container_path", "host_path", "read_only"}, "a mount"));
+      MountExpect me;
+      if (m["container_path"]) {
+        DEVMGR_RETURN_IF_ERROR(
+            OptMatcher(m["container_path"], "container_path", &me.container_path));
+      }
+      if (m["host_path"])
+        DEVMGR_RETURN_IF_ERROR(OptMatcher(m["host_path"], "host_path", &me.host_path));
+      if (m["read_only"])
+        DEVMGR_RETURN_IF_ERROR(OptBool(m["read_only"], "read_only", &me.read_only));
+      ms.push_back(std::move(me));
+    }
+    *out = std::move(ms);
+    return absl::OkStatus();
+  }
+
+  // device_specs: [{container_path, host_path, permissions}], each a matcher.
+  absl::Status ParseDeviceSpecsExpect(const YAML::Node& n4,
+                                      std::optional<std::vector<DeviceSpecExpect>>* out) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectSeq(n4, "device_specs"));
+    std::vector<DeviceSpecExpect> ds;
+    for (const YAML::Node& m : n4) {
+      DEVMGR_RETURN_IF_ERROR(ExpectMap(m, "a device spec"));
+      DEVMGR_RETURN_IF_ERROR(
+          CheckKeys(m, {"container_path", "host_path", "permissions"}, "a device spec"));
+      DeviceSpecExpect de;
+      if (m["container_path"]) {
+        DEVMGR_RETURN_IF_ERROR(
+            OptMatcher(m["container_path"], "container_path", &de.container_path));
+      }
+      if (m["host_path"])
+        DEVMGR_RETURN_IF_ERROR(OptMatcher(m["host_path"], "host_path", &de.host_path));
+      if (m["permissions"]) {
+        DEVMGR_RETURN_IF_ERROR(OptMatcher(m["permissions"], "permissions", &de.permissions));
+      }
+      ds.push_back(std::move(de));
+    }
+    *out = std::move(ds);
     return absl::OkStatus();
   }
 

@@ -185,6 +185,39 @@ class Checker {
            "no such container; the pod has " + ListString(names));
       return;
     }
+    ContainerDevices(w, rec, c);
+    RuntimeOptions(w, *cr, c);
+    if (c.running && cr->running != *c.running) {
+      Fail(c.loc, w + ".running", Bool(*c.running), Bool(cr->running));
+    }
+    if (c.restart_count && cr->restart_count != *c.restart_count) {
+      Fail(c.loc, w + ".restart_count", Int(*c.restart_count), Int(cr->restart_count));
+    }
+    if (c.start_error && !c.start_error->Matches(cr->start_error)) {
+      Fail(c.loc, w + ".start_error", c.start_error->Describe(),
+           fmt::format("\"{}\"", cr->start_error));
+    }
+    if (c.has_numa_affinity) {
+      auto it = o_.numa_affinity.find({rec.pod.uid, c.name});
+      const std::optional<std::vector<int>> got =
+          it == o_.numa_affinity.end() ? std::nullopt : it->second;
+      if (got != c.numa_affinity) {
+        Fail(c.loc, w + ".numa_affinity", Ints(c.numa_affinity), Ints(got));
+      }
+    }
+    if (c.topology_hints || !c.absent_hints.empty()) {
+      Hints(c.loc, w, c.topology_hints.value_or(std::map<std::string, ResourceHints>{}),
+            c.absent_hints, rec.pod.uid, c.name);
+    }
+    if (c.allocated_resources_status) {
+      CheckResourceHealth(c.loc, w, *c.allocated_resources_status,
+                          ObservedResourceStatus(o_.pod_statuses, rec.pod.uid, c.name), out_);
+    }
+  }
+
+  // The container's devices: none, or per resource (ids, counts, NUMA nodes).
+  void ContainerDevices(const std::string& w, const node::PodRecord& rec,
+                        const ContainerExpect& c) {
     const manager::ContainerAllocation* alloc = Allocation(rec.pod.uid, c.name);
     if (c.no_devices && alloc != nullptr) {
       for (const auto& [r, ids] : alloc->devices) {
@@ -206,6 +239,12 @@ class Checker {
       CheckDevices(d, fmt::format("{}.devices['{}']", w, d.resource), std::move(ids), numa,
                    o_.captures, out_);
     }
+  }
+
+  // What the runtime was handed: envs, annotations, mounts, device specs, CDI.
+  void RuntimeOptions(const std::string& w, const node::ContainerRecord& container,
+                      const ContainerExpect& c) {
+    const node::ContainerRecord* cr = &container;
     const std::optional<manager::RunContainerOptions>& opts = cr->run_options;
     if (c.no_options && opts)
       Fail(c.loc, w + ".options", "none", "options were handed to the runtime");
@@ -248,32 +287,6 @@ class Checker {
           c.loc, w + ".cdi_devices", *c.cdi_devices, c.cdi_devices_exact, ro.cdi_devices,
           [](const StringMatcher& m, const std::string& g) { return m.Matches(g); },
           [](const std::string& g) { return g; });
-    }
-    if (c.running && cr->running != *c.running) {
-      Fail(c.loc, w + ".running", Bool(*c.running), Bool(cr->running));
-    }
-    if (c.restart_count && cr->restart_count != *c.restart_count) {
-      Fail(c.loc, w + ".restart_count", Int(*c.restart_count), Int(cr->restart_count));
-    }
-    if (c.start_error && !c.start_error->Matches(cr->start_error)) {
-      Fail(c.loc, w + ".start_error", c.start_error->Describe(),
-           fmt::format("\"{}\"", cr->start_error));
-    }
-    if (c.has_numa_affinity) {
-      auto it = o_.numa_affinity.find({rec.pod.uid, c.name});
-      const std::optional<std::vector<int>> got =
-          it == o_.numa_affinity.end() ? std::nullopt : it->second;
-      if (got != c.numa_affinity) {
-        Fail(c.loc, w + ".numa_affinity", Ints(c.numa_affinity), Ints(got));
-      }
-    }
-    if (c.topology_hints || !c.absent_hints.empty()) {
-      Hints(c.loc, w, c.topology_hints.value_or(std::map<std::string, ResourceHints>{}),
-            c.absent_hints, rec.pod.uid, c.name);
-    }
-    if (c.allocated_resources_status) {
-      CheckResourceHealth(c.loc, w, *c.allocated_resources_status,
-                          ObservedResourceStatus(o_.pod_statuses, rec.pod.uid, c.name), out_);
     }
   }
 

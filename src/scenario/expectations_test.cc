@@ -1,6 +1,7 @@
 #include "scenario/expectations.h"
 
 #include "checkpoint/checkpoint.h"
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scenario/scenario_parser.h"
@@ -21,7 +22,7 @@ using ::testing::SizeIs;
 // Expectations written as scenario YAML (one check step).
 Expectations Parse(const std::string& expect_yaml) {
   absl::StatusOr<Scenario> s = testutil::ParseCheckStep(expect_yaml, "e.yaml");
-  EXPECT_TRUE(s.ok()) << s.status();
+  EXPECT_OK(s);
   return s.ok() ? s->steps[0].expect : Expectations{};
 }
 
@@ -310,7 +311,7 @@ steps:
     expect:
 )" + expect_yaml;
   absl::StatusOr<Scenario> s = ParseScenario(text, "e.yaml");
-  EXPECT_TRUE(s.ok()) << s.status();
+  EXPECT_OK(s);
   return s.ok() ? s->steps[1].expect : Expectations{};
 }
 

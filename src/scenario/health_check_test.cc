@@ -1,6 +1,7 @@
 // The `allocated_resources_status` container expectation.
 #include "scenario/health_check.h"
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scenario/expectations.h"
@@ -45,7 +46,7 @@ TEST(HealthCheckTest, MatchesOrderFree) {
   auto e = Parse(
       "              allocated_resources_status:\n"
       "                example.com/gpu: {gpu-0: Healthy, gpu-1: Unhealthy}\n");
-  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_OK(e);
   EXPECT_THAT(CheckExpectations(*e, World(kOneBad)), IsEmpty());
 }
 
@@ -53,7 +54,7 @@ TEST(HealthCheckTest, AWrongHealthIsReportedWithTheObservedStatus) {
   auto e = Parse(
       "              allocated_resources_status:\n"
       "                example.com/gpu: {gpu-0: Healthy, gpu-1: Healthy}\n");
-  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_OK(e);
   auto f = CheckExpectations(*e, World(kOneBad));
   ASSERT_THAT(f, SizeIs(1));
   EXPECT_EQ(f[0].what, "pods['train'].containers['main'].allocated_resources_status");
@@ -66,7 +67,7 @@ TEST(HealthCheckTest, ExtraOrMissingResourcesAndDevicesFail) {
   auto e = Parse(
       "              allocated_resources_status:\n"
       "                example.com/gpu: {gpu-0: Healthy}\n");
-  ASSERT_TRUE(e.ok());
+  ASSERT_OK(e);
   EXPECT_THAT(CheckExpectations(*e, World(kOneBad)), SizeIs(1));
   auto two = kOneBad;
   two.push_back({"example.com/nic", {{"n0", "Healthy"}}});
@@ -78,7 +79,7 @@ TEST(HealthCheckTest, ExtraOrMissingResourcesAndDevicesFail) {
 
 TEST(HealthCheckTest, NoneMeansTheFieldIsAbsent) {
   auto e = Parse("              allocated_resources_status: none\n");
-  ASSERT_TRUE(e.ok());
+  ASSERT_OK(e);
   EXPECT_THAT(CheckExpectations(*e, World(std::nullopt)), IsEmpty());
   auto f = CheckExpectations(*e, World(kOneBad));
   ASSERT_THAT(f, SizeIs(1));
@@ -95,7 +96,7 @@ TEST(HealthCheckTest, NotesShowWhatWasObserved) {
   auto e = Parse(
       "              allocated_resources_status:\n"
       "                example.com/gpu: {gpu-0: Healthy, gpu-1: Unhealthy}\n");
-  ASSERT_TRUE(e.ok());
+  ASSERT_OK(e);
   std::vector<std::string> notes;
   ResourceHealthNotes(*e, World(kOneBad), &notes);
   EXPECT_THAT(notes, ::testing::ElementsAre("pod train container main: allocatedResourcesStatus "

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "checkpoint/checkpoint.h"
+#include "common/fs.h"
 #include "fmt/format.h"
 #include "manager/resource_health.h"
 #include "node/node_options.h"
@@ -82,8 +83,8 @@ absl::Status RunContext::PrepareDirs() {
   }
   for (const std::string& d : {env.plugin_dir, env.registry_dir, work_dir + "/plugins"}) {
     if (d.empty()) continue;
-    if (mkdir(d.c_str(), 0750) != 0 && errno != EEXIST) {
-      return EnvError(fmt::format("mkdir {}: {}", d, std::strerror(errno)));
+    if (absl::Status s = fs::MkdirAll(*fs::Default(), d, 0750); !s.ok()) {
+      return EnvError(std::string(s.message()));
     }
   }
   return absl::OkStatus();

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "checkpoint/checkpoint.h"
+#include "common/fs.h"
 #include "fmt/format.h"
 
 namespace devmgr::scenario {
@@ -19,15 +20,6 @@ std::string SafeName(const std::string& name) {
     if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '-';
   }
   return s;
-}
-
-absl::Status WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return absl::UnavailableError(fmt::format("{}: {}", path, std::strerror(errno)));
-  out << content;
-  out.close();
-  if (!out) return absl::UnavailableError(fmt::format("{}: write failed", path));
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -85,13 +77,14 @@ PluginHost::~PluginHost() { Stop(absl::Seconds(1)); }
 
 absl::Status PluginHost::Prepare() {
   if (!config_path_.empty()) {
-    if (absl::Status s = WriteFile(config_path_, spec_.sample_plugin_config); !s.ok()) return s;
+    if (absl::Status s = fs::WriteOutputFile(config_path_, spec_.sample_plugin_config); !s.ok())
+      return s;
   }
   if (!control_.empty()) {
-    if (absl::Status s = WriteFile(control_, ""); !s.ok()) return s;
+    if (absl::Status s = fs::WriteOutputFile(control_, ""); !s.ok()) return s;
   }
   if (!call_log_.empty() && !spec_.sample_plugin_config.empty()) {
-    if (absl::Status s = WriteFile(call_log_, ""); !s.ok()) return s;
+    if (absl::Status s = fs::WriteOutputFile(call_log_, ""); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

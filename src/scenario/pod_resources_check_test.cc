@@ -1,5 +1,6 @@
 #include "scenario/pod_resources_check.h"
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scenario/expectations.h"
@@ -21,7 +22,7 @@ absl::StatusOr<Scenario> ParseExpect(const std::string& expect_yaml) {
 
 PodResourcesExpect Parse(const std::string& expect_yaml) {
   absl::StatusOr<Scenario> s = ParseExpect(expect_yaml);
-  EXPECT_TRUE(s.ok()) << s.status();
+  EXPECT_OK(s);
   if (!s.ok() || !s->steps[0].expect.pod_resources) return {};
   return *s->steps[0].expect.pod_resources;
 }
@@ -158,7 +159,7 @@ TEST(PodResourcesCheck, UnlistedContainerAndDevicesWhereNoneExpected) {
 
 TEST(PodResourcesCheck, NotObservedIsAFailure) {
   absl::StatusOr<Scenario> s = ParseExpect("      pod_resources: {pod_count: 0}\n");
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   const std::vector<Failure> f = CheckExpectations(s->steps[0].expect, Observed{});
   ASSERT_THAT(f, SizeIs(1));
   EXPECT_EQ(f[0].actual, "not observed");
@@ -189,7 +190,7 @@ TEST(PodResourcesParser, FeatureGatesAreValidatedWithTheKubeletsTexts) {
       "node: {feature_gates: 'KubeletPodResourcesGet=true'}\nsteps: [{check: null, expect: "
       "{within: 1s}}]\n",
       "g.yaml");
-  ASSERT_TRUE(ok.ok()) << ok.status();
+  ASSERT_OK(ok);
   EXPECT_EQ(ok->node.feature_gates, "KubeletPodResourcesGet=true");
   absl::StatusOr<Scenario> bad = ParseScenario(
       "node: {feature_gates: 'KubeletPodResourcesGot=true'}\nsteps: [{check: null}]\n", "g.yaml");

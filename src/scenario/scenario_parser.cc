@@ -303,6 +303,34 @@ class Parser : public ScenarioReader {
         return Error(n["max_recv_msg_size"], "node.max_recv_msg_size is too large");
       }
     }
+    if (n["dial_timeout"]) {
+      DEVMGR_RETURN_IF_ERROR(Duration(n["dial_timeout"], "node.dial_timeout", &node->dial_timeout));
+    }
+    DEVMGR_RETURN_IF_ERROR(ParseNuma(n, node));
+    if (n["topology_manager"]) {
+      DEVMGR_RETURN_IF_ERROR(ParseTopologyManager(n["topology_manager"], node));
+    }
+    if (n["feature_gates"]) {
+      DEVMGR_RETURN_IF_ERROR(
+          String(n["feature_gates"], "node.feature_gates", &node->feature_gates));
+      podresources::Options api;
+      if (absl::Status s = podresources::ApplyFeatureGates(node->feature_gates, &api); !s.ok()) {
+        return Error(n["feature_gates"], "node.feature_gates: " + std::string(s.message()));
+      }
+    }
+    if (n["hint_providers"]) {
+      DEVMGR_RETURN_IF_ERROR(ExpectSeq(n["hint_providers"], "node.hint_providers"));
+      for (const YAML::Node& p : n["hint_providers"]) {
+        HintProviderSpec spec;
+        DEVMGR_RETURN_IF_ERROR(ParseHintProvider(p, &spec));
+        node->hint_providers.push_back(std::move(spec));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // node.numa_nodes and node.numa_distances.
+  absl::Status ParseNuma(const YAML::Node& n, NodeSpec* node) const {
     if (n["numa_nodes"]) {
       std::vector<int64_t> ids;
       DEVMGR_RETURN_IF_ERROR(IntList(n["numa_nodes"], "node.numa_nodes", &ids));
@@ -312,9 +340,6 @@ class Parser : public ScenarioReader {
         if (id < 0 || id > 1023) return Error(n["numa_nodes"], "NUMA ids must be 0..1023");
         node->numa_nodes.push_back(static_cast<int>(id));
       }
-    }
-    if (n["dial_timeout"]) {
-      DEVMGR_RETURN_IF_ERROR(Duration(n["dial_timeout"], "node.dial_timeout", &node->dial_timeout));
     }
     if (n["numa_distances"]) {
       const YAML::Node d = n["numa_distances"];
@@ -330,72 +355,61 @@ class Parser : public ScenarioReader {
         node->numa_distances.push_back(std::move(r));
       }
     }
-    if (n["topology_manager"]) {
-      const YAML::Node t = n["topology_manager"];
-      DEVMGR_RETURN_IF_ERROR(ExpectMap(t, "node.topology_manager"));
-      DEVMGR_RETURN_IF_ERROR(
-          CheckKeys(t, {"policy", "scope", "policy_options"}, "node.topology_manager"));
-      if (t["policy"]) {
-        DEVMGR_RETURN_IF_ERROR(String(t["policy"], "policy", &node->topology_policy));
-        static const Keys kPolicies = {"none", "best-effort", "restricted", "single-numa-node"};
-        if (!Contains(kPolicies, node->topology_policy)) {
-          return UnknownName(
-              t["policy"],
-              fmt::format("unknown topology manager policy '{}'", node->topology_policy),
-              node->topology_policy, kPolicies);
-        }
-      }
-      if (t["scope"]) {
-        DEVMGR_RETURN_IF_ERROR(String(t["scope"], "scope", &node->topology_scope));
-        if (node->topology_scope != "container" && node->topology_scope != "pod") {
-          return Error(t["scope"], fmt::format("scope must be container or pod, not '{}'",
-                                               node->topology_scope));
-        }
-      }
-      if (t["policy_options"]) {
-        DEVMGR_RETURN_IF_ERROR(
-            StringMap(t["policy_options"], "policy_options", &node->topology_policy_options));
+    return absl::OkStatus();
+  }
+
+  // node.topology_manager: {policy, scope, policy_options}.
+  absl::Status ParseTopologyManager(const YAML::Node& t, NodeSpec* node) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(t, "node.topology_manager"));
+    DEVMGR_RETURN_IF_ERROR(
+        CheckKeys(t, {"policy", "scope", "policy_options"}, "node.topology_manager"));
+    if (t["policy"]) {
+      DEVMGR_RETURN_IF_ERROR(String(t["policy"], "policy", &node->topology_policy));
+      static const Keys kPolicies = {"none", "best-effort", "restricted", "single-numa-node"};
+      if (!Contains(kPolicies, node->topology_policy)) {
+        return UnknownName(
+            t["policy"], fmt::format("unknown topology manager policy '{}'", node->topology_policy),
+            node->topology_policy, kPolicies);
       }
     }
-    if (n["feature_gates"]) {
-      DEVMGR_RETURN_IF_ERROR(
-          String(n["feature_gates"], "node.feature_gates", &node->feature_gates));
-      podresources::Options api;
-      if (absl::Status s = podresources::ApplyFeatureGates(node->feature_gates, &api); !s.ok()) {
-        return Error(n["feature_gates"], "node.feature_gates: " + std::string(s.message()));
+    if (t["scope"]) {
+      DEVMGR_RETURN_IF_ERROR(String(t["scope"], "scope", &node->topology_scope));
+      if (node->topology_scope != "container" && node->topology_scope != "pod") {
+        return Error(t["scope"],
+                     fmt::format("scope must be container or pod, not '{}'", node->topology_scope));
       }
     }
-    if (n["hint_providers"]) {
-      const YAML::Node hp = n["hint_providers"];
-      DEVMGR_RETURN_IF_ERROR(ExpectSeq(hp, "node.hint_providers"));
-      for (const YAML::Node& p : hp) {
-        DEVMGR_RETURN_IF_ERROR(ExpectMap(p, "a hint provider"));
-        DEVMGR_RETURN_IF_ERROR(
-            CheckKeys(p, {"name", "hints", "containers", "pod"}, "a hint provider"));
-        HintProviderSpec spec;
-        if (!p["name"]) return Error(p, "a hint provider needs a name");
-        DEVMGR_RETURN_IF_ERROR(NonEmptyString(p["name"], "name", &spec.name));
-        if (p["hints"]) DEVMGR_RETURN_IF_ERROR(ResHints(p["hints"], "hints", &spec.hints));
-        if (p["containers"]) {
-          DEVMGR_RETURN_IF_ERROR(ExpectMap(p["containers"], "containers"));
-          for (auto it = p["containers"].begin(); it != p["containers"].end(); ++it) {
-            std::string c;
-            DEVMGR_RETURN_IF_ERROR(NonEmptyString(it->first, "container name", &c));
-            DEVMGR_RETURN_IF_ERROR(ResHints(it->second, "container hints", &spec.containers[c]));
-          }
-        }
-        if (p["pod"]) {
-          ResourceHints pod;
-          DEVMGR_RETURN_IF_ERROR(ResHints(p["pod"], "pod hints", &pod));
-          spec.pod = std::move(pod);
-        }
-        node->hint_providers.push_back(std::move(spec));
-      }
+    if (t["policy_options"]) {
+      DEVMGR_RETURN_IF_ERROR(
+          StringMap(t["policy_options"], "policy_options", &node->topology_policy_options));
     }
     return absl::OkStatus();
   }
 
-  // {numa: [ids] | null, preferred: bool}
+  // One of node.hint_providers: {name, hints, containers, pod}.
+  absl::Status ParseHintProvider(const YAML::Node& p, HintProviderSpec* out) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(p, "a hint provider"));
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(p, {"name", "hints", "containers", "pod"}, "a hint provider"));
+    HintProviderSpec& spec = *out;
+    if (!p["name"]) return Error(p, "a hint provider needs a name");
+    DEVMGR_RETURN_IF_ERROR(NonEmptyString(p["name"], "name", &spec.name));
+    if (p["hints"]) DEVMGR_RETURN_IF_ERROR(ResHints(p["hints"], "hints", &spec.hints));
+    if (p["containers"]) {
+      DEVMGR_RETURN_IF_ERROR(ExpectMap(p["containers"], "containers"));
+      for (auto it = p["containers"].begin(); it != p["containers"].end(); ++it) {
+        std::string c;
+        DEVMGR_RETURN_IF_ERROR(NonEmptyString(it->first, "container name", &c));
+        DEVMGR_RETURN_IF_ERROR(ResHints(it->second, "container hints", &spec.containers[c]));
+      }
+    }
+    if (p["pod"]) {
+      ResourceHints pod;
+      DEVMGR_RETURN_IF_ERROR(ResHints(p["pod"], "pod hints", &pod));
+      spec.pod = std::move(pod);
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status ParseTimeouts(const YAML::Node& n, Timeouts* t) const {
     DEVMGR_RETURN_IF_ERROR(ExpectMap(n, "timeouts"));
     DEVMGR_RETURN_IF_ERROR(CheckKeys(n, kTimeoutKeys, "timeouts"));
@@ -432,6 +446,42 @@ class Parser : public ScenarioReader {
                                   "external",
                                   spec->name));
     }
+    DEVMGR_RETURN_IF_ERROR(ParsePluginSource(p, spec));
+    DEVMGR_RETURN_IF_ERROR(ParsePluginProcess(p, spec));
+    if (p["socket"]) {
+      if (!spec->external) return Error(p["socket"], "socket applies to external plugins only");
+      DEVMGR_RETURN_IF_ERROR(NonEmptyString(p["socket"], "socket", &spec->socket));
+    }
+    if (spec->external) {
+      if (spec->resource.empty()) {
+        return Error(p, fmt::format("external plugin '{}' needs resource", spec->name));
+      }
+      if (p["start"] || p["env"] || p["working_dir"] || p["private_mount"]) {
+        return Error(p,
+                     "start, env, working_dir and private_mount do not apply to external "
+                     "plugins");
+      }
+    }
+    if (p["wait_for_registration"]) {
+      DEVMGR_RETURN_IF_ERROR(
+          Bool(p["wait_for_registration"], "wait_for_registration", &spec->wait_for_registration));
+    }
+    if (p["call_log"]) {
+      if (p["sample_plugin"]) return Error(p["call_log"], "sample plugins get a call log already");
+      DEVMGR_RETURN_IF_ERROR(NonEmptyString(p["call_log"], "call_log", &spec->call_log));
+    }
+    if (p["control"]) {
+      if (p["sample_plugin"]) {
+        return Error(p["control"], "sample plugins get a control file already");
+      }
+      DEVMGR_RETURN_IF_ERROR(NonEmptyString(p["control"], "control", &spec->control));
+    }
+    return absl::OkStatus();
+  }
+
+  // What runs: command (+ args), sample_plugin (its config, checked here), or
+  // external; the resource.
+  absl::Status ParsePluginSource(const YAML::Node& p, PluginSpec* spec) const {
     if (p["command"]) {
       DEVMGR_RETURN_IF_ERROR(NonEmptyString(p["command"], "command", &spec->command));
     }
@@ -466,6 +516,11 @@ class Parser : public ScenarioReader {
       spec->initial_devices = static_cast<int64_t>(cfg->devices.size());
       if (cfg->register_overrides.skip) spec->wait_for_registration = false;
     }
+    return absl::OkStatus();
+  }
+
+  // How the process runs: env, working_dir, private_mount (+ binds), start.
+  absl::Status ParsePluginProcess(const YAML::Node& p, PluginSpec* spec) const {
     if (p["env"]) DEVMGR_RETURN_IF_ERROR(StringMap(p["env"], "env", &spec->env));
     if (p["working_dir"]) {
       DEVMGR_RETURN_IF_ERROR(NonEmptyString(p["working_dir"], "working_dir", &spec->working_dir));
@@ -500,34 +555,6 @@ class Parser : public ScenarioReader {
                                              "manual, not '{}'",
                                              s));
       }
-    }
-    if (p["socket"]) {
-      if (!spec->external) return Error(p["socket"], "socket applies to external plugins only");
-      DEVMGR_RETURN_IF_ERROR(NonEmptyString(p["socket"], "socket", &spec->socket));
-    }
-    if (spec->external) {
-      if (spec->resource.empty()) {
-        return Error(p, fmt::format("external plugin '{}' needs resource", spec->name));
-      }
-      if (p["start"] || p["env"] || p["working_dir"] || p["private_mount"]) {
-        return Error(p,
-                     "start, env, working_dir and private_mount do not apply to external "
-                     "plugins");
-      }
-    }
-    if (p["wait_for_registration"]) {
-      DEVMGR_RETURN_IF_ERROR(
-          Bool(p["wait_for_registration"], "wait_for_registration", &spec->wait_for_registration));
-    }
-    if (p["call_log"]) {
-      if (p["sample_plugin"]) return Error(p["call_log"], "sample plugins get a call log already");
-      DEVMGR_RETURN_IF_ERROR(NonEmptyString(p["call_log"], "call_log", &spec->call_log));
-    }
-    if (p["control"]) {
-      if (p["sample_plugin"]) {
-        return Error(p["control"], "sample plugins get a control file already");
-      }
-      DEVMGR_RETURN_IF_ERROR(NonEmptyString(p["control"], "control", &spec->control));
     }
     return absl::OkStatus();
   }
@@ -686,21 +713,8 @@ class Parser : public ScenarioReader {
         return ParseAdmit(key, v, sc, step);
       case StepKind::kDeletePod:
         return PodRefOrMap(v, where, {"pod"}, step);
-      case StepKind::kSetPhase: {
-        DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
-        DEVMGR_RETURN_IF_ERROR(PodRefOrMap(v, where, {"pod", "phase"}, step));
-        if (!v["phase"]) return Error(v, "set_phase needs phase (Succeeded or Failed)");
-        std::string ph;
-        DEVMGR_RETURN_IF_ERROR(String(v["phase"], "phase", &ph));
-        if (ph == "Succeeded") {
-          step->phase = pod::Phase::kSucceeded;
-        } else if (ph == "Failed") {
-          step->phase = pod::Phase::kFailed;
-        } else {
-          return Error(v["phase"], fmt::format("phase must be Succeeded or Failed, not '{}'", ph));
-        }
-        return absl::OkStatus();
-      }
+      case StepKind::kSetPhase:
+        return ParseSetPhase(where, v, step);
       case StepKind::kRestartContainer:
         DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
         DEVMGR_RETURN_IF_ERROR(PodRefOrMap(v, where, {"pod", "container"}, step));
@@ -741,15 +755,7 @@ class Parser : public ScenarioReader {
       case StepKind::kSetHealth:
         return ParseSetHealth(where, v, sc, step);
       case StepKind::kControl:
-        DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
-        DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"plugin", "command"}, where));
-        if (!v["plugin"] || !v["command"]) return Error(v, "control needs plugin and command");
-        DEVMGR_RETURN_IF_ERROR(PluginRef(sc, v["plugin"], &step->plugin));
-        DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["command"], "command", &step->control_line));
-        if (step->control_line.find('\n') != std::string::npos) {
-          return Error(v["command"], "command must be one line");
-        }
-        return ControlCapable(sc, v["plugin"], step->plugin);
+        return ParseControl(where, v, sc, step);
       case StepKind::kTruncateCheckpoint:
         if (v.IsNull()) return absl::OkStatus();
         return Int(v, "truncate_checkpoint (bytes to keep)", 0, &step->truncate_to);
@@ -758,17 +764,53 @@ class Parser : public ScenarioReader {
         return String(v, "write_checkpoint (the file's content, or {entries, registered})",
                       &step->content);
       case StepKind::kRun:
-        if (v.IsScalar()) return NonEmptyString(v, "run", &step->command);
-        DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
-        DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"command", "expect_exit"}, where));
-        if (!v["command"]) return Error(v, "run needs command");
-        DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["command"], "command", &step->command));
-        if (v["expect_exit"]) {
-          DEVMGR_RETURN_IF_ERROR(Int(v["expect_exit"], "expect_exit", 0, &step->expect_exit));
-        }
-        return absl::OkStatus();
+        return ParseRunStep(where, v, step);
     }
     return Error(key, "unhandled step");
+  }
+
+  // set_phase: {pod, phase: Succeeded|Failed}.
+  absl::Status ParseSetPhase(const std::string& where, const YAML::Node& v, Step* step) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
+    DEVMGR_RETURN_IF_ERROR(PodRefOrMap(v, where, {"pod", "phase"}, step));
+    if (!v["phase"]) return Error(v, "set_phase needs phase (Succeeded or Failed)");
+    std::string ph;
+    DEVMGR_RETURN_IF_ERROR(String(v["phase"], "phase", &ph));
+    if (ph == "Succeeded") {
+      step->phase = pod::Phase::kSucceeded;
+    } else if (ph == "Failed") {
+      step->phase = pod::Phase::kFailed;
+    } else {
+      return Error(v["phase"], fmt::format("phase must be Succeeded or Failed, not '{}'", ph));
+    }
+    return absl::OkStatus();
+  }
+
+  // control: {plugin, command: one line}.
+  absl::Status ParseControl(const std::string& where, const YAML::Node& v, const Scenario& sc,
+                            Step* step) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"plugin", "command"}, where));
+    if (!v["plugin"] || !v["command"]) return Error(v, "control needs plugin and command");
+    DEVMGR_RETURN_IF_ERROR(PluginRef(sc, v["plugin"], &step->plugin));
+    DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["command"], "command", &step->control_line));
+    if (step->control_line.find('\n') != std::string::npos) {
+      return Error(v["command"], "command must be one line");
+    }
+    return ControlCapable(sc, v["plugin"], step->plugin);
+  }
+
+  // run: COMMAND, or {command, expect_exit}.
+  absl::Status ParseRunStep(const std::string& where, const YAML::Node& v, Step* step) const {
+    if (v.IsScalar()) return NonEmptyString(v, "run", &step->command);
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"command", "expect_exit"}, where));
+    if (!v["command"]) return Error(v, "run needs command");
+    DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["command"], "command", &step->command));
+    if (v["expect_exit"]) {
+      DEVMGR_RETURN_IF_ERROR(Int(v["expect_exit"], "expect_exit", 0, &step->expect_exit));
+    }
+    return absl::OkStatus();
   }
 
   // capture: {NAME: {pod, container, resource[, from: checkpoint]} |

@@ -1,5 +1,6 @@
 #include "scenario/scenario_parser.h"
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -62,7 +63,7 @@ TEST(ScenarioParser, FullScenario) {
     versions: ["1.30", "1.34"]
 )";
   absl::StatusOr<Scenario> s = ParseScenario(text, "dir/demo.yaml");
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   EXPECT_EQ(s->name, "demo");
   EXPECT_EQ(s->dir, "dir");
   EXPECT_EQ(s->node.kubelet_versions, std::vector<std::string>{"1.31"});
@@ -99,7 +100,7 @@ TEST(ScenarioParser, FullScenario) {
 
 TEST(ScenarioParser, NameDefaultsToFileName) {
   absl::StatusOr<Scenario> s = ParseScenario("steps:\n  - node_status:\n", "a/b/my-test.yaml");
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   EXPECT_EQ(s->name, "my-test");
 }
 
@@ -207,7 +208,7 @@ steps:
   - check:
 )",
                                              "s.yaml");
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   ASSERT_EQ(s->plugins.size(), 2u);
   EXPECT_EQ(s->plugins[0].resource, "example.com/r");
   EXPECT_EQ(s->plugins[0].initial_devices, 1);
@@ -243,7 +244,7 @@ TEST(ScenarioParser, ExpectForCapturesAndKubeletWindow) {
     expect_for: 2s
 )",
                                              "s.yaml");
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   ASSERT_EQ(s->steps.size(), 4u);
   ASSERT_EQ(s->steps[0].captures.size(), 3u);
   EXPECT_TRUE(s->steps[0].captures[1].checkpoint);
@@ -309,7 +310,7 @@ TEST(ScenarioParser, AppliesToAndVersionRanges) {
       "applies_to: \"1.34-1.36\"\nsteps:\n  - node_status:\n    versions: [\"1.30\", "
       "\"1.36-1.37\"]\n",
       "a.yaml");
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_OK(s);
   EXPECT_THAT(s->applies_to, ::testing::ElementsAre("1.34", "1.35", "1.36"));
   EXPECT_THAT(s->steps[0].versions, ::testing::ElementsAre("1.30", "1.36", "1.37"));
   EXPECT_THAT(Err("applies_to: \"1.37-1.34\"\nsteps:\n  - node_status:\n"),
@@ -321,7 +322,7 @@ TEST(ScenarioParser, AppliesToAndVersionRanges) {
 TEST(VersionMatrixPlan, AppliesToAndPinnedVersions) {
   absl::StatusOr<Scenario> s =
       ParseScenario("applies_to: \"1.37\"\nsteps:\n  - node_status:\n", "only.yaml");
-  ASSERT_TRUE(s.ok());
+  ASSERT_OK(s);
   auto runs = PlanRuns(*s, {"1.36", "1.37"}, /*matrix=*/true);
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_TRUE(runs[0].skip);
@@ -335,7 +336,7 @@ TEST(VersionMatrixPlan, AppliesToAndPinnedVersions) {
   EXPECT_EQ(runs[0].display, "only");
   absl::StatusOr<Scenario> pinned = ParseScenario(
       "node: {kubelet_versions: [\"1.32\", \"1.34\"]}\nsteps:\n  - node_status:\n", "pin.yaml");
-  ASSERT_TRUE(pinned.ok());
+  ASSERT_OK(pinned);
   runs = PlanRuns(*pinned, {"1.33"}, /*matrix=*/false);
   ASSERT_EQ(runs.size(), 2u);  // the scenario's own versions
   EXPECT_EQ(runs[1].display, "pin [1.34]");

@@ -1,5 +1,6 @@
 #include "topology/bitmask.h"
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "topology/config_text.h"
@@ -12,7 +13,7 @@ using ::testing::ElementsAre;
 
 TEST(BitMaskTest, FromBitsAndErrors) {
   auto m = BitMask::FromBits({0, 2});
-  ASSERT_TRUE(m.ok());
+  ASSERT_OK(m);
   EXPECT_EQ(m->bits(), 0b101u);
   EXPECT_EQ(m->Count(), 2);
   EXPECT_THAT(m->GetBits(), ElementsAre(0, 2));
@@ -21,7 +22,7 @@ TEST(BitMaskTest, FromBitsAndErrors) {
   BitMask x(0b1);
   EXPECT_FALSE(x.Add({1, 70}).ok());
   EXPECT_EQ(x.bits(), 0b1u);  // unchanged
-  ASSERT_TRUE(x.Remove({0}).ok());
+  ASSERT_OK(x.Remove({0}));
   EXPECT_TRUE(x.IsEmpty());
 }
 
@@ -99,20 +100,20 @@ TEST(ConfigTextTest, NodeLists) {
 
 TEST(ConfigTextTest, DistancesAndOptions) {
   auto d = ParseNumaDistances("10,20;20,10");
-  ASSERT_TRUE(d.ok());
+  ASSERT_OK(d);
   ASSERT_EQ(d->size(), 2u);
   EXPECT_THAT((*d)[1], ElementsAre(20, 10));
   EXPECT_TRUE(ParseNumaDistances("")->empty());
   EXPECT_FALSE(ParseNumaDistances("10,x").ok());
   auto o = ParsePolicyOptions("prefer-closest-numa-nodes=true, max-allowable-numa-nodes=9");
-  ASSERT_TRUE(o.ok());
+  ASSERT_OK(o);
   EXPECT_EQ(o->at("prefer-closest-numa-nodes"), "true");
   EXPECT_EQ(o->at("max-allowable-numa-nodes"), "9");
   EXPECT_FALSE(ParsePolicyOptions("novalue").ok());
   EXPECT_EQ(MakeNumaTopology({0, 1}, {{10}}).status().message(),
             "1 NUMA distance rows for 2 NUMA nodes: give one row per node");
   auto t = MakeNumaTopology({0, 1}, {});
-  ASSERT_TRUE(t.ok());
+  ASSERT_OK(t);
   EXPECT_FALSE((*t)[0].distances.has_value());
 }
 

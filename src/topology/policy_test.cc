@@ -2,6 +2,7 @@
 // mergePermutation, the comparison rules and the three merging policies.
 #include "topology/policy.h"
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -302,7 +303,7 @@ TEST(NumaInfoTest, Errors) {
   closest.prefer_closest_numa = true;
   EXPECT_EQ(NewNumaInfo({{0, std::nullopt}}, closest).status().message(),
             "error getting NUMA distances from cadvisor");
-  EXPECT_TRUE(NewNumaInfo({{0, std::nullopt}}, {}).ok());
+  EXPECT_OK(NewNumaInfo({{0, std::nullopt}}, {}));
   EXPECT_EQ(
       NewNumaInfo({{0, std::vector<uint64_t>{10}}, {2, std::vector<uint64_t>{20, 10}}}, closest)
           .status()

@@ -3,6 +3,7 @@
 // 6.1 and 9.2), with fake hint providers.
 #include "topology/topology_manager.h"
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "topology/policy_options.h"
@@ -34,29 +35,27 @@ absl::Status CreateStatus(const std::string& policy, const std::string& scope, i
 }
 
 TEST(CreateTest, PolicyAndScopeNames) {
-  EXPECT_TRUE(CreateStatus("none", "container", 2).ok());
-  EXPECT_TRUE(CreateStatus("best-effort", "pod", 2).ok());
-  EXPECT_TRUE(CreateStatus("restricted", "container", 2).ok());
-  EXPECT_TRUE(CreateStatus("single-numa-node", "pod", 2).ok());
+  EXPECT_OK(CreateStatus("none", "container", 2));
+  EXPECT_OK(CreateStatus("best-effort", "pod", 2));
+  EXPECT_OK(CreateStatus("restricted", "container", 2));
+  EXPECT_OK(CreateStatus("single-numa-node", "pod", 2));
   EXPECT_EQ(CreateStatus("static", "container", 2).message(), "unknown policy: \"static\"");
   EXPECT_EQ(CreateStatus("best-effort", "node", 2).message(), "unknown scope: \"node\"");
   // "none" short-circuits: neither the scope nor the options are looked at.
-  EXPECT_TRUE(CreateStatus("none", "node", 2, {{"bogus", "1"}}).ok());
+  EXPECT_OK(CreateStatus("none", "node", 2, {{"bogus", "1"}}));
 }
 
 TEST(CreateTest, MoreThanEightNumaNodes) {
-  EXPECT_TRUE(CreateStatus("best-effort", "container", 8).ok());
+  EXPECT_OK(CreateStatus("best-effort", "container", 8));
   EXPECT_EQ(CreateStatus("best-effort", "container", 9).message(),
             "unsupported on machines with more than 8 NUMA Nodes");
   EXPECT_EQ(CreateStatus("single-numa-node", "pod", 9).message(),
             "unsupported on machines with more than 8 NUMA Nodes");
-  EXPECT_TRUE(CreateStatus("none", "container", 9).ok());
+  EXPECT_OK(CreateStatus("none", "container", 9));
   // max-allowable-numa-nodes (1.31+).
-  EXPECT_TRUE(
-      CreateStatus("best-effort", "container", 9, {{"max-allowable-numa-nodes", "9"}}, "1.31")
-          .ok());
-  EXPECT_TRUE(
-      CreateStatus("restricted", "container", 12, {{"max-allowable-numa-nodes", "16"}}).ok());
+  EXPECT_OK(
+      CreateStatus("best-effort", "container", 9, {{"max-allowable-numa-nodes", "9"}}, "1.31"));
+  EXPECT_OK(CreateStatus("restricted", "container", 12, {{"max-allowable-numa-nodes", "16"}}));
   EXPECT_EQ(
       CreateStatus("restricted", "container", 17, {{"max-allowable-numa-nodes", "16"}}).message(),
       "unsupported on machines with more than 16 NUMA Nodes");
@@ -93,8 +92,7 @@ TEST(CreateTest, PolicyOptionTexts) {
   EXPECT_EQ(CreateStatus("best-effort", "container", 2, {{"prefer-closest-numa-nodes", "true"}})
                 .message(),
             "cannot discover NUMA topology: error getting NUMA distances from cadvisor");
-  EXPECT_TRUE(
-      CreateStatus("best-effort", "container", 2, {{"prefer-closest-numa-nodes", "false"}}).ok());
+  EXPECT_OK(CreateStatus("best-effort", "container", 2, {{"prefer-closest-numa-nodes", "false"}}));
   // Beta before 1.32, GA from 1.32.
   OptionGates no_beta{.beta = false};
   EXPECT_EQ(CreateStatus("best-effort", "container", 2, {{"prefer-closest-numa-nodes", "0"}},
@@ -102,9 +100,8 @@ TEST(CreateTest, PolicyOptionTexts) {
                 .message(),
             "Topology Manager Policy Beta-level Options not enabled, but option "
             "\"prefer-closest-numa-nodes\" provided");
-  EXPECT_TRUE(CreateStatus("best-effort", "container", 2, {{"prefer-closest-numa-nodes", "0"}},
-                           "1.32", no_beta)
-                  .ok());
+  EXPECT_OK(CreateStatus("best-effort", "container", 2, {{"prefer-closest-numa-nodes", "0"}},
+                         "1.32", no_beta));
 }
 
 TEST(CreateTest, PreferClosestWithDistances) {
@@ -114,7 +111,7 @@ TEST(CreateTest, PreferClosestWithDistances) {
   std::vector<NumaNode> t = {{0, std::vector<uint64_t>{10, 20}},
                              {1, std::vector<uint64_t>{20, 10}}};
   auto tm = TopologyManager::Create(c, t);
-  ASSERT_TRUE(tm.ok()) << tm.status();
+  ASSERT_OK(tm);
   EXPECT_DOUBLE_EQ((*tm)->numa_info().AverageDistance(BitMask(0b11)), 15);
 }
 
@@ -189,7 +186,7 @@ TEST_P(MatrixTest, AdmitStoresAndAllocates) {
   cfg.policy = c.policy;
   cfg.scope = c.scope;
   auto tm = TopologyManager::Create(cfg, Nodes(2));
-  ASSERT_TRUE(tm.ok());
+  ASSERT_OK(tm);
   FakeProvider dev("devices", tm->get());
   // init: no preference; one: fits one node; split: needs both nodes.
   dev.per_container["init"] = {{"r", std::nullopt}};
@@ -346,7 +343,7 @@ TEST(AdmitTest, StaticProviderPerContainerAndPod) {
   EXPECT_EQ(p.GetTopologyHints(pod, pod::Container{.name = "one"}).at("memory")->size(), 1u);
   EXPECT_FALSE(p.GetTopologyHints(pod, pod::Container{.name = "two"}).at("memory").has_value());
   EXPECT_THAT(*p.GetPodTopologyHints(pod).at("memory"), IsEmpty());
-  EXPECT_TRUE(p.Allocate(pod, pod::Container{}).ok());
+  EXPECT_OK(p.Allocate(pod, pod::Container{}));
 }
 
 TEST(AdmitTest, SingleNumaNodeCountsAlignedAdmissionsFrom132) {

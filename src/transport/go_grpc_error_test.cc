@@ -1,5 +1,6 @@
 #include "transport/go_grpc_error.h"
 
+#include "common/status_testutil.h"
 #include "gtest/gtest.h"
 
 namespace devmgr::transport {
@@ -23,7 +24,7 @@ TEST(GoGrpcErrorTest, FormatsLikeGoStatusError) {
   const absl::Status a = FromGrpcStatus(st);
   EXPECT_EQ(a.code(), absl::StatusCode::kUnknown);
   EXPECT_EQ(a.message(), "rpc error: code = Unknown desc = boom");
-  EXPECT_TRUE(FromGrpcStatus(grpc::Status::OK).ok());
+  EXPECT_OK(FromGrpcStatus(grpc::Status::OK));
 }
 
 TEST(GoGrpcErrorTest, PlainErrorsGoBackAsUnknown) {
@@ -31,7 +32,7 @@ TEST(GoGrpcErrorTest, PlainErrorsGoBackAsUnknown) {
       ToGrpcUnknown(absl::InvalidArgumentError("the ResourceName \"x\" is invalid"));
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNKNOWN);
   EXPECT_EQ(st.error_message(), "the ResourceName \"x\" is invalid");
-  EXPECT_TRUE(ToGrpcUnknown(absl::OkStatus()).ok());
+  EXPECT_OK(ToGrpcUnknown(absl::OkStatus()));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "transport/grpc_plugin_client.h"
 
 #include "common/logging.h"
+#include "common/status_testutil.h"
 #include "gtest/gtest.h"
 #include "transport/transport_testutil.h"
 
@@ -39,14 +40,14 @@ TEST_F(GrpcPluginClientTest, ErrorsUseGoTexts) {
   FakePlugin plugin(dir_.Join("p.sock"), cfg);
   ASSERT_TRUE(plugin.Start());
   auto client = NewClient(plugin.socket_path());
-  ASSERT_TRUE(client->Dial().ok());
+  ASSERT_OK(client->Dial());
   auto opts = client->GetDevicePluginOptions();
   EXPECT_EQ(opts.status().message(), "rpc error: code = Internal desc = boom");
   EXPECT_EQ(client->Connect(&handler_).message(),
             "failed to get device plugin options: rpc error: code = Internal desc = boom");
 
   auto alloc = client->Allocate(v1beta1::AllocateRequest());
-  ASSERT_TRUE(alloc.ok());
+  ASSERT_OK(alloc);
   EXPECT_EQ(alloc->container_responses(0).envs().at("A"), "1");
 
   // PreStartContainer has a deadline; the fake hangs.
@@ -68,7 +69,7 @@ TEST_F(GrpcPluginClientTest, RunDeliversEveryResponseThenReturnsAtStreamEnd) {
   FakePlugin plugin(dir_.Join("p.sock"), cfg);
   ASSERT_TRUE(plugin.Start());
   auto client = NewClient(plugin.socket_path());
-  ASSERT_TRUE(client->Connect(&handler_).ok());
+  ASSERT_OK(client->Connect(&handler_));
   client->Run(&handler_);
   const auto events = handler_.Events();
   ASSERT_EQ(events.size(), 3u);
@@ -83,7 +84,7 @@ TEST_F(GrpcPluginClientTest, CloseCancelsTheStream) {
   FakePlugin plugin(dir_.Join("p.sock"), cfg);
   ASSERT_TRUE(plugin.Start());
   auto client = NewClient(plugin.socket_path());
-  ASSERT_TRUE(client->Dial().ok());
+  ASSERT_OK(client->Dial());
   std::thread run([&] { client->Run(&handler_); });
   ASSERT_TRUE(handler_.WaitFor("list", 1));
   client->Close();
@@ -107,7 +108,7 @@ TEST_F(GrpcPluginClientTest, WithoutUtf8CheckAnInvalidIdIsDelivered) {
   FakePlugin plugin(dir_.Join("p.sock"), cfg);
   ASSERT_TRUE(plugin.Start());
   auto client = NewClient(plugin.socket_path());
-  ASSERT_TRUE(client->Connect(&handler_).ok());
+  ASSERT_OK(client->Connect(&handler_));
   client->Run(&handler_);
   EXPECT_EQ(handler_.Count("list"), 1);
   EXPECT_EQ(handler_.Last("list").devices, 2);
@@ -119,7 +120,7 @@ TEST_F(GrpcPluginClientTest, WithUtf8CheckAnInvalidIdEndsTheStreamLikeGo) {
   FakePlugin plugin(dir_.Join("p.sock"), cfg);  // holds the stream open
   ASSERT_TRUE(plugin.Start());
   auto client = NewClient(plugin.socket_path(), absl::Seconds(5), /*validate_utf8=*/true);
-  ASSERT_TRUE(client->Connect(&handler_).ok());
+  ASSERT_OK(client->Connect(&handler_));
   client->Run(&handler_);                // returns: the client cancels the stream
   EXPECT_EQ(handler_.Count("list"), 1);  // the valid first list only
   EXPECT_TRUE(plugin.WaitStreamCancelled());
@@ -144,17 +145,17 @@ TEST_F(GrpcPluginClientTest, WithUtf8CheckUnaryResponsesFailLikeGo) {
       "field contains invalid UTF-8";
 
   auto checked = NewClient(plugin.socket_path(), absl::Seconds(5), /*validate_utf8=*/true);
-  ASSERT_TRUE(checked->Dial().ok());
+  ASSERT_OK(checked->Dial());
   auto pref = checked->GetPreferredAllocation(v1beta1::PreferredAllocationRequest());
   EXPECT_EQ(pref.status().code(), absl::StatusCode::kInternal);
   EXPECT_EQ(pref.status().message(), kGoError);
-  EXPECT_TRUE(checked->Allocate(v1beta1::AllocateRequest()).ok());  // valid envs
-  EXPECT_TRUE(checked->GetDevicePluginOptions().ok());
+  EXPECT_OK(checked->Allocate(v1beta1::AllocateRequest()));  // valid envs
+  EXPECT_OK(checked->GetDevicePluginOptions());
 
   auto unchecked = NewClient(plugin.socket_path());
-  ASSERT_TRUE(unchecked->Dial().ok());
+  ASSERT_OK(unchecked->Dial());
   auto pref_ok = unchecked->GetPreferredAllocation(v1beta1::PreferredAllocationRequest());
-  ASSERT_TRUE(pref_ok.ok()) << pref_ok.status();
+  ASSERT_OK(pref_ok);
   EXPECT_EQ(pref_ok->container_responses(0).deviceids(0), "\xff\xfe");
 }
 
@@ -174,13 +175,13 @@ TEST_F(GrpcPluginClientTest, InvalidUtf8InPathsAndMapKeys) {
   FakePlugin plugin(dir_.Join("p.sock"), cfg);
   ASSERT_TRUE(plugin.Start());
   auto unchecked = NewClient(plugin.socket_path(), absl::Seconds(5), /*validate_utf8=*/false);
-  ASSERT_TRUE(unchecked->Dial().ok());
+  ASSERT_OK(unchecked->Dial());
   auto ok = unchecked->Allocate(v1beta1::AllocateRequest());
-  ASSERT_TRUE(ok.ok()) << ok.status();
+  ASSERT_OK(ok);
   EXPECT_EQ(ok->container_responses(0).mounts(0).container_path(), "\xff\xfe");
   EXPECT_EQ(ok->container_responses(0).envs().at("K"), "\xff");
   auto checked = NewClient(plugin.socket_path(), absl::Seconds(5), /*validate_utf8=*/true);
-  ASSERT_TRUE(checked->Dial().ok());
+  ASSERT_OK(checked->Dial());
   EXPECT_EQ(checked->Allocate(v1beta1::AllocateRequest()).status().message(),
             "rpc error: code = Internal desc = grpc: failed to unmarshal the received message: "
             "string field contains invalid UTF-8");
@@ -192,7 +193,7 @@ TEST_F(GrpcPluginClientTest, InvalidUtf8InPathsAndMapKeys) {
   FakePlugin key_plugin(dir_.Join("k.sock"), key_cfg);
   ASSERT_TRUE(key_plugin.Start());
   auto client = NewClient(key_plugin.socket_path(), absl::Seconds(5), false);
-  ASSERT_TRUE(client->Dial().ok());
+  ASSERT_OK(client->Dial());
   EXPECT_EQ(client->Allocate(v1beta1::AllocateRequest()).status().message(),
             "rpc error: code = Unimplemented desc = No message returned for unary request");
 }

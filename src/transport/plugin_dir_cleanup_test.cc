@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/status_testutil.h"
 #include "gtest/gtest.h"
 #include "transport/transport_testutil.h"
 
@@ -49,7 +50,7 @@ class PluginDirCleanupTest : public testing::Test {
 };
 
 TEST_F(PluginDirCleanupTest, Profile132RemovesEveryNonDirectoryButTheCheckpoint) {
-  ASSERT_TRUE(CleanupPluginDirectory(dir_.path(), dir_.Join(kCheckpointFileName), false).ok());
+  ASSERT_OK(CleanupPluginDirectory(dir_.path(), dir_.Join(kCheckpointFileName), false));
   EXPECT_FALSE(Exists("stray"));
   EXPECT_FALSE(Exists("DEPRECATION"));
   EXPECT_FALSE(Exists("kubelet.sock"));
@@ -63,7 +64,7 @@ TEST_F(PluginDirCleanupTest, Profile132RemovesEveryNonDirectoryButTheCheckpoint)
 }
 
 TEST_F(PluginDirCleanupTest, Profile133RemovesOnlySockets) {
-  ASSERT_TRUE(CleanupPluginDirectory(dir_.path(), dir_.Join(kCheckpointFileName), true).ok());
+  ASSERT_OK(CleanupPluginDirectory(dir_.path(), dir_.Join(kCheckpointFileName), true));
   EXPECT_TRUE(Exists("stray"));
   EXPECT_TRUE(Exists("DEPRECATION"));
   EXPECT_FALSE(Exists("kubelet.sock"));

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/status_testutil.h"
 #include "gtest/gtest.h"
 #include "transport/registration_server.h"
 #include "transport/transport_testutil.h"
@@ -25,9 +26,9 @@ class PluginWatcherTest : public testing::Test {
     o.watcher.period = absl::Milliseconds(20);
     o.watcher.initial_retry_backoff = absl::Seconds(30);  // one attempt per test
     auto s = RegistrationServer::Create(o, &handler_);
-    ASSERT_TRUE(s.ok());
+    ASSERT_OK(s);
     server_ = std::move(*s);
-    ASSERT_TRUE(server_->Start().ok());
+    ASSERT_OK(server_->Start());
     ASSERT_TRUE(std::filesystem::is_directory(o.plugins_registry_dir));
   }
   void TearDown() override { server_->Stop(); }
@@ -139,8 +140,8 @@ TEST(PluginWatcherRetryTest, FailedRegistrationRetriedFrom136) {
     o.watcher.period = absl::Milliseconds(20);
     o.watcher.initial_retry_backoff = absl::Milliseconds(50);
     auto s = RegistrationServer::Create(o, &handler);
-    ASSERT_TRUE(s.ok());
-    ASSERT_TRUE((*s)->Start().ok());
+    ASSERT_OK(s);
+    ASSERT_OK((*s)->Start());
     FakePluginConfig cfg;
     cfg.serve_registration = true;
     cfg.info.set_type("DevicePlugin");

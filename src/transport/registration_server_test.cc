@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/logging.h"
+#include "common/status_testutil.h"
 #include "gtest/gtest.h"
 #include "transport/transport_testutil.h"
 
@@ -28,9 +29,9 @@ class RegistrationServerTest : public testing::Test {
     o.dial_timeout = absl::Milliseconds(300);
     o.max_recv_msg_size = max_recv;
     auto s = RegistrationServer::Create(o, &handler_);
-    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_OK(s);
     server_ = std::move(*s);
-    ASSERT_TRUE(server_->Start().ok());
+    ASSERT_OK(server_->Start());
   }
   void TearDown() override {
     if (server_ != nullptr) server_->Stop();
@@ -110,7 +111,7 @@ TEST_F(RegistrationServerTest, RegistersAndStreamsDevices) {
   FakePluginConfig cfg;
   cfg.responses = {testutil::Devices(2)};
   auto plugin = StartPlugin("p.sock", cfg);
-  ASSERT_TRUE(Register("p.sock", "example.com/gpu").ok());
+  ASSERT_OK(Register("p.sock", "example.com/gpu"));
   ASSERT_TRUE(handler_.WaitFor("list", 1));
   EXPECT_EQ(handler_.Last("connected").socket, dir_.Join("p.sock"));
   EXPECT_EQ(handler_.Last("list").devices, 2);
@@ -131,7 +132,7 @@ TEST_F(RegistrationServerTest, EndpointIsJoinedLikeGo) {
   StartServer();
   std::filesystem::create_directory(dir_.Join("sub"));
   auto plugin = StartPlugin("sub/p.sock");
-  ASSERT_TRUE(Register("sub/../sub/./p.sock", "example.com/gpu").ok());
+  ASSERT_OK(Register("sub/../sub/./p.sock", "example.com/gpu"));
   EXPECT_EQ(handler_.Last("connected").socket, dir_.Join("sub/p.sock"));
 }
 
@@ -141,7 +142,7 @@ TEST_F(RegistrationServerTest, ListAndWatchFailingAtOnceDisconnectsAndIsNeverRet
   cfg.hold_stream = false;
   cfg.list_and_watch_status = grpc::Status(grpc::StatusCode::INTERNAL, "no devices for you");
   auto plugin = StartPlugin("p.sock", cfg);
-  ASSERT_TRUE(Register("p.sock", "example.com/gpu").ok());
+  ASSERT_OK(Register("p.sock", "example.com/gpu"));
   ASSERT_TRUE(handler_.WaitFor("disconnected", 1));
   EXPECT_EQ(handler_.Count("list"), 0);
   EXPECT_EQ(server_->TrackedClientCount(), 0u);
@@ -159,11 +160,11 @@ class ReRegistrationTest : public RegistrationServerTest {
     FakePluginConfig cfg;
     cfg.responses = {testutil::Devices(2)};
     p1_ = StartPlugin("p1.sock", cfg);
-    ASSERT_TRUE(Register("p1.sock", "example.com/gpu").ok());
+    ASSERT_OK(Register("p1.sock", "example.com/gpu"));
     ASSERT_TRUE(handler_.WaitFor("list", 1));
     c1_ = handler_.Last("connected").client;
     p2_ = StartPlugin("p2.sock", cfg);
-    ASSERT_TRUE(Register("p2.sock", "example.com/gpu").ok());
+    ASSERT_OK(Register("p2.sock", "example.com/gpu"));
     ASSERT_TRUE(handler_.WaitFor("list", 2));
     c2_ = handler_.Last("connected").client;
     ASSERT_NE(c1_, c2_);
@@ -207,7 +208,7 @@ TEST_F(ReRegistrationTest, Profile137DisconnectsOnlyTheEndedStreamsClient) {
 TEST_F(RegistrationServerTest, FailedReRegistrationUntracksTheOldClient) {
   StartServer("1.31");
   auto p1 = StartPlugin("p1.sock");
-  ASSERT_TRUE(Register("p1.sock", "example.com/gpu").ok());
+  ASSERT_OK(Register("p1.sock", "example.com/gpu"));
   ASSERT_FALSE(Register("gone.sock", "example.com/gpu").ok());
   EXPECT_EQ(server_->TrackedClientCount(), 0u);
   // The old stream's end then disconnects nothing.
@@ -219,9 +220,9 @@ TEST_F(RegistrationServerTest, FailedReRegistrationUntracksTheOldClient) {
 TEST_F(RegistrationServerTest, Profile137FailedRegisterUntracksOnlyItsSocket) {
   StartServer("1.37");
   auto p1 = StartPlugin("p1.sock");
-  ASSERT_TRUE(Register("p1.sock", "example.com/gpu").ok());
+  ASSERT_OK(Register("p1.sock", "example.com/gpu"));
   auto p2 = StartPlugin("p2.sock");
-  ASSERT_TRUE(Register("p2.sock", "example.com/gpu").ok());
+  ASSERT_OK(Register("p2.sock", "example.com/gpu"));
   EXPECT_EQ(server_->TrackedClientCount(), 2u);
   // A failed dial on a third socket forgets nothing else.
   ASSERT_FALSE(Register("gone.sock", "example.com/gpu").ok());
@@ -241,7 +242,7 @@ TEST_F(RegistrationServerTest, HealthCheckBeforeStartPerVersion) {
     o.plugin_dir = dir_.path();
     o.profile = P(v);
     auto s = RegistrationServer::Create(o, &handler_);
-    ASSERT_TRUE(s.ok());
+    ASSERT_OK(s);
     const std::string ver = v;
     const bool fails = ver == "1.32" || ver == "1.34";
     EXPECT_EQ((*s)->HealthCheck().ok(), !fails);
@@ -258,7 +259,7 @@ TEST_F(RegistrationServerTest, OversizeListEndsTheStreamAndIsLogged) {
   d->set_health("Healthy");
   cfg.responses = {big};
   auto plugin = StartPlugin("p.sock", cfg);
-  ASSERT_TRUE(Register("p.sock", "example.com/gpu").ok());
+  ASSERT_OK(Register("p.sock", "example.com/gpu"));
   ASSERT_TRUE(handler_.WaitFor("disconnected", 1));
   EXPECT_EQ(handler_.Count("list"), 0);
   const std::string size = std::to_string(big.ByteSizeLong());
@@ -280,7 +281,7 @@ TEST_F(RegistrationServerTest, ALargerReceiveLimitAcceptsTheSameList) {
   big.add_devices()->set_id(std::string(5000000, 'x'));
   cfg.responses = {big};
   auto plugin = StartPlugin("p.sock", cfg);
-  ASSERT_TRUE(Register("p.sock", "example.com/gpu").ok());
+  ASSERT_OK(Register("p.sock", "example.com/gpu"));
   ASSERT_TRUE(handler_.WaitFor("list", 1));
 }
 
@@ -314,7 +315,7 @@ TEST_F(RegistrationServerTest, Profile134EndsAStreamWithAnInvalidDeviceId) {
   r.add_devices()->set_id("\xff\xfe");
   cfg.responses = {testutil::Devices(2), r};
   auto plugin = StartPlugin("p.sock", cfg);
-  ASSERT_TRUE(Register("p.sock", "example.com/gpu").ok());
+  ASSERT_OK(Register("p.sock", "example.com/gpu"));
   ASSERT_TRUE(handler_.WaitFor("disconnected", 1));
   EXPECT_EQ(handler_.Count("list"), 1);
   EXPECT_TRUE(plugin->WaitStreamCancelled());
@@ -350,8 +351,8 @@ TEST(RegistrationServerStartTest, CreatesTheDirectoryWithMode0750) {
   RegistrationServerOptions o;
   o.plugin_dir = tmp.Join("a/b");
   auto s = RegistrationServer::Create(o, &h);
-  ASSERT_TRUE(s.ok());
-  ASSERT_TRUE((*s)->Start().ok());
+  ASSERT_OK(s);
+  ASSERT_OK((*s)->Start());
   struct stat st {};
   ASSERT_EQ(::stat(o.plugin_dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777 & ~0750, 0u);
@@ -365,18 +366,18 @@ TEST(RegistrationServerHealthzTest, PerProfile) {
   o.plugin_dir = tmp.path();
   o.profile = P("1.32");
   auto s = RegistrationServer::Create(o, &h);
-  ASSERT_TRUE(s.ok());
+  ASSERT_OK(s);
   EXPECT_EQ((*s)->HealthCheck().message(),
             "device plugin registration gRPC server failed and no device plugins can register");
   EXPECT_FALSE((*s)->Healthy());
-  ASSERT_TRUE((*s)->Start().ok());
+  ASSERT_OK((*s)->Start());
   EXPECT_TRUE((*s)->Healthy());
   (*s)->Stop();
   EXPECT_TRUE((*s)->Healthy());  // "healthy while shutting down"
 
   o.profile = P("1.31");
   auto old = RegistrationServer::Create(o, &h);
-  ASSERT_TRUE(old.ok());
+  ASSERT_OK(old);
   EXPECT_TRUE((*old)->Healthy());  // no checker before 1.32
 }
 
@@ -386,8 +387,8 @@ TEST(RegistrationServerStopTest, StopCancelsARegistrationStillDialling) {
   RegistrationServerOptions o;
   o.plugin_dir = tmp.path();  // dial timeout stays the kubelet's 10 s
   auto s = RegistrationServer::Create(o, &h);
-  ASSERT_TRUE(s.ok());
-  ASSERT_TRUE((*s)->Start().ok());
+  ASSERT_OK(s);
+  ASSERT_OK((*s)->Start());
   grpc::Status st;
   std::thread reg([&] { st = CallRegister((*s)->SocketPath(), "v1beta1", "nobody.sock", "a/b"); });
   const absl::Time give_up = absl::Now() + absl::Seconds(5);
@@ -409,7 +410,7 @@ TEST(RegistrationServerStopTest, StopWithoutStartIsSafe) {
   RegistrationServerOptions o;
   o.plugin_dir = tmp.path();
   auto s = RegistrationServer::Create(o, &h);
-  ASSERT_TRUE(s.ok());
+  ASSERT_OK(s);
   (*s)->Stop();
   (*s)->Stop();
   EXPECT_EQ((*s)->Start().code(), absl::StatusCode::kFailedPrecondition);

@@ -1,5 +1,6 @@
 #include "yaml/typed_reader.h"
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -53,7 +54,7 @@ TEST(TypedReaderTest, CheckKeysSuggestsAndKeepsDocumentOrder) {
             "c.yaml:2:1: unknown key 'zzz' in the config");
   EXPECT_EQ(Msg(r.CheckKeys(n, {"devices", "resource", "zzz"}, "the config")),
             "c.yaml:3:1: unknown key 'resorce' in the config (did you mean 'resource'?)");
-  EXPECT_TRUE(r.CheckKeys(n, {"zzz", "resorce", "devices"}, "x").ok());
+  EXPECT_OK(r.CheckKeys(n, {"zzz", "resorce", "devices"}, "x"));
   EXPECT_EQ(Msg(r.CheckKeys(n, {"devices", "resorce"}, "faults.allocate", {"zzz"})),
             "c.yaml:2:1: key 'zzz' does not apply to faults.allocate");
   EXPECT_EQ(Msg(r.CheckKeys(YAML::Load("[a]: 1"), {"a"}, "x")), "c.yaml:1:1: keys must be strings");
@@ -73,10 +74,10 @@ TEST(TypedReaderTest, Shapes) {
   const YAML::Node scalar = YAML::Load("x");
   EXPECT_EQ(Msg(r.ExpectMap(scalar, "node")), "f:1:1: node must be a mapping");
   EXPECT_EQ(Msg(r.ExpectSeq(scalar, "steps")), "f:1:1: steps must be a list");
-  EXPECT_TRUE(r.ExpectMap(YAML::Load("{}"), "node").ok());
-  EXPECT_TRUE(r.ExpectSeq(YAML::Load("[]"), "steps").ok());
-  EXPECT_TRUE(r.OptionalMap(YAML::Load("~"), {"a"}, "w").ok());
-  EXPECT_TRUE(r.OptionalMap(YAML::Load("{a: 1}"), {"a"}, "w").ok());
+  EXPECT_OK(r.ExpectMap(YAML::Load("{}"), "node"));
+  EXPECT_OK(r.ExpectSeq(YAML::Load("[]"), "steps"));
+  EXPECT_OK(r.OptionalMap(YAML::Load("~"), {"a"}, "w"));
+  EXPECT_OK(r.OptionalMap(YAML::Load("{a: 1}"), {"a"}, "w"));
   EXPECT_EQ(Msg(r.OptionalMap(scalar, {"a"}, "restart_kubelet")),
             "f:1:1: restart_kubelet takes no value or a mapping");
   EXPECT_EQ(Msg(r.OptionalMap(YAML::Load("{b: 1}"), {"a"}, "w")),
@@ -86,7 +87,7 @@ TEST(TypedReaderTest, Shapes) {
 TEST(TypedReaderTest, Strings) {
   TypedReader r("f");
   std::string s;
-  EXPECT_TRUE(r.String(YAML::Load("abc"), "name", &s).ok());
+  EXPECT_OK(r.String(YAML::Load("abc"), "name", &s));
   EXPECT_EQ(s, "abc");
   EXPECT_EQ(Msg(r.String(YAML::Load("[1]"), "name", &s)), "f:1:1: name must be a string");
   EXPECT_EQ(Msg(r.NonEmptyString(YAML::Load("''"), "dir", &s)), "f:1:1: dir must not be empty");
@@ -97,16 +98,16 @@ TEST(TypedReaderTest, Bools) {
   TypedReader r("f");
   bool b = false;
   for (const char* t : {"true", "True", "TRUE"}) {
-    EXPECT_TRUE(r.Bool(YAML::Load(t), "x", &b).ok());
+    EXPECT_OK(r.Bool(YAML::Load(t), "x", &b));
     EXPECT_TRUE(b);
   }
   for (const char* t : {"false", "False", "FALSE"}) {
-    EXPECT_TRUE(r.Bool(YAML::Load(t), "x", &b).ok());
+    EXPECT_OK(r.Bool(YAML::Load(t), "x", &b));
     EXPECT_FALSE(b);
   }
   EXPECT_EQ(Msg(r.Bool(YAML::Load("yes"), "fsync", &b)), "f:1:1: fsync must be true or false");
   std::optional<bool> ob;
-  EXPECT_TRUE(r.OptBool(YAML::Load("true"), "x", &ob).ok());
+  EXPECT_OK(r.OptBool(YAML::Load("true"), "x", &ob));
   EXPECT_EQ(ob, true);
   EXPECT_EQ(Msg(r.OptBool(YAML::Load("1"), "exists", &ob)), "f:1:1: exists must be true or false");
 }
@@ -118,18 +119,18 @@ TEST(TypedReaderTest, QuotedScalarsAreStringsOnlyWhenAsked) {
   TypedReader strict("f", o);
   bool b = false;
   int64_t i = 0;
-  EXPECT_TRUE(loose.Bool(YAML::Load("'true'"), "x", &b).ok());
-  EXPECT_TRUE(loose.Int(YAML::Load("\"5\""), "x", 0, &i).ok());
+  EXPECT_OK(loose.Bool(YAML::Load("'true'"), "x", &b));
+  EXPECT_OK(loose.Int(YAML::Load("\"5\""), "x", 0, &i));
   EXPECT_EQ(i, 5);
   EXPECT_EQ(Msg(strict.Bool(YAML::Load("'true'"), "x", &b)), "f:1:1: x must be true or false");
   EXPECT_EQ(Msg(strict.Int(YAML::Load("\"5\""), "x", 0, &i)), "f:1:1: x must be an integer");
-  EXPECT_TRUE(strict.Int(YAML::Load("5"), "x", 0, &i).ok());
+  EXPECT_OK(strict.Int(YAML::Load("5"), "x", 0, &i));
 }
 
 TEST(TypedReaderTest, Ints) {
   TypedReader r("f");
   int64_t i = 0;
-  EXPECT_TRUE(r.Int(YAML::Load("-12"), "x", INT64_MIN, &i).ok());
+  EXPECT_OK(r.Int(YAML::Load("-12"), "x", INT64_MIN, &i));
   EXPECT_EQ(i, -12);
   EXPECT_EQ(Msg(r.Int(YAML::Load("3"), "count", 5, &i)), "f:1:1: count must be at least 5");
   EXPECT_EQ(Msg(r.Int(YAML::Load("3x"), "count", 0, &i)), "f:1:1: count must be an integer");
@@ -137,10 +138,10 @@ TEST(TypedReaderTest, Ints) {
   EXPECT_EQ(Msg(r.Int(YAML::Load("99999999999999999999"), "count", 0, &i)),
             "f:1:1: count must be an integer");
   std::optional<int64_t> oi;
-  EXPECT_TRUE(r.OptInt(YAML::Load("7"), "x", 0, &oi).ok());
+  EXPECT_OK(r.OptInt(YAML::Load("7"), "x", 0, &oi));
   EXPECT_EQ(oi, 7);
   int i32 = 0;
-  EXPECT_TRUE(r.Int32(YAML::Load("1000000000"), "times", 0, &i32).ok());
+  EXPECT_OK(r.Int32(YAML::Load("1000000000"), "times", 0, &i32));
   EXPECT_EQ(i32, 1000000000);
   EXPECT_EQ(Msg(r.Int32(YAML::Load("1000000001"), "times", 0, &i32)), "f:1:1: times is too large");
   EXPECT_EQ(Msg(r.Int32(YAML::Load("-1"), "times", 0, &i32)), "f:1:1: times must be at least 0");
@@ -149,7 +150,7 @@ TEST(TypedReaderTest, Ints) {
 TEST(TypedReaderTest, DurationsWithTheFormatsExamples) {
   TypedReader r("f");
   absl::Duration d;
-  EXPECT_TRUE(r.Duration(YAML::Load("1m30s"), "x", &d).ok());
+  EXPECT_OK(r.Duration(YAML::Load("1m30s"), "x", &d));
   EXPECT_EQ(d, absl::Seconds(90));
   EXPECT_EQ(Msg(r.Duration(YAML::Load("-1s"), "delay", &d)),
             "f:1:1: delay must be a duration such as 500ms, 2s or 1m30s");
@@ -163,16 +164,16 @@ TEST(TypedReaderTest, DurationsWithTheFormatsExamples) {
 TEST(TypedReaderTest, Lists) {
   TypedReader r("f");
   std::vector<std::string> sl = {"old"};
-  EXPECT_TRUE(r.StringList(YAML::Load("[a, b]"), "args", &sl).ok());
+  EXPECT_OK(r.StringList(YAML::Load("[a, b]"), "args", &sl));
   EXPECT_EQ(sl, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(Msg(r.StringList(YAML::Load("a"), "args", &sl)), "f:1:1: args must be a list");
   EXPECT_EQ(Msg(r.StringList(YAML::Load("[a, [b]]"), "args", &sl)),
             "f:1:5: args entries must be a string");
   std::optional<std::vector<std::string>> osl;
-  EXPECT_TRUE(r.OptStringList(YAML::Load("[]"), "ids", &osl).ok());
+  EXPECT_OK(r.OptStringList(YAML::Load("[]"), "ids", &osl));
   EXPECT_EQ(osl, std::vector<std::string>{});
   std::vector<int64_t> il = {9};
-  EXPECT_TRUE(r.IntList(YAML::Load("[1, -2]"), "numa", &il).ok());
+  EXPECT_OK(r.IntList(YAML::Load("[1, -2]"), "numa", &il));
   EXPECT_EQ(il, (std::vector<int64_t>{9, 1, -2}));
   EXPECT_EQ(Msg(r.IntList(YAML::Load("[1, x]"), "numa", &il)),
             "f:1:5: numa entries must be an integer");
@@ -181,7 +182,7 @@ TEST(TypedReaderTest, Lists) {
 TEST(TypedReaderTest, StringMapWithEntryCheck) {
   TypedReader r("f");
   std::map<std::string, std::string> m = {{"keep", "1"}};
-  EXPECT_TRUE(r.StringMap(YAML::Load("{a: x, b: y}"), "env", &m).ok());
+  EXPECT_OK(r.StringMap(YAML::Load("{a: x, b: y}"), "env", &m));
   EXPECT_EQ(m, (std::map<std::string, std::string>{{"a", "x"}, {"b", "y"}, {"keep", "1"}}));
   EXPECT_EQ(Msg(r.StringMap(YAML::Load("[]"), "env", &m)), "f:1:1: env must be a mapping");
   EXPECT_EQ(Msg(r.StringMap(YAML::Load("{a: [x]}"), "env", &m)),

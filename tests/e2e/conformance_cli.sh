@@ -53,6 +53,15 @@ run 3 "$BIN" conformance --socket "$WORK/none.sock"
 expect "nothing accepts connections on $WORK/none.sock"
 run 3 "$BIN" conformance --plugin "devmgr-no-such-command-xyz" --register-timeout 1 -q
 expect "the plugin command could not run (exit code 127)"
+# A plugin that crashes at start is not waited for: each check's session ends
+# when it exits non-zero (the 30 s registration window would make this ~20 min).
+start=$SECONDS
+run 1 timeout 120 "$BIN" conformance --plugin "sh -c 'echo boom >&2; exit 3'" --dir "$WORK/crash" \
+  --register-timeout 30 -q
+expect "registration.timely         MUST    FAIL"
+expect "the plugin exited with code 3 before it registered"
+expect "plugin: boom"
+(( SECONDS - start < 60 )) || { echo "FAIL: a crashing plugin took $((SECONDS - start)) s"; failures=$((failures + 1)); }
 
 # --- the catalogue ----------------------------------------------------------
 run 0 "$BIN" conformance --list

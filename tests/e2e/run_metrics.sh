@@ -51,7 +51,11 @@ assert got == allocs, ("alloc histogram count", got, "Allocate calls", allocs)
 inf = values['kubelet_device_plugin_alloc_duration_seconds_bucket{resource_name="example.com/gpu",le="+Inf"}']
 assert inf == allocs, inf
 got = values["kubelet_device_plugin_registration_total" + res]
-assert got == regs, ("registrations", got, "Register calls", regs)
+# The kubelet counts a Register when it arrives; the plugin logs it when the
+# answer is back. demo.yaml kills the plugin right after a kubelet restart, so
+# a re-registration can be counted by the kubelet and cut off in the plugin
+# before its log line (at most one per kill_plugin step: one run here).
+assert regs <= got <= regs + 1, ("registrations", got, "Register calls", regs)
 # Every admit step and every re-admission after a kubelet restart.
 assert values["kubelet_topology_manager_admission_requests_total"] >= 4
 # The `run:` steps of pod-resources.yaml called List once per run.

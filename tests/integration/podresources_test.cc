@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
@@ -88,7 +89,7 @@ class PodResourcesTest : public ::testing::Test {
     node_ = std::make_unique<node::Node>(o);
     node_->manager().SetChangeCallback([this] { changes_.Notify(); });
     pods_ = std::make_unique<node::PodManager>(node_.get());
-    ASSERT_TRUE(node_->Start(pods_->MakeStartOptions(false)).ok());
+    ASSERT_OK(node_->Start(pods_->MakeStartOptions(false)));
     metrics_->SetRegistrationCountsSource([this] { return node_->server()->RegistrationCounts(); });
     podresources::ServerOptions so;
     so.socket_path = dir_.path() + "-pr/kubelet.sock";
@@ -97,10 +98,10 @@ class PodResourcesTest : public ::testing::Test {
     so.qps = qps;
     so.burst = burst;
     server_ = std::make_unique<podresources::Server>(node_.get(), pods_.get(), so);
-    ASSERT_TRUE(server_->Start().ok());
+    ASSERT_OK(server_->Start());
     client_ = std::make_unique<podresources::Client>(so.socket_path);
     plugin_ = MakePlugin(plugin, dir_.path());
-    ASSERT_TRUE(plugin_->Start().ok());
+    ASSERT_OK(plugin_->Start());
     ASSERT_TRUE(changes_.WaitFor([&] { return Find(*node_, kGpu).allocatable == 5; }));
   }
   void TearDown() override {
@@ -132,13 +133,13 @@ class PodResourcesTest : public ::testing::Test {
 TEST_F(PodResourcesTest, ListShowsEachContainersDevicesOnePerNumaNode) {
   Start();
   auto empty = client_->List();
-  ASSERT_TRUE(empty.ok()) << empty.status();
+  ASSERT_OK(empty);
   EXPECT_EQ(empty->pod_resources_size(), 0);
 
   auto rec = Admit(MakePod("cuda", {"main:5"}, "ml"));
   ASSERT_EQ(rec.phase, pod::Phase::kRunning) << rec.message;
   auto list = client_->List();
-  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_OK(list);
   ASSERT_EQ(list->pod_resources_size(), 1);
   const auto& p = list->pod_resources(0);
   EXPECT_EQ(p.name(), "cuda");
@@ -160,7 +161,7 @@ TEST_F(PodResourcesTest, SidecarsComeFirstAndPlainInitContainersAreNotListed) {
   auto rec = Admit(MakePod("side", {"init:setup:1", "sidecar:proxy:1", "main:1", "other:0"}));
   ASSERT_EQ(rec.phase, pod::Phase::kRunning) << rec.message;
   auto list = client_->List();
-  ASSERT_TRUE(list.ok());
+  ASSERT_OK(list);
   ASSERT_EQ(list->pod_resources_size(), 1);
   const auto& p = list->pod_resources(0);
   ASSERT_EQ(p.containers_size(), 3);
@@ -176,7 +177,7 @@ TEST_F(PodResourcesTest, AllocatableIsTheHealthyDevicesWithThePluginsTopology) {
   Start();
   Admit(MakePod("a", {"main:2"}));  // allocated devices stay allocatable
   auto r = client_->GetAllocatableResources();
-  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_OK(r);
   EXPECT_EQ(
       Flatten(r->devices()),
       (Flat{{"gpu-0", {0}}, {"gpu-1", {0}}, {"gpu-2", {1}}, {"gpu-3", {0, 1}}, {"gpu-4", {-1}}}));
@@ -185,7 +186,7 @@ TEST_F(PodResourcesTest, AllocatableIsTheHealthyDevicesWithThePluginsTopology) {
   plugin_->SetHealth("gpu-0", "Unhealthy");
   ASSERT_TRUE(changes_.WaitFor([&] { return Find(*node_, kGpu).allocatable == 4; }));
   r = client_->GetAllocatableResources();
-  ASSERT_TRUE(r.ok());
+  ASSERT_OK(r);
   EXPECT_EQ(Flatten(r->devices()).count("gpu-0"), 0u);
 }
 
@@ -207,7 +208,7 @@ TEST_F(PodResourcesTest, GetWithTheGateOn) {
   Start("1.32", api);
   auto rec = Admit(MakePod("cuda", {"main:2"}, "ml"));
   auto got = client_->Get("ml", "cuda");
-  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_OK(got);
   EXPECT_EQ(got->pod_resources().name(), "cuda");
   ASSERT_EQ(got->pod_resources().containers_size(), 1);
   Flat flat = Flatten(got->pod_resources().containers(0).devices());
@@ -227,10 +228,10 @@ TEST_F(PodResourcesTest, TerminatedPodsStayListedWithoutDevicesBefore134) {
   auto a = Admit(MakePod("done", {"main:2"}));
   auto b = Admit(MakePod("gone", {"main:1"}));
   auto c = Admit(MakePod("live", {"main:1"}));
-  ASSERT_TRUE(pods_->SetPhase(a.pod.uid, pod::Phase::kSucceeded).ok());
-  ASSERT_TRUE(pods_->DeletePod(b.pod.uid).ok());
+  ASSERT_OK(pods_->SetPhase(a.pod.uid, pod::Phase::kSucceeded));
+  ASSERT_OK(pods_->DeletePod(b.pod.uid));
   auto list = client_->List();  // garbage-collects first
-  ASSERT_TRUE(list.ok());
+  ASSERT_OK(list);
   ASSERT_EQ(list->pod_resources_size(), 2);
   EXPECT_EQ(list->pod_resources(0).name(), "done");
   EXPECT_EQ(list->pod_resources(0).containers(0).devices_size(), 0);
@@ -245,13 +246,13 @@ TEST_F(PodResourcesTest, OnlyActivePodsFrom134) {
   auto a = Admit(MakePod("done", {"main:1"}));
   Admit(MakePod("rejected", {"main:9"}));  // Failed at admission
   Admit(MakePod("live", {"main:1"}));
-  ASSERT_TRUE(pods_->SetPhase(a.pod.uid, pod::Phase::kFailed).ok());
+  ASSERT_OK(pods_->SetPhase(a.pod.uid, pod::Phase::kFailed));
   auto list = client_->List();
-  ASSERT_TRUE(list.ok());
+  ASSERT_OK(list);
   ASSERT_EQ(list->pod_resources_size(), 1);
   EXPECT_EQ(list->pod_resources(0).name(), "live");
   auto got = client_->Get("default", "live");  // Get is on by default from 1.34
-  EXPECT_TRUE(got.ok()) << got.status();
+  EXPECT_OK(got);
 }
 
 TEST_F(PodResourcesTest, RejectedPodIsListedWithoutDevicesBefore134) {
@@ -259,15 +260,15 @@ TEST_F(PodResourcesTest, RejectedPodIsListedWithoutDevicesBefore134) {
   auto r = Admit(MakePod("greedy", {"main:9"}));
   ASSERT_EQ(r.phase, pod::Phase::kFailed);
   auto list = client_->List();
-  ASSERT_TRUE(list.ok());
+  ASSERT_OK(list);
   ASSERT_EQ(list->pod_resources_size(), 1);
   EXPECT_EQ(list->pod_resources(0).containers(0).devices_size(), 0);
 }
 
 TEST_F(PodResourcesTest, RateLimitRejectsWithResourceExhausted) {
   Start("1.32", {}, kPlugin, /*qps=*/0.001, /*burst=*/2);
-  EXPECT_TRUE(client_->List().ok());
-  EXPECT_TRUE(client_->GetAllocatableResources().ok());
+  EXPECT_OK(client_->List());
+  EXPECT_OK(client_->GetAllocatableResources());
   auto third = client_->List();
   EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(third.status().message(),
@@ -284,7 +285,7 @@ TEST_F(PodResourcesTest, MetricsScrapedOverHttpCountEveryAllocate) {
             "error: {code: INTERNAL, message: boom}}\n");
   metrics::HttpServer http([this] { return metrics_->Render(); });
   auto addr = http.Start("127.0.0.1:0");
-  ASSERT_TRUE(addr.ok()) << addr.status();
+  ASSERT_OK(addr);
   Admit(MakePod("one", {"main:1"}));
   Admit(MakePod("two", {"init:setup:1", "main:2"}));  // two Allocate RPCs
   auto failed = Admit(MakePod("three", {"main:1"}));  // the 4th Allocate fails
@@ -292,8 +293,8 @@ TEST_F(PodResourcesTest, MetricsScrapedOverHttpCountEveryAllocate) {
   EXPECT_EQ(failed.message,
             "Allocate failed due to rpc error: code = Internal desc = boom, which is unexpected");
   Admit(MakePod("four", {"main:0"}));  // no device: no RPC
-  ASSERT_TRUE(client_->List().ok());
-  ASSERT_TRUE(client_->GetAllocatableResources().ok());
+  ASSERT_OK(client_->List());
+  ASSERT_OK(client_->GetAllocatableResources());
 
   httplib::Client c("127.0.0.1", std::stoi(addr->substr(addr->rfind(':') + 1)));
   auto res = c.Get("/metrics");

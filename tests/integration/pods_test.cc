@@ -3,6 +3,7 @@
 // the emulated kubelet, against the reference plugin over real sockets.
 #include <set>
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "node/pod_manager.h"
@@ -39,9 +40,9 @@ class PodsTest : public ::testing::Test {
   void Start(const std::string& plugin_yaml, const std::string& version = "1.32") {
     node_ = MakeNode(dir_.path(), &clock_, version, &changes_);
     pods_ = std::make_unique<node::PodManager>(node_.get());
-    ASSERT_TRUE(node_->Start(pods_->MakeStartOptions(false)).ok());
+    ASSERT_OK(node_->Start(pods_->MakeStartOptions(false)));
     plugin_ = MakePlugin(plugin_yaml, dir_.path());
-    ASSERT_TRUE(plugin_->Start().ok());
+    ASSERT_OK(plugin_->Start());
     ASSERT_TRUE(changes_.WaitFor([&] { return Find(*node_, kGpu).allocatable == 4; }));
   }
   node::PodRecord Admit(const pod::Pod& p) { return AdmitOrFail(*pods_, p); }
@@ -237,7 +238,7 @@ TEST_F(PodsTest, DeletingAPodFreesItsDevicesForTheNextPod) {
   EXPECT_EQ(b.message,
             "Allocate failed due to requested number of devices unavailable for "
             "example.com/gpu. Requested: 1, Available: 0, which is unexpected");
-  ASSERT_TRUE(pods_->DeletePod(a.pod.uid).ok());
+  ASSERT_OK(pods_->DeletePod(a.pod.uid));
   auto c = Admit(MakePod("c", {"main:4"}));
   EXPECT_EQ(c.phase, pod::Phase::kRunning) << c.message;
 }
@@ -247,7 +248,7 @@ TEST_F(PodsTest, ContainerRestartKeepsItsDevicesWithoutReallocation) {
   auto rec = Admit(MakePod("restart", {"main:2"}));
   ASSERT_EQ(rec.phase, pod::Phase::kRunning);
   auto before = Devices(rec.pod.uid, "main");
-  ASSERT_TRUE(pods_->RestartContainer(rec.pod.uid, "main").ok());
+  ASSERT_OK(pods_->RestartContainer(rec.pod.uid, "main"));
   EXPECT_EQ(Devices(rec.pod.uid, "main"), before);
   EXPECT_EQ(Calls("Allocate"), 1);
   EXPECT_EQ(pods_->Find(rec.pod.uid)->containers[0].restart_count, 1);
@@ -257,7 +258,7 @@ TEST_F(PodsTest, DevicesOfATerminatedPodAreCollectedBeforeTheNextAllocation) {
   Start(FourGpus());
   auto a = Admit(MakePod("done", {"main:4"}));
   ASSERT_EQ(a.phase, pod::Phase::kRunning);
-  ASSERT_TRUE(pods_->SetPhase(a.pod.uid, pod::Phase::kSucceeded).ok());
+  ASSERT_OK(pods_->SetPhase(a.pod.uid, pod::Phase::kSucceeded));
   // Nothing is collected until an allocation runs the GC.
   EXPECT_THAT(Find(*node_, kGpu).allocated, SizeIs(4));
   auto b = Admit(MakePod("next", {"main:4"}));
@@ -274,7 +275,7 @@ TEST_F(PodsTest, AllocationsSurviveAKubeletRestartThroughTheCheckpoint) {
   // A restarted kubelet: reads the checkpoint, re-admits the running pod
   // (kubelet-restart shortcut), the plugin re-registers.
   auto node2 = MakeNode(dir_.path(), &clock_, "1.32", &changes2_);
-  ASSERT_TRUE(node2->Start(pods_->MakeStartOptions(false)).ok());
+  ASSERT_OK(node2->Start(pods_->MakeStartOptions(false)));
   EXPECT_EQ(Find(*node2, kGpu).allocated, before);
   pods_->ReadmitAfterRestart(node2.get());
   EXPECT_EQ(pods_->Find(a.pod.uid)->phase, pod::Phase::kRunning);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/integration/test_env.h"
@@ -40,12 +41,12 @@ class RegistrationTest : public ::testing::Test {
   void StartNode(const std::string& version = "1.32", const std::string& registry = "",
                  int max_recv = 4 * 1024 * 1024) {
     node_ = MakeNode(dir_.path(), &clock_, version, &changes_, registry, max_recv);
-    ASSERT_TRUE(node_->Start().ok());
+    ASSERT_OK(node_->Start());
   }
   std::unique_ptr<plugin::SamplePlugin> StartPlugin(const std::string& yaml,
                                                     const std::string& registry = "") {
     auto p = MakePlugin(yaml, dir_.path(), registry);
-    EXPECT_TRUE(p->Start().ok());
+    EXPECT_OK(p->Start());
     return p;
   }
   bool WaitAllocatable(const std::string& r, int64_t capacity, std::optional<int64_t> alloc) {

@@ -5,6 +5,7 @@
 // and never appears when it is off (1.35 default).
 #include "manager/resource_health.h"
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/integration/test_env.h"
@@ -40,16 +41,16 @@ class ResourceHealthTest : public ::testing::Test {
     o.clock = &clock_;
     o.fsync = false;
     o.dial_timeout = absl::Seconds(2);
-    EXPECT_TRUE(o.profile.gates.Set(feature_gates).ok());
+    EXPECT_OK(o.profile.gates.Set(feature_gates));
     o.resource_health_status = manager::ResourceHealthStatusDefault(o.profile);
     o.resync_jitter = [] { return 0.0; };
     node_ = std::make_unique<node::Node>(o);
     node_->manager().SetChangeCallback([this] { changes_.Notify(); });
     node_->pod_status().SetChangeCallback([this] { changes_.Notify(); });
     pods_ = std::make_unique<node::PodManager>(node_.get());
-    ASSERT_TRUE(node_->Start(pods_->MakeStartOptions(false)).ok());
+    ASSERT_OK(node_->Start(pods_->MakeStartOptions(false)));
     plugin_ = MakePlugin(kPlugin, dir_.path());
-    ASSERT_TRUE(plugin_->Start().ok());
+    ASSERT_OK(plugin_->Start());
     ASSERT_TRUE(changes_.WaitFor([&] { return Find(*node_, kGpu).allocatable == 3; }));
     rec_ = AdmitOrFail(*pods_, MakePod("train", {"init:setup:1", "main:2", "log:0"}));
     ASSERT_EQ(rec_.phase, pod::Phase::kRunning) << rec_.message;

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/integration/test_env.h"
@@ -40,15 +41,15 @@ bool Counts(node::Node& n, ChangeSignal& c, int64_t capacity, int64_t allocatabl
 TEST_P(ReRegistrationTest, NewPluginReplacesTheOldOneAndTheOldStreamsEnd) {
   const std::string version = GetParam();
   auto node = MakeNode(dir_.path(), &clock_, version, &changes_);
-  ASSERT_TRUE(node->Start().ok());
+  ASSERT_OK(node->Start());
   auto p1 = MakePlugin(Plugin("p1.sock", 2), dir_.path());
-  ASSERT_TRUE(p1->Start().ok());
+  ASSERT_OK(p1->Start());
   ASSERT_TRUE(Counts(*node, changes_, 2, 2));
 
   // p2: same resource, new socket, same devices: still 2 (its first list
   // replaces p1's).
   auto p2 = MakePlugin(Plugin("p2.sock", 2), dir_.path());
-  ASSERT_TRUE(p2->Start().ok());
+  ASSERT_OK(p2->Start());
   ASSERT_TRUE(p2->WaitForRegistered(absl::Seconds(10)));
   ASSERT_TRUE(p2->WaitForCalls("ListAndWatch", 1, absl::Seconds(10)));
   ASSERT_TRUE(Counts(*node, changes_, 2, 2));
@@ -79,12 +80,12 @@ TEST_P(ReRegistrationTest, NewPluginReplacesTheOldOneAndTheOldStreamsEnd) {
 
 TEST_P(ReRegistrationTest, APluginWithFewerDevicesReplacesTheList) {
   auto node = MakeNode(dir_.path(), &clock_, GetParam(), &changes_);
-  ASSERT_TRUE(node->Start().ok());
+  ASSERT_OK(node->Start());
   auto p1 = MakePlugin(Plugin("p1.sock", 2), dir_.path());
-  ASSERT_TRUE(p1->Start().ok());
+  ASSERT_OK(p1->Start());
   ASSERT_TRUE(Counts(*node, changes_, 2, 2));
   auto p3 = MakePlugin(Plugin("p3.sock", 1, "x"), dir_.path());
-  ASSERT_TRUE(p3->Start().ok());
+  ASSERT_OK(p3->Start());
   ASSERT_TRUE(Counts(*node, changes_, 1, 1));
 }
 
@@ -109,9 +110,9 @@ class KubeletRestartTest : public ::testing::TestWithParam<std::string> {
 TEST_P(KubeletRestartTest, DirectoryIsCleanedAndThePluginReRegisters) {
   const std::string version = GetParam();
   auto node = MakeNode(dir_.path(), &clock_, version, &changes_);
-  ASSERT_TRUE(node->Start().ok());
+  ASSERT_OK(node->Start());
   auto p = MakePlugin(Plugin("res.sock", 3), dir_.path());
-  ASSERT_TRUE(p->Start().ok());
+  ASSERT_OK(p->Start());
   ASSERT_TRUE(Counts(*node, changes_, 3, 3));
   ASSERT_TRUE(Exists(dir_.path() + "/kubelet_internal_checkpoint"));
   std::ofstream(dir_.path() + "/stray-file") << "x";
@@ -126,7 +127,7 @@ TEST_P(KubeletRestartTest, DirectoryIsCleanedAndThePluginReRegisters) {
   auto node2 = MakeNode(dir_.path(), &clock_, version, &changes2);
   // Hold the restarted kubelet's view before the plugin can re-register:
   // the checkpoint's registered resource is a stopped placeholder at 0/0.
-  ASSERT_TRUE(node2->Start().ok());
+  ASSERT_OK(node2->Start());
   EXPECT_TRUE(Exists(dir_.path() + "/subdir"));
   EXPECT_TRUE(Exists(dir_.path() + "/kubelet_internal_checkpoint"));
   // 1.30-1.32 remove every non-directory entry; 1.33+ only sockets.
@@ -143,16 +144,16 @@ TEST_P(KubeletRestartTest, DirectoryIsCleanedAndThePluginReRegisters) {
 TEST_P(KubeletRestartTest, RegisteredResourcesComeBackAsStoppedPlaceholders) {
   const std::string version = GetParam();
   auto node = MakeNode(dir_.path(), &clock_, version, &changes_);
-  ASSERT_TRUE(node->Start().ok());
+  ASSERT_OK(node->Start());
   auto p = MakePlugin(Plugin("res.sock", 2) + "registration: {reregister: false}\n", dir_.path());
-  ASSERT_TRUE(p->Start().ok());
+  ASSERT_OK(p->Start());
   ASSERT_TRUE(Counts(*node, changes_, 2, 2));
   node->Stop();
   node.reset();
   p->Stop();
 
   auto node2 = MakeNode(dir_.path(), &clock_, version, &changes_);
-  ASSERT_TRUE(node2->Start().ok());
+  ASSERT_OK(node2->Start());
   auto s = Find(*node2, "example.com/res");
   ASSERT_EQ(s.resource_name, "example.com/res");
   EXPECT_TRUE(s.stopped);

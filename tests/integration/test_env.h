@@ -12,6 +12,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "common/status_testutil.h"
 #include "gtest/gtest.h"
 #include "manager/manager.h"
 #include "node/node.h"
@@ -95,7 +96,7 @@ inline std::unique_ptr<node::Node> MakeNode(const std::string& dir, FakeClock* c
 
 inline plugin::Config ConfigFromYaml(const std::string& yaml) {
   auto c = plugin::ParseConfig(yaml, "test-config");
-  EXPECT_TRUE(c.ok()) << c.status();
+  EXPECT_OK(c);
   return c.ok() ? *c : plugin::Config{};
 }
 
@@ -149,7 +150,7 @@ inline pod::Pod MakePod(const std::string& name, const std::vector<std::string>&
   if (!init.empty()) y += "  initContainers:\n" + init;
   y += "  containers:\n" + app;
   auto p = pod::ParsePodManifest(y, name + ".yaml");
-  EXPECT_TRUE(p.ok()) << p.status();
+  EXPECT_OK(p);
   return p.ok() ? *p : pod::Pod{};
 }
 
@@ -172,7 +173,7 @@ inline std::vector<std::string> ContainerDevices(node::Node& n, const std::strin
 // all fails the test.
 inline node::PodRecord AdmitOrFail(node::PodManager& pods, const pod::Pod& p) {
   auto r = pods.AddPod(p);
-  EXPECT_TRUE(r.ok()) << r.status();
+  EXPECT_OK(r);
   return r.ok() ? *r : node::PodRecord{};
 }
 

@@ -3,6 +3,7 @@
 // with NUMA-tagged devices over real sockets, and the status file's affinity.
 #include <set>
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "node/pod_manager.h"
@@ -53,9 +54,9 @@ class TopologyTest : public ::testing::Test {
     node_ = std::make_unique<node::Node>(o);
     node_->manager().SetChangeCallback([this] { changes_.Notify(); });
     pods_ = std::make_unique<node::PodManager>(node_.get());
-    ASSERT_TRUE(node_->Start(pods_->MakeStartOptions(false)).ok());
+    ASSERT_OK(node_->Start(pods_->MakeStartOptions(false)));
     plugin_ = MakePlugin(plugin_yaml, dir_.path());
-    ASSERT_TRUE(plugin_->Start().ok());
+    ASSERT_OK(plugin_->Start());
     ASSERT_TRUE(changes_.WaitFor([&] { return Find(*node_, kGpu).allocatable == 4; }));
   }
   node::PodRecord Admit(const pod::Pod& p) { return AdmitOrFail(*pods_, p); }
@@ -288,7 +289,7 @@ TEST_F(TopologyTest, BadTopologyConfigurationFailsStart) {
   EXPECT_EQ(n.Start().message(), "unsupported on machines with more than 8 NUMA Nodes");
   o.topology.policy_options = {{"max-allowable-numa-nodes", "9"}};
   node::Node n9(o);
-  EXPECT_TRUE(n9.Start().ok());
+  EXPECT_OK(n9.Start());
   n9.Stop();
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common/logging.h"
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/integration/test_env.h"
@@ -23,14 +24,14 @@ class InvalidUtf8Test : public ::testing::Test {
  protected:
   void Start(const std::string& version, std::vector<v1beta1::ListAndWatchResponse> lists) {
     node_ = MakeNode(dir_.path(), &clock_, version, &changes_);
-    ASSERT_TRUE(node_->Start().ok());
+    ASSERT_OK(node_->Start());
     transport::testutil::FakePluginConfig cfg;
     cfg.responses = std::move(lists);
     plugin_ = std::make_unique<transport::testutil::FakePlugin>(dir_.path() + "/p.sock", cfg);
     ASSERT_TRUE(plugin_->Start());
     const grpc::Status st = transport::testutil::CallRegister(dir_.path() + "/kubelet.sock",
                                                               "v1beta1", "p.sock", kResource);
-    ASSERT_TRUE(st.ok()) << st.error_message();
+    ASSERT_OK(st) << st.error_message();
   }
   void TearDown() override {
     if (plugin_ != nullptr) plugin_->Stop();

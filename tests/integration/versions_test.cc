@@ -3,6 +3,7 @@
 // clients (#121994), and DRA-backed extended resources per version.
 #include <string>
 
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "node/pod_manager.h"
@@ -25,7 +26,7 @@ class VersionsTest : public ::testing::TestWithParam<std::string> {
   void StartNode(const std::string& version) {
     node_ = MakeNode(dir_.path(), &clock_, version, &changes_);
     pods_ = std::make_unique<node::PodManager>(node_.get());
-    ASSERT_TRUE(node_->Start(pods_->MakeStartOptions(false)).ok());
+    ASSERT_OK(node_->Start(pods_->MakeStartOptions(false)));
   }
   bool Counts(int64_t capacity, int64_t allocatable) {
     return changes_.WaitFor([&] {
@@ -35,7 +36,7 @@ class VersionsTest : public ::testing::TestWithParam<std::string> {
   }
   std::unique_ptr<plugin::SamplePlugin> Start(const std::string& yaml) {
     auto p = MakePlugin(yaml, dir_.path());
-    EXPECT_TRUE(p->Start().ok());
+    EXPECT_OK(p->Start());
     EXPECT_TRUE(p->WaitForRegistered(absl::Seconds(10)));
     EXPECT_TRUE(p->WaitForCalls("ListAndWatch", 1, absl::Seconds(10)));
     return p;
@@ -94,7 +95,7 @@ TEST_P(VersionsTest, SecondRegisterOnAConnectedSocket) {
     EXPECT_FALSE(Find(*node_, kRes).stopped);
   } else {
     // Before 1.37 the new client simply replaces the old one.
-    EXPECT_TRUE(st.ok()) << st.error_message();
+    EXPECT_OK(st) << st.error_message();
     EXPECT_TRUE(p->WaitForCalls("ListAndWatch", 2, absl::Seconds(10)));
     EXPECT_TRUE(Counts(2, 2));
   }
@@ -156,7 +157,7 @@ class DraExtendedTest : public VersionsTest {
         "    - {containerName: c, resourceName: " +
         kRes + ", requestName: container-0-request-0}\n";
     auto p = pod::ParsePodManifest(y, "dra.yaml");
-    EXPECT_TRUE(p.ok()) << p.status();
+    EXPECT_OK(p);
     return p.ok() ? *p : pod::Pod{};
   }
 };
@@ -178,16 +179,16 @@ TEST_F(DraExtendedTest, SkippedPerVersionAndGate) {
     node::NodeOptions o;
     o.plugin_dir = dir.path();
     o.profile = *ProfileForVersion(c.version);
-    ASSERT_TRUE(o.profile.gates.Set(c.gates).ok());
+    ASSERT_OK(o.profile.gates.Set(c.gates));
     o.clock = &clock_;
     o.fsync = false;
     auto n = std::make_unique<node::Node>(o);
     ChangeSignal changes;
     n->manager().SetChangeCallback([&changes] { changes.Notify(); });
     node::PodManager pods(n.get());
-    ASSERT_TRUE(n->Start(pods.MakeStartOptions(false)).ok());
+    ASSERT_OK(n->Start(pods.MakeStartOptions(false)));
     auto p = MakePlugin(Plugin("p.sock", 2), dir.path());
-    ASSERT_TRUE(p->Start().ok());
+    ASSERT_OK(p->Start());
     ASSERT_TRUE(changes.WaitFor([&] { return Find(*n, kRes).allocatable == 2; }));
     const pod::Pod pod = MappedPod();
     node::PodRecord r = AdmitOrFail(pods, pod);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/server_builder.h"
@@ -92,7 +93,7 @@ class HostilePluginTest : public ::testing::Test {
   void SetUp() override {
     log::SetConsoleOutput(false);
     node_ = MakeNode(dir_.path(), &clock_, "1.32", &changes_);
-    ASSERT_TRUE(node_->Start().ok());
+    ASSERT_OK(node_->Start());
   }
   void TearDown() override {
     if (node_ != nullptr) node_->Stop();
@@ -111,7 +112,7 @@ class HostilePluginTest : public ::testing::Test {
     cfg.responses = {Devices(2)};
     auto good = std::make_unique<FakePlugin>(Sock("good.sock"), cfg);
     ASSERT_TRUE(good->Start());
-    ASSERT_TRUE(Register("good.sock", resource).ok());
+    ASSERT_OK(Register("good.sock", resource));
     EXPECT_TRUE(WaitHealthy(resource, 2));
     good->Stop();
   }
@@ -145,7 +146,7 @@ TEST_F(HostilePluginTest, FloodOfListAndWatchMessages) {
   FakePlugin flood(Sock("flood.sock"), cfg);
   ASSERT_TRUE(flood.Start());
   const absl::Time start = absl::Now();
-  ASSERT_TRUE(Register("flood.sock", "example.com/flood").ok());
+  ASSERT_OK(Register("flood.sock", "example.com/flood"));
   // Each message rewrites the checkpoint (as the kubelet does): allow for a slow disk.
   const bool done = changes_.WaitFor(
       [&] { return Find(*node_, "example.com/flood").healthy.size() == 8; }, absl::Seconds(600));
@@ -175,7 +176,7 @@ TEST_F(HostilePluginTest, OversizeDeviceListEndsTheStream) {
   cfg.responses.push_back(big);
   FakePlugin p(Sock("big.sock"), cfg);
   ASSERT_TRUE(p.Start());
-  ASSERT_TRUE(Register("big.sock", "example.com/big").ok());
+  ASSERT_OK(Register("big.sock", "example.com/big"));
   ASSERT_TRUE(changes_.WaitFor(
       [&] {
         auto s = Find(*node_, "example.com/big");
@@ -192,7 +193,7 @@ TEST_F(HostilePluginTest, StreamThatNeverSendsItsFirstList) {
   FakePluginConfig cfg;  // no responses, stream held open
   FakePlugin p(Sock("silent.sock"), cfg);
   ASSERT_TRUE(p.Start());
-  ASSERT_TRUE(Register("silent.sock", "example.com/silent").ok());
+  ASSERT_OK(Register("silent.sock", "example.com/silent"));
   ASSERT_TRUE(changes_.WaitFor([&] { return p.CallCount("ListAndWatch") == 1; }));
   auto s = Find(*node_, "example.com/silent");
   EXPECT_TRUE(s.healthy.empty());
@@ -282,7 +283,7 @@ TEST_F(HostilePluginTest, EndpointOutsideTheDirectoryIsJoinedAndDialled) {
       "../" + std::filesystem::path(outside.path()).filename().string() + "/escaped.sock";
   FakePlugin p(outside.path() + "/escaped.sock", cfg);
   ASSERT_TRUE(p.Start());
-  ASSERT_TRUE(Register(rel, "example.com/escaped").ok());
+  ASSERT_OK(Register(rel, "example.com/escaped"));
   ASSERT_TRUE(WaitHealthy("example.com/escaped", 1));
   EXPECT_EQ(Find(*node_, "example.com/escaped").endpoint_socket, outside.path() + "/escaped.sock");
   // A name of a path that does not exist fails the dial, bounded by the dial timeout.

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/logging.h"
+#include "common/status_testutil.h"
 #include "gtest/gtest.h"
 #include "tests/integration/test_env.h"
 #include "tests/robustness/proc_stats.h"
@@ -56,7 +57,7 @@ class LeakTest : public ::testing::Test {
       absl::MutexLock l(&mu_);
       return active_.empty() ? std::vector<std::string>{} : std::vector<std::string>{active_};
     };
-    ASSERT_TRUE(node_->Start(so).ok());
+    ASSERT_OK(node_->Start(so));
   }
   void TearDown() override {
     node_->Stop();
@@ -68,8 +69,7 @@ class LeakTest : public ::testing::Test {
     cfg.responses = {Devices(8)};
     FakePlugin p(dir_.path() + "/leak.sock", cfg);
     ASSERT_TRUE(p.Start());
-    ASSERT_TRUE(
-        CallRegister(dir_.path() + "/kubelet.sock", "v1beta1", "leak.sock", kResource).ok());
+    ASSERT_OK(CallRegister(dir_.path() + "/kubelet.sock", "v1beta1", "leak.sock", kResource));
     ASSERT_TRUE(changes_.WaitFor([&] {
       auto s = Find(*node_, kResource);
       return !s.stopped && s.healthy.size() == 8;
@@ -112,7 +112,7 @@ TEST_F(LeakTest, PluginRestartsAndPodAdmissionsReturnToBaseline) {
   cfg.responses = {Devices(8)};
   FakePlugin p(dir_.path() + "/leak.sock", cfg);
   ASSERT_TRUE(p.Start());
-  ASSERT_TRUE(CallRegister(dir_.path() + "/kubelet.sock", "v1beta1", "leak.sock", kResource).ok());
+  ASSERT_OK(CallRegister(dir_.path() + "/kubelet.sock", "v1beta1", "leak.sock", kResource));
   ASSERT_TRUE(changes_.WaitFor([&] {
     auto s = Find(*node_, kResource);
     return !s.stopped && s.healthy.size() == 8;

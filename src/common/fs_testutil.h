@@ -1,9 +1,9 @@
 // FaultInjectingFs: a Filesystem for tests that forwards to another (the
 // real one by default) and makes chosen operations fail with an errno, e.g.
 // ENOSPC on the next write or EIO on the next fsync, the way the real one
-// reports it ("write /d/.f.XXXXXX: No space left on device").
-#ifndef DEVMGR_COMMON_FS_TESTING_H_
-#define DEVMGR_COMMON_FS_TESTING_H_
+// reports it ("write /d/.f.1234567890: no space left on device").
+#ifndef DEVMGR_COMMON_FS_TESTUTIL_H_
+#define DEVMGR_COMMON_FS_TESTUTIL_H_
 
 #include <map>
 #include <memory>
@@ -45,7 +45,7 @@ class FaultInjectingFs final : public Filesystem {
   absl::StatusOr<std::unique_ptr<WritableFile>> NewTempFile(const std::string& dir,
                                                             const std::string& prefix,
                                                             std::string* path) override {
-    if (int err = Take(Op::kNewTempFile)) return ErrnoStatus("create temp file in", dir, err);
+    if (int err = Take(Op::kNewTempFile)) return ErrnoStatus("open", dir + "/" + prefix + "*", err);
     auto f = base_->NewTempFile(dir, prefix, path);
     if (!f.ok()) return f.status();
     return std::unique_ptr<WritableFile>(new File(this, std::move(*f), *path));
@@ -54,12 +54,12 @@ class FaultInjectingFs final : public Filesystem {
     return base_->Chmod(path, mode);
   }
   absl::Status Rename(const std::string& from, const std::string& to) override {
-    if (int err = Take(Op::kRename)) return ErrnoStatus("rename " + from + " to", to, err);
+    if (int err = Take(Op::kRename)) return ErrnoStatus("rename " + from, to, err);
     return base_->Rename(from, to);
   }
   absl::Status Remove(const std::string& path) override { return base_->Remove(path); }
   absl::Status SyncDir(const std::string& dir) override {
-    if (int err = Take(Op::kSyncDir)) return ErrnoStatus("fsync", dir, err);
+    if (int err = Take(Op::kSyncDir)) return ErrnoStatus("sync", dir, err);
     return base_->SyncDir(dir);
   }
   absl::StatusOr<std::string> ReadFile(const std::string& path) override {
@@ -80,7 +80,7 @@ class FaultInjectingFs final : public Filesystem {
       return base_->Append(bytes);
     }
     absl::Status Sync() override {
-      if (int err = fs_->Take(Op::kSync)) return ErrnoStatus("fsync", path_, err);
+      if (int err = fs_->Take(Op::kSync)) return ErrnoStatus("sync", path_, err);
       return base_->Sync();
     }
     absl::Status Close() override {
@@ -115,4 +115,4 @@ class FaultInjectingFs final : public Filesystem {
 
 }  // namespace devmgr::fs
 
-#endif  // DEVMGR_COMMON_FS_TESTING_H_
+#endif  // DEVMGR_COMMON_FS_TESTUTIL_H_

@@ -1,7 +1,7 @@
 // Test helpers for the manager's unit tests: a temp plugin directory, a fake
 // clock, and builders for ListAndWatch responses and pods.
-#ifndef DEVMGR_MANAGER_MANAGER_TEST_UTIL_H_
-#define DEVMGR_MANAGER_MANAGER_TEST_UTIL_H_
+#ifndef DEVMGR_MANAGER_MANAGER_TESTUTIL_H_
+#define DEVMGR_MANAGER_MANAGER_TESTUTIL_H_
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -18,6 +18,7 @@
 
 #include "common/clock.h"
 #include "common/profile.h"
+#include "common/status_testutil.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "gtest/gtest.h"
 #include "manager/fake_plugin_client.h"
@@ -148,7 +149,7 @@ class ManagerFixture : public ::testing::Test {
     o.set_get_preferred_allocation_available(preferred);
     o.set_pre_start_required(prestart);
     c->options = o;
-    EXPECT_TRUE(m.PluginConnected(resource, c).ok());
+    EXPECT_OK(m.PluginConnected(resource, c));
     return c;
   }
   static const ResourceStatus* Find(const std::vector<ResourceStatus>& v, const std::string& r) {
@@ -170,7 +171,7 @@ inline constexpr char kTestGpu[] = "vendor.com/gpu";
 // Admit, here under the "none" policy with `m` as the only hint provider.
 inline topology::AdmitResult AdmitPod(Manager& m, const pod::Pod& pod) {
   auto tm = topology::TopologyManager::Create(topology::TopologyManagerConfig{}, {});
-  EXPECT_TRUE(tm.ok()) << tm.status();
+  EXPECT_OK(tm);
   (*tm)->AddHintProvider(&m);
   return (*tm)->Admit(pod);
 }
@@ -182,7 +183,7 @@ class AllocationFixture : public ManagerFixture {
                     Profile profile = DefaultProfile(),
                     const topology::TopologyAffinityStore* affinity = nullptr) {
     m_ = NewImpl(profile, affinity);
-    ASSERT_TRUE(m_->Start(StartOpts()).ok());
+    ASSERT_OK(m_->Start(StartOpts()));
     c_ = Connect(*m_, kTestGpu, preferred, prestart);
     m_->PluginListAndWatchReceiver(kTestGpu, c_.get(), testing::HealthyDevices(devices));
   }
@@ -196,4 +197,4 @@ class AllocationFixture : public ManagerFixture {
 
 }  // namespace devmgr::manager::testing
 
-#endif  // DEVMGR_MANAGER_MANAGER_TEST_UTIL_H_
+#endif  // DEVMGR_MANAGER_MANAGER_TESTUTIL_H_

@@ -1,6 +1,6 @@
 // Test-only helpers: locating and reading tests/testdata/checkpoint.
-#ifndef DEVMGR_CHECKPOINT_TESTDATA_UTIL_H_
-#define DEVMGR_CHECKPOINT_TESTDATA_UTIL_H_
+#ifndef DEVMGR_CHECKPOINT_CHECKPOINT_TESTUTIL_H_
+#define DEVMGR_CHECKPOINT_CHECKPOINT_TESTUTIL_H_
 
 #include <fstream>
 #include <sstream>
@@ -60,4 +60,4 @@ inline std::vector<ManifestRow> ReadManifest() {
 
 }  // namespace devmgr::checkpoint::testing
 
-#endif  // DEVMGR_CHECKPOINT_TESTDATA_UTIL_H_
+#endif  // DEVMGR_CHECKPOINT_CHECKPOINT_TESTUTIL_H_

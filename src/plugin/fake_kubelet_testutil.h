@@ -2,8 +2,8 @@
 // v1beta1.Registration on <dir>/kubelet.sock and, like the real one, dials
 // back inside Register, calls GetDevicePluginOptions, then reads ListAndWatch
 // on its own thread. Not part of any library (header-only, test binaries only).
-#ifndef DEVMGR_PLUGIN_FAKE_KUBELET_FOR_TEST_H_
-#define DEVMGR_PLUGIN_FAKE_KUBELET_FOR_TEST_H_
+#ifndef DEVMGR_PLUGIN_FAKE_KUBELET_TESTUTIL_H_
+#define DEVMGR_PLUGIN_FAKE_KUBELET_TESTUTIL_H_
 
 #include <memory>
 #include <optional>
@@ -159,4 +159,4 @@ class FakeKubelet final : public v1beta1::Registration::Service {
 
 }  // namespace devmgr::plugin::testing_util
 
-#endif  // DEVMGR_PLUGIN_FAKE_KUBELET_FOR_TEST_H_
+#endif  // DEVMGR_PLUGIN_FAKE_KUBELET_TESTUTIL_H_

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Runs a real device plugin built from its Go module (build.sh) against devmgr.
+
+  peer_test.py conformance PEER RELEASE KUBELET_VERSION
+      `devmgr conformance --private-mount` over the whole catalogue; every
+      check's verdict (and message, where given) must be the one
+      PEER/verdicts.txt names for it.
+  peer_test.py conformance-VARIANT PEER RELEASE KUBELET_VERSION
+      The same with PEER/verdicts.VARIANT.txt, whose `#! env K=V` lines set
+      the plugin's environment and `#! focus RE` selects the checks.
+  peer_test.py scenarios PEER RELEASE KUBELET_VERSION
+      `devmgr run` over scenarios/PEER*.yaml, with the plugin's binary in
+      the environment variable named after PEER (upper case, '-' as '_':
+      E2E_SAMPLE for e2e-sample).
+
+Environment: DEVMGR_BIN, PEERS_DIR (where build.sh put the binaries).
+Exit 77 (skipped) when the peer was not built (no Go toolchain or module
+proxy) or when this machine cannot make a private mount namespace.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SKIP = 77
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    sys.exit(SKIP)
+
+
+def peer_binary(peer, release):
+    peers_dir = os.environ.get("PEERS_DIR", os.path.join(HERE, "..", "..", "build", "peers"))
+    path = os.path.join(peers_dir, f"{peer}-{release}")
+    if not os.access(path, os.X_OK):
+        skip(f"{path} was not built (tests/peers/build.sh: no Go toolchain or module proxy?)")
+    return path
+
+
+def private_mount_unavailable(output):
+    return "--private-mount" in output and ("needs root" in output or "namespace" in output)
+
+
+def read_verdicts(peer, name):
+    """Returns ({check: (statuses, regex)}, {env}, [extra conformance flags])."""
+    want, env, flags = {}, {}, []
+    with open(os.path.join(HERE, peer, name)) as f:
+        for lineno, line in enumerate(f, 1):
+            if line.startswith("#! env "):
+                k, _, v = line[len("#! env "):].strip().partition("=")
+                env[k] = v
+                continue
+            if line.startswith("#! focus "):
+                flags += ["--focus", line[len("#! focus "):].strip()]
+                continue
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = line.split(None, 2)
+            statuses = parts[1].split("|") if len(parts) > 1 else []
+            if not statuses or any(st not in ("PASS", "FAIL", "SKIP") for st in statuses):
+                sys.exit(f"{peer}/{name}:{lineno}: want 'CHECK-ID PASS|FAIL|SKIP [regex]'")
+            want[parts[0]] = (statuses, re.compile(parts[2].strip()) if len(parts) > 2 else None)
+    return want, env, flags
+
+
+def conformance(peer, release, kubelet, verdicts="verdicts.txt"):
+    binary = peer_binary(peer, release)
+    devmgr = os.environ["DEVMGR_BIN"]
+    want, plugin_env, flags = read_verdicts(peer, verdicts)
+    helper = os.path.join(HERE, "private-tmp.sh")
+    with tempfile.TemporaryDirectory(prefix="dmpeer-") as work:
+        report = os.path.join(work, "report.json")
+        # The plugin's /tmp and /run are the test's own (private-tmp.sh).
+        os.makedirs(os.path.join(work, "peer-run", "cdi"))
+        env_words = "".join(f"{k}='{v}' " for k, v in plugin_env.items())
+        cmd = f"{env_words}exec sh '{helper}' --tmp '{work}/peer-tmp' --run '{work}/peer-run' '{binary}'"
+        argv = [devmgr, "conformance", "--plugin", cmd, "--private-mount",
+                "--kubelet-version", kubelet, "--dir", os.path.join(work, "dp"),
+                "--json", report, "--observe", "1", "-q"] + flags
+        print("$", " ".join(argv), flush=True)
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        print(run.stdout)
+        print(run.stderr, file=sys.stderr)
+        if run.returncode == 3 and private_mount_unavailable(run.stdout + run.stderr):
+            skip("no private mount namespace here (needs root or unprivileged user namespaces)")
+        with open(report) as f:
+            got = {c["id"]: c for c in json.load(f)["checks"]}
+    failures = []
+    for cid, c in got.items():
+        if cid not in want:
+            failures.append(f"{cid}: {c['status']} ({c['message']!r}), but {peer}/{verdicts} names no verdict for it")
+            continue
+        statuses, rx = want[cid]
+        if c["status"] not in statuses:
+            failures.append(f"{cid}: {c['status']} ({c['message']!r}), want {' or '.join(statuses)}")
+        elif rx is not None and not rx.search(c["message"]):
+            failures.append(f"{cid}: message {c['message']!r} does not match /{rx.pattern}/")
+    for cid in want:
+        if cid not in got:
+            failures.append(f"{cid}: in {peer}/{verdicts} but not run")
+    # The exit code follows the MUST verdicts.
+    must_fail = any(c["status"] == "FAIL" and c["level"] == "MUST" for c in got.values())
+    if run.returncode != (1 if must_fail else 0):
+        failures.append(f"exit code {run.returncode}, want {1 if must_fail else 0}")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{len(got) - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+def scenarios(peer, release, kubelet):
+    binary = peer_binary(peer, release)
+    devmgr = os.environ["DEVMGR_BIN"]
+    files = sorted(os.path.join(HERE, "scenarios", f) for f in os.listdir(os.path.join(HERE, "scenarios"))
+                   if f.startswith(peer) and f.endswith(".yaml"))
+    if not files:
+        sys.exit(f"no scenarios/{peer}*.yaml")
+    env = dict(os.environ)
+    env[peer.upper().replace("-", "_")] = binary
+    argv = [devmgr, "run", "--kubelet-version", kubelet] + files
+    print("$", " ".join(argv), flush=True)
+    run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    print(run.stdout)
+    print(run.stderr, file=sys.stderr)
+    if run.returncode == 3 and "private" in (run.stdout + run.stderr):
+        skip("no private mount namespace here (needs root or unprivileged user namespaces)")
+    return run.returncode
+
+
+def main():
+    if len(sys.argv) != 5 or not re.fullmatch(r"conformance(-[a-z0-9]+)?|scenarios", sys.argv[1]):
+        sys.exit(__doc__)
+    mode, peer, release, kubelet = sys.argv[1:]
+    if mode == "scenarios":
+        sys.exit(scenarios(peer, release, kubelet))
+    variant = mode.partition("-")[2]
+    sys.exit(conformance(peer, release, kubelet, f"verdicts.{variant}.txt" if variant else "verdicts.txt"))
+
+
+if __name__ == "__main__":
+    main()
