@@ -296,6 +296,45 @@ class OracleSide {
       case StepKind::kRebootNode:
         return Restart(/*rebooted=*/true, devmgr_after);
       case StepKind::kStartPlugin:
+      case StepKind::kRestartPlugin:
+      case StepKind::kStopPlugin:
+      case StepKind::kKillPlugin:
+      case StepKind::kPausePlugin:
+      case StepKind::kResumePlugin:
+      case StepKind::kSetHealth:
+      case StepKind::kControl:
+        return PluginStep(st);
+      case StepKind::kNodeStatus:
+      case StepKind::kWaitRegistration:
+      case StepKind::kWaitDevices:
+      case StepKind::kCheck:
+        return std::string();  // the settling comparison waits as these do
+      case StepKind::kAdvanceClock:
+        return std::string(
+            "advance_clock moves devmgr's virtual clock; the real device manager reads the wall "
+            "clock (its 5-minute endpoint grace period cannot be skipped)");
+      case StepKind::kStopKubelet:
+      case StepKind::kStartKubelet:
+        return std::string(
+            "the oracle has no stopped-kubelet state (stop_kubelet/start_kubelet); it restarts "
+            "in one step");
+      case StepKind::kSetPhase:
+        return std::string("set_phase: the oracle's pods have no phases (active until deleted)");
+      case StepKind::kRun:
+        return std::string("a run: step's command acts on devmgr's side only");
+      case StepKind::kDeleteCheckpoint:
+      case StepKind::kTruncateCheckpoint:
+      case StepKind::kCorruptCheckpoint:
+      case StepKind::kWriteCheckpoint:
+        return EditCheckpoint(st);
+    }
+    return std::string("a step kind the comparison does not know");
+  }
+
+  // The steps that act on one plugin process.
+  absl::StatusOr<std::string> PluginStep(const Step& st) {
+    switch (st.kind) {
+      case StepKind::kStartPlugin:
         return HostAction(
             st, [this, &st](PluginHost& h) { return StartAndWait(h, st.wait_for_registration); });
       case StepKind::kRestartPlugin:
@@ -329,31 +368,9 @@ class OracleSide {
         });
       case StepKind::kControl:
         return HostAction(st, [&st](PluginHost& h) { return h.Control(st.control_line); });
-      case StepKind::kNodeStatus:
-      case StepKind::kWaitRegistration:
-      case StepKind::kWaitDevices:
-      case StepKind::kCheck:
-        return std::string();  // the settling comparison waits as these do
-      case StepKind::kAdvanceClock:
-        return std::string(
-            "advance_clock moves devmgr's virtual clock; the real device manager reads the wall "
-            "clock (its 5-minute endpoint grace period cannot be skipped)");
-      case StepKind::kStopKubelet:
-      case StepKind::kStartKubelet:
-        return std::string(
-            "the oracle has no stopped-kubelet state (stop_kubelet/start_kubelet); it restarts "
-            "in one step");
-      case StepKind::kSetPhase:
-        return std::string("set_phase: the oracle's pods have no phases (active until deleted)");
-      case StepKind::kRun:
-        return std::string("a run: step's command acts on devmgr's side only");
-      case StepKind::kDeleteCheckpoint:
-      case StepKind::kTruncateCheckpoint:
-      case StepKind::kCorruptCheckpoint:
-      case StepKind::kWriteCheckpoint:
-        return EditCheckpoint(st);
+      default:
+        return std::string("not a plugin step");
     }
-    return std::string("a step kind the comparison does not know");
   }
 
   absl::StatusOr<Json> Snapshot() {
