@@ -210,6 +210,11 @@ int RunScenarios(const RunOptions& o) {
   if (!CompareFromFlags(o, &so)) return kExitEnvironment;
 
   const scenario::SuiteResult r = scenario::RunSuite(*scenarios, so);
+  if (r.focus_matched == 0 && !r.results.empty()) {
+    std::cerr << "devmgr run: --focus matches no scenario (it is matched against the names in "
+                 "the report, e.g. \"basic\" or \"basic [1.37]\")\n";
+    return kExitUsage;
+  }
   scenario::PrintSuiteSummary(r, std::cout);
   if (m.http) m.http->Stop();
   int code = kExitOk;

@@ -70,11 +70,20 @@ absl::StatusOr<std::vector<const CheckInfo*>> SelectChecks(const std::string& fo
     s = *std::move(r);
   }
   std::vector<const CheckInfo*> out;
+  bool focus_matched = false;
   for (const CheckInfo& c : Catalogue()) {
+    auto focused = [&](const std::string& text) { return !f || std::regex_search(text, *f); };
     auto selected = [&](const std::string& text) {
-      return (!f || std::regex_search(text, *f)) && !(s && std::regex_search(text, *s));
+      return focused(text) && !(s && std::regex_search(text, *s));
     };
+    focus_matched |= focused(MatchText(c)) || (c.companion && focused(CompanionText(c)));
     if (selected(MatchText(c)) || (c.companion && selected(CompanionText(c)))) out.push_back(&c);
+  }
+  if (!focus_matched) {
+    // A typo in a CI job's --focus must not pass with nothing checked.
+    return absl::InvalidArgumentError(
+        "--focus matches no check (it is matched against \"<id> <title> [tags]\", e.g. "
+        "\"registration.version Register sends version ...\"; see --list)");
   }
   return out;
 }

@@ -101,6 +101,7 @@ SuiteResult RunSuite(const std::vector<Scenario>& scenarios, const SuiteOptions&
     for (const PlannedRun& run : PlanRuns(sc, o.versions, o.matrix)) {
       const bool filtered = (o.focus && !std::regex_search(run.display, *o.focus)) ||
                             (o.skip && std::regex_search(run.display, *o.skip));
+      out.focus_matched += !o.focus || std::regex_search(run.display, *o.focus);
       const bool interrupted = cancel != nullptr && cancel->load();
       if (interrupted) {
         if (log) *log << "--- SKIP " << run.display << " (interrupted)\n";

@@ -46,6 +46,7 @@ struct SuiteOptions {
 struct SuiteResult {
   std::vector<ScenarioResult> results;
   std::string matrix_report;  // matrix runs only: MatrixReport()
+  int focus_matched = 0;      // runs whose name --focus matches (all without --focus)
   absl::Duration elapsed;
 };
 

@@ -47,6 +47,8 @@ expect "--private-mount needs --plugin"
 run 2 "$BIN" conformance --socket /x.sock --focus '('
 expect "--focus: invalid regular expression"
 run 2 "$BIN" conformance --plugin true --kubelet-version 1.12
+run 2 "$BIN" conformance --plugin true --focus '^registration.version$'
+expect "--focus matches no check"
 run 2 "$BIN" conformance --resource example.com/gpu
 expect "--resource needs --dir"
 run 3 "$BIN" conformance --socket "$WORK/none.sock"

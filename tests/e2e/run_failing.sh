@@ -117,6 +117,8 @@ run 2 "$F/does-not-exist.yaml"
 expect "does-not-exist.yaml"
 run 2
 run 2 "$SRC/scenarios/basic-allocation.yaml" --focus '('
+run 2 "$SRC/scenarios/basic-allocation.yaml" --focus 'no-such-scenario'
+expect "--focus matches no scenario"
 
 # Ctrl-C mid-step: the run stops, reports, exits 1, and kills the plugin.
 "$BIN" run "$F/slow-for-interrupt.yaml" >"$WORK/int.out" 2>&1 &
