@@ -121,6 +121,30 @@ Json DevmgrSnapshot(RunContext& ctx) {
   return s;
 }
 
+// Whether the checkpoint's registeredDevices list exactly the healthy
+// devices (what a write after the last device-list update holds).
+bool RegisteredMatchesHealthy(const Json& s) {
+  if (!s.contains("checkpoint") || !s["checkpoint"].is_object() ||
+      !s["checkpoint"].contains("registered")) {
+    return true;
+  }
+  const Json& reg = s["checkpoint"]["registered"];
+  const Json& devs = s.contains("devices") ? s["devices"] : Json::object();
+  for (auto it = reg.begin(); it != reg.end(); ++it) {
+    Json healthy = Json::array();
+    if (devs.contains(it.key())) {
+      for (auto d = devs[it.key()].begin(); d != devs[it.key()].end(); ++d) {
+        healthy.push_back(d.key());
+      }
+    }
+    if (healthy != it.value()) return false;
+  }
+  for (auto it = devs.begin(); it != devs.end(); ++it) {
+    if (!reg.contains(it.key())) return false;
+  }
+  return true;
+}
+
 // ---- the explained table ---------------------------------------------------
 
 const ExplainedDifference* Explained(const std::string& scenario, const std::string& version,
@@ -954,6 +978,14 @@ std::vector<ScenarioResult> CompareScenario(const Scenario& sc, const std::strin
         Json again = DevmgrSnapshot(ctx);
         same = again == snap ? same + 1 : 0;
         snap = std::move(again);
+      }
+      // A device-list update shows in memory a moment before its
+      // checkpoint write (registeredDevices = the healthy sets): give the
+      // write up to half a second under load.
+      const absl::Time write_deadline = absl::Now() + absl::Milliseconds(500);
+      while (!RegisteredMatchesHealthy(snap) && absl::Now() < write_deadline) {
+        absl::SleepFor(absl::Milliseconds(20));
+        snap = DevmgrSnapshot(ctx);
       }
       snaps[index] = std::move(snap);
     };
