@@ -139,6 +139,11 @@ struct VerifyResult {
   Checkpoint checkpoint;  // when parsed
 };
 VerifyResult Verify(std::string_view bytes);
+// Verify without the decoded checkpoint (`checkpoint` is left empty): what
+// `devmgr checkpoint verify` needs. A valid file in json.Marshal's layout is
+// checked in one pass without decoding it (OnePassVerifyV2); any other file
+// goes through Verify. The other fields are Verify's.
+VerifyResult VerifyOnly(std::string_view bytes);
 
 }  // namespace devmgr::checkpoint
 

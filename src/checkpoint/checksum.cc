@@ -5,6 +5,10 @@
 
 #include <array>
 #include <charconv>
+#include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <string>
 #include <string_view>
 
@@ -65,14 +69,22 @@ class Literal {
 };
 
 // Tables for the []uint8 element tokens "<decimal> " (byte followed by the
-// separating space).
+// separating space). The low-byte tables, on the critical path, are kept
+// together (64 KiB) apart from the additive terms, so that the rows of the
+// byte values in use stay in L1.
 struct ByteTokenTables {
-  std::array<TokenTable, 256> t;
+  std::array<uint32_t, 256> pn;
+  std::array<std::array<uint8_t, 256>, 256> next_low;
+  std::array<std::array<uint32_t, 256>, 256> c;
   ByteTokenTables() {
     for (int v = 0; v < 256; ++v) {
       std::string tok(kByteDigits.text[v].data(), kByteDigits.len[v]);
       tok.push_back(' ');
-      t[v].Build(tok);
+      TokenTable t;
+      t.Build(tok);
+      pn[v] = t.pn;
+      next_low[v] = t.next_low;
+      c[v] = t.c;
     }
   }
 };
@@ -88,14 +100,23 @@ class StringSink {
   void Put(char c) { out_->push_back(c); }
   void Put(const Literal& lit) { out_->append(lit.text()); }
   // "[b0 b1 ... bn]" for a non-nil []uint8.
-  void PutByteList(const std::string& b) {
-    out_->push_back('[');
+  void PutByteList(std::string_view b) {
+    // At most 4 characters per byte ("255 "), written in place; the string
+    // is cut to the length used.
+    const size_t start = out_->size();
+    out_->resize(start + 2 + 4 * b.size());
+    char* o = out_->data() + start;
+    *o++ = '[';
     const auto* p = reinterpret_cast<const unsigned char*>(b.data());
     for (size_t i = 0; i < b.size(); ++i) {
-      if (i != 0) out_->push_back(' ');
-      out_->append(kByteDigits.text[p[i]].data(), kByteDigits.len[p[i]]);
+      const auto& text = kByteDigits.text[p[i]];
+      std::memcpy(o, text.data(), 4);  // the digits, then overwritten
+      o += kByteDigits.len[p[i]];
+      *o++ = ' ';
     }
-    out_->push_back(']');
+    if (!b.empty()) --o;  // no space after the last element
+    *o++ = ']';
+    out_->resize(static_cast<size_t>(o - out_->data()));
   }
 
  private:
@@ -113,7 +134,7 @@ class HashSink {
     const TokenTable& t = lit.table();
     h_ = h_ * t.pn + t.c[h_ & 0xFF];
   }
-  void PutByteList(const std::string& b) {
+  void PutByteList(std::string_view b) {
     Put('[');
     const size_t n = b.size();
     if (n != 0) {
@@ -122,9 +143,9 @@ class HashSink {
       uint32_t h = h_;
       uint32_t low = h & 0xFF;
       for (size_t i = 0; i + 1 < n; ++i) {
-        const TokenTable& t = tables.t[p[i]];
-        h = h * t.pn + t.c[low];
-        low = t.next_low[low];
+        const unsigned v = p[i];
+        h = h * tables.pn[v] + tables.c[v][low];
+        low = tables.next_low[v][low];
       }
       h_ = h;
       Put(kByteDigits.text[p[n - 1]].data(), kByteDigits.len[p[n - 1]]);
@@ -351,6 +372,305 @@ uint64_t ComputeChecksumV1(const CheckpointDataV1& data) {
   HashSink sink;
   RenderV1(sink, data);
   return sink.value();
+}
+
+// ---- One-pass verification of the form json.Marshal writes ----
+namespace {
+
+// Go's base64.StdEncoding alphabet; 0xFF: not in it ('=' included: padding
+// is handled apart).
+struct Base64Values {
+  std::array<uint8_t, 256> v{};
+  constexpr Base64Values() {
+    for (auto& x : v) x = 0xFF;
+    constexpr std::string_view kAlphabet =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < kAlphabet.size(); ++i) {
+      v[static_cast<unsigned char>(kAlphabet[i])] = static_cast<uint8_t>(i);
+    }
+  }
+};
+constexpr Base64Values kBase64;
+
+// Reads a V2 file token by token in the exact layout json.Marshal gives the
+// kubelet's struct (keys in field order, no whitespace but after the end)
+// and streams the go-spew text of what encoding/json would decode into the
+// hash, as RenderV2 does for decoded data. Strings must be plain ASCII
+// without escapes, map keys strictly ascending (in spew's order, so that
+// nothing needs sorting), numbers canonical. Anything else makes Run()
+// return false: the caller then decodes the general way. Nothing is
+// allocated per entry.
+class OnePassVerifier {
+ public:
+  explicit OnePassVerifier(std::string_view b) : p_(b.data()), end_(b.data() + b.size()) {}
+
+  bool Run(uint64_t* stored, uint64_t* computed) {
+    const Literals& lits = Lits();
+    if (!Eat("{\"Data\":{\"PodDeviceEntries\":")) return false;
+    h_.Put(lits.head);
+    if (Eat("null")) {
+      Lit(h_, "<nil>");
+    } else {
+      if (!Eat("[")) return false;
+      h_.Put('[');
+      if (!Eat("]")) {
+        while (true) {
+          if (!Entry()) return false;
+          if (Eat("]")) break;
+          if (!Eat(",")) return false;
+          h_.Put(' ');
+        }
+      }
+      h_.Put(']');
+    }
+    if (!Eat(",\"RegisteredDevices\":")) return false;
+    h_.Put(lits.registered);
+    if (Eat("null")) {
+      Lit(h_, "<nil>");
+    } else {
+      if (!Eat("{")) return false;
+      Lit(h_, "map[");
+      if (!Eat("}")) {
+        std::string_view prev;
+        bool first = true;
+        while (true) {
+          std::string_view name;
+          if (!String(&name) || (!first && !(prev < name)) || !Eat(":")) return false;
+          if (!first) h_.Put(' ');
+          h_.Put(name.data(), name.size());
+          h_.Put(':');
+          if (!List()) return false;
+          prev = name;
+          first = false;
+          if (Eat("}")) break;
+          if (!Eat(",")) return false;
+        }
+      }
+      h_.Put(']');
+    }
+    h_.Put('}');
+    if (!Eat("},\"Checksum\":") || !Uint64(stored)) return false;
+    if (Eat(",\"BootID\":")) {
+      std::string_view boot_id;
+      if (!String(&boot_id)) return false;
+    }
+    if (!Eat("}")) return false;
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
+    if (p_ != end_) return false;
+    *computed = h_.value();
+    return true;
+  }
+
+ private:
+  template <size_t N>
+  bool Eat(const char (&lit)[N]) {
+    constexpr size_t n = N - 1;
+    if (static_cast<size_t>(end_ - p_) < n || std::memcmp(p_, lit, n) != 0) return false;
+    p_ += n;
+    return true;
+  }
+
+  // A JSON string of printable ASCII without escapes; *out is its text.
+  bool String(std::string_view* out) {
+    if (p_ == end_ || *p_ != '"') return false;
+    const char* start = ++p_;
+#if defined(__SSE2__)
+    // 16 bytes at a time up to the first '"', '\\', control or non-ASCII
+    // byte (a signed compare below 0x20 catches both of the last two).
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'),
+                  space = _mm_set1_epi8(0x20);
+    while (end_ - p_ >= 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_));
+      const __m128i stop =
+          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                       _mm_cmplt_epi8(v, space));
+      const int mask = _mm_movemask_epi8(stop);
+      if (mask != 0) {
+        p_ += __builtin_ctz(static_cast<unsigned>(mask));
+        break;
+      }
+      p_ += 16;
+    }
+#endif
+    while (p_ < end_) {
+      const auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        *out = std::string_view(start, static_cast<size_t>(p_ - start));
+        ++p_;
+        return true;
+      }
+      if (c == '\\' || c < 0x20 || c >= 0x80) return false;
+      ++p_;
+    }
+    return false;
+  }
+
+  // []string: null, [] or ["a","b"].
+  bool List() {
+    if (Eat("null")) {
+      Lit(h_, "<nil>");
+      return true;
+    }
+    if (!Eat("[")) return false;
+    h_.Put('[');
+    if (!Eat("]")) {
+      while (true) {
+        std::string_view id;
+        if (!String(&id)) return false;
+        h_.Put(id.data(), id.size());
+        if (Eat("]")) break;
+        if (!Eat(",")) return false;
+        h_.Put(' ');
+      }
+    }
+    h_.Put(']');
+    return true;
+  }
+
+  // A canonical decimal (no sign, no leading zero) that fits uint64.
+  bool Uint64(uint64_t* v) {
+    const char* start = p_;
+    uint64_t x = 0;
+    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') {
+      const uint64_t d = static_cast<uint64_t>(*p_ - '0');
+      if (x > (UINT64_MAX - d) / 10) return false;
+      x = x * 10 + d;
+      ++p_;
+    }
+    const size_t n = static_cast<size_t>(p_ - start);
+    if (n == 0 || (n > 1 && *start == '0')) return false;
+    *v = x;
+    return true;
+  }
+
+  // A NUMA key as json.Marshal writes an int64 map key: "0", "7", "-1".
+  static bool NumaKey(std::string_view k, int64_t* v) {
+    bool neg = false;
+    if (!k.empty() && k[0] == '-') {
+      neg = true;
+      k.remove_prefix(1);
+    }
+    if (k.empty() || k.size() > 18 || (k.size() > 1 && k[0] == '0') || (neg && k == "0")) {
+      return false;
+    }
+    int64_t x = 0;
+    for (char c : k) {
+      if (c < '0' || c > '9') return false;
+      x = x * 10 + (c - '0');
+    }
+    *v = neg ? -x : x;
+    return true;
+  }
+
+  // DevicesPerNUMA: null, {} or {"0":[...],"1":[...]} with ascending keys
+  // (spew sorts them numerically; json.Marshal as text, so "10" before "2"
+  // is left to the general decoder).
+  bool Numa() {
+    if (Eat("null")) {
+      Lit(h_, "<nil>");
+      return true;
+    }
+    if (!Eat("{")) return false;
+    Lit(h_, "map[");
+    if (!Eat("}")) {
+      int64_t prev = 0;
+      bool first = true;
+      while (true) {
+        std::string_view key;
+        int64_t node;
+        if (!String(&key) || !NumaKey(key, &node) || (!first && node <= prev) || !Eat(":")) {
+          return false;
+        }
+        if (!first) h_.Put(' ');
+        h_.Put(key.data(), key.size());
+        h_.Put(':');
+        if (!List()) return false;
+        prev = node;
+        first = false;
+        if (Eat("}")) break;
+        if (!Eat(",")) return false;
+      }
+    }
+    h_.Put(']');
+    return true;
+  }
+
+  // Padded standard base64 into bytes_; Go's decoder ignores the unused
+  // bits of the last group, and so does this.
+  bool Base64(std::string_view s) {
+    if (s.size() % 4 != 0) return false;
+    bytes_.resize(s.size() / 4 * 3);
+    auto* out = reinterpret_cast<unsigned char*>(bytes_.data());
+    const auto* in = reinterpret_cast<const unsigned char*>(s.data());
+    size_t groups = s.size() / 4;
+    size_t tail = 0;  // bytes of the last group when it is padded
+    if (groups != 0 && in[s.size() - 1] == '=') {
+      --groups;
+      tail = in[s.size() - 2] == '=' ? 1 : 2;
+    }
+    uint32_t bad = 0;
+    for (size_t g = 0; g < groups; ++g, in += 4, out += 3) {
+      const uint32_t a = kBase64.v[in[0]], b = kBase64.v[in[1]], c = kBase64.v[in[2]],
+                     d = kBase64.v[in[3]];
+      bad |= a | b | c | d;
+      const uint32_t x = a << 18 | b << 12 | c << 6 | d;
+      out[0] = static_cast<unsigned char>(x >> 16);
+      out[1] = static_cast<unsigned char>(x >> 8);
+      out[2] = static_cast<unsigned char>(x);
+    }
+    if (tail != 0) {
+      const uint32_t a = kBase64.v[in[0]], b = kBase64.v[in[1]];
+      const uint32_t c = tail == 2 ? kBase64.v[in[2]] : 0;
+      bad |= a | b | c;
+      const uint32_t x = a << 18 | b << 12 | c << 6;
+      out[0] = static_cast<unsigned char>(x >> 16);
+      if (tail == 2) out[1] = static_cast<unsigned char>(x >> 8);
+      out += tail;
+    }
+    if (bad & 0x80) return false;  // 0xFF marks a character outside the alphabet
+    bytes_.resize(static_cast<size_t>(out - reinterpret_cast<unsigned char*>(bytes_.data())));
+    return true;
+  }
+
+  bool Entry() {
+    const Literals& lits = Lits();
+    std::string_view v;
+    if (!Eat("{\"PodUID\":") || !String(&v)) return false;
+    h_.Put(lits.pod_uid);
+    h_.Put(v.data(), v.size());
+    if (!Eat(",\"ContainerName\":") || !String(&v)) return false;
+    h_.Put(lits.container_name);
+    h_.Put(v.data(), v.size());
+    if (!Eat(",\"ResourceName\":") || !String(&v)) return false;
+    h_.Put(lits.resource_name);
+    h_.Put(v.data(), v.size());
+    if (!Eat(",\"DeviceIDs\":")) return false;
+    h_.Put(lits.device_ids_v2);
+    if (!Numa()) return false;
+    if (!Eat(",\"AllocResp\":")) return false;
+    h_.Put(lits.alloc_resp);
+    if (Eat("null")) {
+      Lit(h_, "<nil>");
+    } else {
+      if (!String(&v) || !Base64(v)) return false;
+      h_.PutByteList(bytes_);
+    }
+    if (!Eat("}")) return false;
+    h_.Put('}');
+    return true;
+  }
+
+  const char* p_;
+  const char* end_;
+  HashSink h_;
+  std::string bytes_;  // the current AllocResp, decoded (reused)
+};
+
+}  // namespace
+
+bool OnePassVerifyV2(std::string_view bytes, uint64_t* stored, uint64_t* computed) {
+  OnePassVerifier v(bytes);
+  return v.Run(stored, computed);
 }
 
 }  // namespace devmgr::checkpoint

@@ -30,6 +30,16 @@ inline uint32_t Fnv1a32(std::string_view s) {
   return Fnv1a32Update(kFnv32Offset, s.data(), s.size());
 }
 
+// The checksum check of a V2 file in one pass over its bytes, without
+// decoding it, for files in the layout json.Marshal writes (what the kubelet
+// and devmgr write: keys in field order, no whitespace, plain ASCII strings
+// without escapes, ascending NUMA keys, canonical numbers and base64). Sets
+// *stored and *computed (the checksum of what Go would decode) and returns
+// true when the file is in that layout and is valid JSON for the V2 types;
+// returns false when it is not in that layout, and the file must then be
+// decoded the general way (VerifyOnly in checkpoint.h does so).
+bool OnePassVerifyV2(std::string_view bytes, uint64_t* stored, uint64_t* computed);
+
 }  // namespace devmgr::checkpoint
 
 #endif  // DEVMGR_CHECKPOINT_CHECKSUM_H_

@@ -174,7 +174,7 @@ int RunVerify(const std::vector<std::string>& files) {
       code = kExitUsage;
       continue;
     }
-    const VerifyResult r = checkpoint::Verify(*bytes);
+    const VerifyResult r = checkpoint::VerifyOnly(*bytes);
     if (r.valid) {
       std::cout << fmt::format("{}: OK {} checksum {}\n", name, FormatName(r.format), r.stored);
       continue;

@@ -16,13 +16,22 @@ void DeviceSets::Replace(const std::string& resource_name,
                          const google::protobuf::RepeatedPtrField<v1beta1::Device>& devices) {
   const uint64_t epoch = ++epoch_;
   Resource& r = resources_[resource_name];
-  r.version = ++last_version_;
+  // The version (what the checkpoint's cached rendering of the healthy IDs
+  // is keyed on) moves only when the healthy set, or the map's iteration
+  // order, may have changed: a re-sent identical list keeps it (issue #15).
+  bool changed = !r.has_healthy;
   r.has_all = r.has_healthy = r.has_unhealthy = true;
-  r.all.reserve(devices.size());
+  if (r.all.size() < static_cast<size_t>(devices.size())) {
+    r.all.reserve(devices.size());  // may rehash
+    changed = true;
+  }
   for (const v1beta1::Device& d : devices) {
-    StoredDevice& sd = r.all.try_emplace(d.id()).first->second;
+    auto [it, inserted] = r.all.try_emplace(d.id());
+    changed |= inserted;
+    StoredDevice& sd = it->second;
     if (sd.epoch != epoch) {
       sd.epoch = epoch;
+      sd.was_healthy = !inserted && sd.healthy;
       sd.healthy = false;
       sd.unhealthy = false;
     }
@@ -45,12 +54,15 @@ void DeviceSets::Replace(const std::string& resource_name,
   for (auto it = r.all.begin(); it != r.all.end();) {
     if (it->second.epoch != epoch) {
       r.all.erase(it++);  // vanished from the list
+      changed = true;
       continue;
     }
+    changed |= it->second.healthy != it->second.was_healthy;
     r.healthy_count += it->second.healthy;
     r.unhealthy_count += it->second.unhealthy;
     ++it;
   }
+  if (changed) r.version = ++last_version_;
 }
 
 void DeviceSets::MarkResourceUnhealthy(const std::string& resource_name) {

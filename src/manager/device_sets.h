@@ -38,8 +38,10 @@ struct StoredDevice {
   // Membership of healthyDevices[r] / unhealthyDevices[r] (both possible).
   bool healthy = false;
   bool unhealthy = false;
-  // Scratch of Replace: the update that last saw the device.
+  // Scratch of Replace: the update that last saw the device, and whether
+  // it was healthy before that update.
   uint64_t epoch = 0;
+  bool was_healthy = false;
 };
 
 using DeviceMap = absl::flat_hash_map<std::string, StoredDevice>;

@@ -25,18 +25,36 @@ bool Active(const PodRecord& r) {
 
 PodManager::PodManager(Node* node) : node_(node) {}
 
-PodRecord* PodManager::FindLocked(const std::string& key) {
-  // "namespace/name" is compared in place: building it for every record
-  // made each lookup allocate once per pod ever added (issue #15, P4).
+PodManager::SlotIt PodManager::FindSlotLocked(const std::string& key) {
+  // A "namespace/name" always contains a '/'; a key without one can only be
+  // a UID, found through the index. With a '/', the first record in
+  // admission order matching either way wins, as a scan finds it.
+  if (key.find('/') == std::string::npos) {
+    auto it = by_uid_.find(key);
+    return it == by_uid_.end() ? pods_.end() : it->second;
+  }
   auto is_ns_name = [&key](const pod::Pod& p) {
     const size_t ns = p.namespace_.size();
     return key.size() == ns + 1 + p.name.size() && key.compare(0, ns, p.namespace_) == 0 &&
            key[ns] == '/' && key.compare(ns + 1, std::string::npos, p.name) == 0;
   };
-  for (PodRecord& r : pods_) {
-    if (r.pod.uid == key || is_ns_name(r.pod)) return &r;
+  for (auto it = pods_.begin(); it != pods_.end(); ++it) {
+    if (it->rec.pod.uid == key || is_ns_name(it->rec.pod)) return it;
   }
-  return nullptr;
+  return pods_.end();
+}
+
+PodRecord* PodManager::FindLocked(const std::string& key) {
+  SlotIt it = FindSlotLocked(key);
+  return it == pods_.end() ? nullptr : &it->rec;
+}
+
+void PodManager::UpdateActiveLocked(SlotIt it) {
+  if (Active(it->rec)) {
+    active_.emplace(it->seq, it);
+  } else {
+    active_.erase(it->seq);
+  }
 }
 
 std::string PodManager::NewContainerId(const std::string& uid, const std::string& name) {
@@ -54,9 +72,16 @@ absl::StatusOr<PodRecord> PodManager::AddPod(const pod::Pod& p) {
       }
       // A deleted or terminated pod re-created with the same UID replaces
       // its record; its old allocations stay until garbage collection.
-      std::erase_if(pods_, [&](const PodRecord& r) { return r.pod.uid == p.uid; });
+      // (UIDs are unique among the records, so this is the only one.)
+      if (auto it = by_uid_.find(p.uid); it != by_uid_.end()) {
+        active_.erase(it->second->seq);
+        pods_.erase(it->second);
+        by_uid_.erase(it);
+      }
     }
-    PodRecord rec;
+    Slot slot;
+    slot.seq = next_seq_++;
+    PodRecord& rec = slot.rec;
     rec.pod = p;
     rec.phase = pod::Phase::kPending;
     for (const pod::Container* c : pod::AllContainersInKubeletOrder(p)) {
@@ -66,7 +91,10 @@ absl::StatusOr<PodRecord> PodManager::AddPod(const pod::Pod& p) {
     }
     // The pod is in the kubelet's pod manager (and so among the active
     // pods) while it is being admitted.
-    pods_.push_back(std::move(rec));
+    pods_.push_back(std::move(slot));
+    SlotIt it = std::prev(pods_.end());
+    by_uid_[p.uid] = it;
+    UpdateActiveLocked(it);
     node = node_;
   }
   AdmitAndStart(node, p.uid, /*start_containers=*/true);
@@ -83,10 +111,12 @@ void PodManager::AdmitAndStart(Node* node, const std::string& uid, bool start_co
   const topology::AdmitResult r = node->AdmitPod(p);
   {
     absl::MutexLock l(&mu_);
-    PodRecord* rec = FindLocked(uid);
+    SlotIt slot = FindSlotLocked(uid);
+    PodRecord* rec = &slot->rec;
     for (ContainerRecord& c : rec->containers) c.numa_affinity = node->NumaAffinity(uid, c.name);
     if (!r.admitted) {
       rec->phase = pod::Phase::kFailed;
+      UpdateActiveLocked(slot);
       rec->reason = r.reason;
       rec->message = r.message;
       for (ContainerRecord& c : rec->containers) c.running = false;
@@ -95,6 +125,7 @@ void PodManager::AdmitAndStart(Node* node, const std::string& uid, bool start_co
       return;
     }
     rec->phase = pod::Phase::kRunning;
+    UpdateActiveLocked(slot);
   }
   if (start_containers) StartContainers(node, uid);
 }
@@ -128,18 +159,22 @@ void PodManager::StartContainers(Node* node, const std::string& uid) {
 
 absl::Status PodManager::DeletePod(const std::string& uid) {
   absl::MutexLock l(&mu_);
-  PodRecord* rec = FindLocked(uid);
-  if (rec == nullptr) return absl::NotFoundError(fmt::format("no pod {}", uid));
+  SlotIt slot = FindSlotLocked(uid);
+  if (slot == pods_.end()) return absl::NotFoundError(fmt::format("no pod {}", uid));
+  PodRecord* rec = &slot->rec;
   rec->deleted = true;
+  UpdateActiveLocked(slot);
   for (ContainerRecord& c : rec->containers) c.running = false;
   return absl::OkStatus();
 }
 
 absl::Status PodManager::SetPhase(const std::string& uid, pod::Phase phase) {
   absl::MutexLock l(&mu_);
-  PodRecord* rec = FindLocked(uid);
-  if (rec == nullptr) return absl::NotFoundError(fmt::format("no pod {}", uid));
+  SlotIt slot = FindSlotLocked(uid);
+  if (slot == pods_.end()) return absl::NotFoundError(fmt::format("no pod {}", uid));
+  PodRecord* rec = &slot->rec;
   rec->phase = phase;
+  UpdateActiveLocked(slot);
   if (phase == pod::Phase::kSucceeded || phase == pod::Phase::kFailed) {
     for (ContainerRecord& c : rec->containers) c.running = false;
   }
@@ -187,23 +222,24 @@ absl::Status PodManager::RestartContainer(const std::string& uid, const std::str
 std::vector<std::string> PodManager::ActivePodUids() const {
   absl::MutexLock l(&mu_);
   std::vector<std::string> out;
-  for (const PodRecord& r : pods_) {
-    if (Active(r)) out.push_back(r.pod.uid);
-  }
+  out.reserve(active_.size());
+  for (const auto& [seq, it] : active_) out.push_back(it->rec.pod.uid);
   return out;
 }
 
 std::vector<PodRecord> PodManager::Pods() const {
   absl::MutexLock l(&mu_);
-  return pods_;
+  std::vector<PodRecord> out;
+  out.reserve(pods_.size());
+  for (const Slot& s : pods_) out.push_back(s.rec);
+  return out;
 }
 
 std::optional<PodRecord> PodManager::Find(const std::string& key) const {
   absl::MutexLock l(&mu_);
-  for (const PodRecord& r : pods_) {
-    if (r.pod.uid == key || r.pod.namespace_ + "/" + r.pod.name == key) return r;
-  }
-  return std::nullopt;
+  SlotIt it = const_cast<PodManager*>(this)->FindSlotLocked(key);
+  if (it == pods_.end()) return std::nullopt;
+  return it->rec;
 }
 
 manager::StartOptions PodManager::MakeStartOptions(bool node_rebooted) {
@@ -212,12 +248,13 @@ manager::StartOptions PodManager::MakeStartOptions(bool node_rebooted) {
   o.sources_ready = [this] { return sources_ready_.load(); };
   absl::MutexLock l(&mu_);
   if (node_rebooted) {
-    for (PodRecord& r : pods_) {
-      for (ContainerRecord& c : r.containers) c.running = false;
+    for (Slot& s : pods_) {
+      for (ContainerRecord& c : s.rec.containers) c.running = false;
     }
     return o;
   }
-  for (const PodRecord& r : pods_) {
+  for (const Slot& s : pods_) {
+    const PodRecord& r = s.rec;
     for (const ContainerRecord& c : r.containers) {
       if (c.container_id.empty()) continue;
       o.container_map[{r.pod.uid, c.name}] = c.container_id;
@@ -232,9 +269,7 @@ void PodManager::ReadmitAfterRestart(Node* new_node) {
   {
     absl::MutexLock l(&mu_);
     node_ = new_node;
-    for (const PodRecord& r : pods_) {
-      if (Active(r)) uids.push_back(r.pod.uid);
-    }
+    for (const auto& [seq, it] : active_) uids.push_back(it->rec.pod.uid);
   }
   // HandlePodAdditions for the pods that already exist, before the pod
   // sources report ready: running containers take the kubelet-restart
@@ -249,10 +284,10 @@ void PodManager::ReadmitAfterReboot(Node* new_node) {
   {
     absl::MutexLock l(&mu_);
     node_ = new_node;
-    for (PodRecord& r : pods_) {
-      for (ContainerRecord& c : r.containers) c.running = false;
-      if (Active(r)) uids.push_back(r.pod.uid);
+    for (Slot& s : pods_) {
+      for (ContainerRecord& c : s.rec.containers) c.running = false;
     }
+    for (const auto& [seq, it] : active_) uids.push_back(it->rec.pod.uid);
   }
   for (const std::string& uid : uids) AdmitAndStart(new_node, uid, /*start_containers=*/true);
 }

@@ -9,11 +9,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <list>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "manager/manager.h"
@@ -100,12 +102,31 @@ class PodManager {
   void StartContainers(Node* node, const std::string& uid) ABSL_LOCKS_EXCLUDED(mu_);
   std::string NewContainerId(const std::string& uid, const std::string& name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A record in admission order, with its admission sequence number.
+  struct Slot {
+    uint64_t seq = 0;
+    PodRecord rec;
+  };
+  using SlotIt = std::list<Slot>::iterator;
+  // The first record, in admission order, whose UID or "namespace/name" is
+  // the key; pods_.end() when none.
+  SlotIt FindSlotLocked(const std::string& uid_or_ns_name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   PodRecord* FindLocked(const std::string& uid_or_ns_name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Re-files the record in active_ after its phase or deleted flag changed.
+  void UpdateActiveLocked(SlotIt it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::atomic<bool> sources_ready_{true};
   mutable absl::Mutex mu_;
   Node* node_ ABSL_GUARDED_BY(mu_);
-  std::vector<PodRecord> pods_ ABSL_GUARDED_BY(mu_);  // admission order
+  // Every pod ever added (deleted ones too; a re-added UID replaces its
+  // record), in admission order. A list, so that the indexes below stay
+  // valid; lookups by UID and the active set cost O(1) and O(active), not
+  // O(pods ever added) (issue #15, P4).
+  std::list<Slot> pods_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, SlotIt> by_uid_ ABSL_GUARDED_BY(mu_);
+  // The active records (see Active in the .cc), by admission sequence.
+  std::map<uint64_t, SlotIt> active_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t next_container_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
