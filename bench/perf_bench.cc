@@ -933,7 +933,8 @@ int main(int argc, char** argv) {
     else
       Die("unknown flag " + k);
   }
-  if (const char* m = std::getenv("PERF_BENCH_NO_DEADLOCK_DETECTION"); m != nullptr && *m == '1') {
+  // As devmgr's main: absl's deadlock detection off unless asked for.
+  if (const char* m = std::getenv("DEVMGR_MUTEX_DEADLOCK_DETECTION"); m == nullptr || *m != '1') {
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   }
   Results res;

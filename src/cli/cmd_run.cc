@@ -29,6 +29,7 @@
 #include "metrics/http_server.h"
 #include "node/status_file.h"
 #include "podresources/options.h"
+#include "scenario/compare_kubelet.h"
 #include "scenario/report.h"
 #include "scenario/run_metrics.h"
 #include "scenario/runner.h"
@@ -53,6 +54,8 @@ struct RunOptions {
   std::string pod_resources_socket;
   std::string metrics_file;
   std::string metrics_address = "off";
+  std::string compare_kubelet;  // --compare-kubelet VERSION
+  std::string kubelet_oracle;   // --kubelet-oracle PATH|DIR
 };
 
 std::string SelfExe() {
@@ -74,6 +77,15 @@ bool SuiteFromFlags(const RunOptions& o, scenario::SuiteOptions* so) {
   absl::StatusOr<std::vector<std::string>> versions = ExpandVersionList(o.kubelet_version);
   so->matrix = versions.ok() && (versions->size() > 1 || o.kubelet_version == "all" ||
                                  o.kubelet_version.find_first_of(",-") != std::string::npos);
+  if (!o.compare_kubelet.empty()) {
+    // One profile, planned as a matrix of one (node.kubelet_versions and
+    // applies_to skip what they leave out).
+    versions =
+        ProfileForVersion(o.compare_kubelet).ok()
+            ? absl::StatusOr<std::vector<std::string>>({o.compare_kubelet})
+            : absl::InvalidArgumentError("--compare-kubelet takes one profile (1.30 .. 1.37)");
+    so->matrix = true;
+  }
   absl::StatusOr<Profile> def =
       !versions.ok() ? versions.status()
                      : ProfileForVersion(so->matrix ? versions->front() : o.kubelet_version);
@@ -108,6 +120,28 @@ bool SuiteFromFlags(const RunOptions& o, scenario::SuiteOptions* so) {
     const std::filesystem::path abs = std::filesystem::absolute(ro.pod_resources_socket, ec);
     if (!ec) ro.pod_resources_socket = abs.lexically_normal().string();
   }
+  return true;
+}
+
+// --compare-kubelet: every planned run becomes a devmgr run and its
+// comparison with the kubelet oracle. False (printed) without an oracle.
+bool CompareFromFlags(const RunOptions& o, scenario::SuiteOptions* so) {
+  if (o.compare_kubelet.empty()) return true;
+  scenario::CompareOptions c;
+  c.version = so->versions.front();
+  absl::StatusOr<std::string> bin =
+      scenario::FindKubeletOracle(o.kubelet_oracle, c.version, so->runner.devmgr_bin);
+  if (!bin.ok()) {
+    std::cerr << "devmgr run: --compare-kubelet: " << bin.status().message() << "\n";
+    return false;
+  }
+  c.oracle_binary = *bin;
+  so->run_planned = [c](const scenario::Scenario& sc, const scenario::PlannedRun& run,
+                        const scenario::RunnerOptions& ro) {
+    scenario::CompareOptions with = c;
+    with.runner = ro;
+    return scenario::CompareScenario(sc, run.display, with);
+  };
   return true;
 }
 
@@ -173,6 +207,7 @@ int RunScenarios(const RunOptions& o) {
   so.runner.cancel = interrupt.flag();
   RunMetricsOutput m;
   if (!StartMetrics(o, *scenarios, &so, &m)) return kExitEnvironment;
+  if (!CompareFromFlags(o, &so)) return kExitEnvironment;
 
   const scenario::SuiteResult r = scenario::RunSuite(*scenarios, so);
   if (r.focus_matched == 0 && !r.results.empty()) {
@@ -238,6 +273,15 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "(e.g. 127.0.0.1:0 for any free port; `run:` steps get the URL as "
                   "$DEVMGR_METRICS_URL)")
       ->capture_default_str();
+  sub->add_option("--compare-kubelet", opts->compare_kubelet,
+                  "Differential run: every scenario under this profile (one version) on devmgr "
+                  "and on the real kubelet device manager of that release (a kubelet-oracle "
+                  "binary, docs/oracle.md), compared step by step; exit 1 on a difference not in "
+                  "the reviewed table (docs/profiles.md)");
+  sub->add_option("--kubelet-oracle", opts->kubelet_oracle,
+                  "The kubelet-oracle binary, or a directory of kubelet-oracle-<version> "
+                  "(default: $DEVMGR_KUBELET_ORACLE, else kubelet-oracle/ beside the devmgr "
+                  "binary, where `make kubelet-oracle` puts them)");
   sub->add_option("-v,--v", opts->verbosity, "Log verbosity (klog -v)")->capture_default_str();
   sub->callback([opts, exit_code] { *exit_code = RunScenarios(*opts); });
 }

@@ -1,9 +1,11 @@
 // devmgr: wiring only. Subcommands come from the table in commands.h.
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/synchronization/mutex.h"
 #include "cli/commands.h"
 #include "common/spellcheck.h"
 
@@ -23,6 +25,14 @@ constexpr AddFn kCommands[] = {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // absl's lock-order (deadlock) detection costs about a tenth of the
+  // instructions of an admission and aborts the process on a cycle it
+  // suspects. The product runs without it, like the kubelet; the unit and
+  // integration tests (which do not run main) keep it on, and
+  // DEVMGR_MUTEX_DEADLOCK_DETECTION=1 turns it on here to debug.
+  if (const char* d = std::getenv("DEVMGR_MUTEX_DEADLOCK_DETECTION"); d == nullptr || *d != '1') {
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  }
   CLI::App app{
       "devmgr: the kubelet's Device Manager without a cluster. Runs the kubelet side of the\n"
       "device plugin API v1beta1 against real plugins, and inspects and repairs\n"

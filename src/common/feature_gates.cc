@@ -8,6 +8,7 @@ namespace {
 constexpr GateState Alpha(bool on = false) { return {"ALPHA", on, false}; }
 constexpr GateState Beta(bool on = true) { return {"BETA", on, false}; }
 constexpr GateState GA() { return {"GA", true, true}; }
+constexpr GateState Deprecated(bool on = true) { return {"DEPRECATED", on, false}; }
 
 // Go's strconv.ParseBool.
 bool ParseGoBool(const std::string& v, bool* out) {
@@ -54,10 +55,13 @@ const std::vector<GateSpec>& FeatureGateTable() {
       // devmgr also accepts it in 1.30-1.33 (default off there), where patch
       // backports may carry it (UNCONFIRMED).
       {kGateKubeletPodResourcesListUseActivePods,
-       {{30, {"DEVMGR", false, false}}, {34, Beta()}},
+       {{30, {"DEVMGR", false, false}}, {34, Deprecated()}},
        0,
-       "#132028 (1.34)"},
-      {kGateSidecarContainers, {{29, Beta()}, {33, GA()}}, 0, "beta 1.29, GA 1.33 (KEP-753)"},
+       "#132028 (1.34; added deprecated, default on: the release tables of 1.34.4-1.37.2)"},
+      {kGateSidecarContainers,
+       {{29, Beta()}, {33, GA()}},
+       37,
+       "beta 1.29, GA 1.33 (KEP-753), removed in 1.37 (absent from the 1.37.2 gate table)"},
       {kGateResourceHealthStatus,
        {{31, Alpha()}, {36, Beta()}},
        0,

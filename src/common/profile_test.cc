@@ -88,6 +88,21 @@ TEST(FeatureGatesTest, DefaultsPerVersion) {
   EXPECT_TRUE(on("1.34", kGateKubeletPodResourcesListUseActivePods));
   EXPECT_TRUE(on("1.30", kGateDevicePluginCDIDevices));
   EXPECT_TRUE(on("1.34", kGateDevicePluginCDIDevices));  // removed after GA: always on
+  EXPECT_TRUE(on("1.37", kGateSidecarContainers));       // removed after GA: always on
+}
+
+// As the releases' own gate tables have them (kubelet-oracle `feature_gates`,
+// docs/profiles.md): KubeletPodResourcesListUseActivePods came in deprecated
+// in 1.34, SidecarContainers is gone in 1.37.
+TEST(FeatureGatesTest, StagesOfTheReleaseTables) {
+  ASSERT_TRUE(GateAt(kGateKubeletPodResourcesListUseActivePods, 34).has_value());
+  EXPECT_STREQ(GateAt(kGateKubeletPodResourcesListUseActivePods, 34)->stage, "DEPRECATED");
+  EXPECT_TRUE(GateAt(kGateKubeletPodResourcesListUseActivePods, 37)->default_value);
+  EXPECT_TRUE(GateAt(kGateSidecarContainers, 36).has_value());
+  EXPECT_FALSE(GateAt(kGateSidecarContainers, 37).has_value());
+  FeatureGates g(37);
+  EXPECT_EQ(g.Set("SidecarContainers=true").message(),
+            "unrecognized feature gate: SidecarContainers");
 }
 
 TEST(FeatureGatesTest, SetFollowsComponentBase) {

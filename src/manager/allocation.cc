@@ -73,10 +73,12 @@ absl::Status ManagerImpl::AllocateContainerResources(
     DM_VINFO(3, "Looking for needed resources", {"resourceName", resource}, {"pod", pod_ref},
              {"containerName", cname}, {"needed", needed});
     if (!IsDevicePluginResource(resource)) continue;
-    // DRAExtendedResource (1.34+, gate default off until 1.36): a limit the
-    // pod's status.extendedResourceClaimStatus maps to a claim is served by
-    // DRA; the device manager neither allocates nor checkpoints it.
-    if (opts_.profile.gates.Enabled(kGateDRAExtendedResource) &&
+    // DRAExtendedResource (gate from 1.34, default off until 1.36): a limit
+    // the pod's status.extendedResourceClaimStatus maps to a claim is served
+    // by DRA; the device manager neither allocates nor checkpoints it. The
+    // device manager checks it from 1.35 (1.34.4's has no such code: the
+    // kubelet oracle allocates the limit there with the gate on).
+    if (opts_.profile.minor >= 35 && opts_.profile.gates.Enabled(kGateDRAExtendedResource) &&
         pod::IsDraBackedResource(pod, cname, resource)) {
       DM_VINFO(3, "Skipping DRA-backed extended resource", {"resourceName", resource},
                {"pod", pod_ref}, {"containerName", cname});

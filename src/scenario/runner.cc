@@ -77,6 +77,7 @@ class Run {
     const absl::Time s0 = absl::Now();
     RunStep(st, &r);
     r.duration = absl::Now() - s0;
+    if (opts_.after_step) opts_.after_step(ctx_, &st, r);
     PrintStepEnd(r);
     return r;
   }
@@ -153,6 +154,7 @@ class Run {
     absl::Status s = gated_.ok() ? ctx_.Setup() : gated_.status();
     result_.work_dir = ctx_.work_dir;
     r.duration = absl::Now() - s0;
+    if (s.ok() && opts_.after_step) opts_.after_step(ctx_, nullptr, r);
     if (!s.ok()) {
       r.outcome = IsEnvError(s) ? Outcome::kError : Outcome::kFailed;
       r.message = std::string(s.message());

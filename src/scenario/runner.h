@@ -8,6 +8,7 @@
 #define DEVMGR_SCENARIO_RUNNER_H_
 
 #include <atomic>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@
 #include "scenario/scenario.h"
 
 namespace devmgr::scenario {
+
+class RunContext;
 
 struct RunnerOptions {
   // The devmgr binary (for sample plugins and $DEVMGR_BIN).
@@ -43,6 +46,10 @@ struct RunnerOptions {
   RunMetrics* metrics = nullptr;
   // Where those metrics are served ("" = not served): $DEVMGR_METRICS_URL.
   std::string metrics_url;
+  // Called after the set-up (step nullptr) and after every step that ran,
+  // with the run's state: `devmgr run --compare-kubelet` observes devmgr
+  // there (compare_kubelet.h). Empty: none.
+  std::function<void(RunContext& ctx, const Step* step, const StepResult& r)> after_step;
   size_t log_tail_lines = 25;
   size_t output_tail_lines = 20;
 };

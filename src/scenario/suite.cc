@@ -111,6 +111,10 @@ SuiteResult RunSuite(const std::vector<Scenario>& scenarios, const SuiteOptions&
       } else if (run.skip) {
         if (log) *log << "--- SKIP " << run.display << " (" << run.reason << ")\n";
         out.results.push_back(SkippedRun(sc, run, run.reason));
+      } else if (o.run_planned) {
+        for (ScenarioResult& r : o.run_planned(sc, run, o.runner)) {
+          out.results.push_back(std::move(r));
+        }
       } else {
         out.results.push_back(RunScenario(sc, run.version, run.display, o.runner));
       }

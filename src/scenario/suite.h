@@ -4,6 +4,7 @@
 #ifndef DEVMGR_SCENARIO_SUITE_H_
 #define DEVMGR_SCENARIO_SUITE_H_
 
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <regex>
@@ -15,6 +16,7 @@
 #include "scenario/result.h"
 #include "scenario/runner.h"
 #include "scenario/scenario.h"
+#include "scenario/version_matrix.h"
 
 namespace devmgr::scenario {
 
@@ -34,6 +36,11 @@ struct SuiteOptions {
   std::optional<std::regex> focus;    // only runs whose display name matches
   std::optional<std::regex> skip;     // not those
   RunnerOptions runner;               // runner.cancel also skips the remaining runs
+  // Carries out one planned run instead of RunScenario (e.g. `--compare-
+  // kubelet`: the devmgr run and its comparison); empty: RunScenario.
+  std::function<std::vector<ScenarioResult>(const Scenario&, const PlannedRun&,
+                                            const RunnerOptions&)>
+      run_planned;
 };
 
 struct SuiteResult {

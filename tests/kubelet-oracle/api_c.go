@@ -7,10 +7,10 @@ package main
 import (
 	"context"
 
-	"k8s.io/klog/v2"
 	cadvisorapi "github.com/google/cadvisor/info/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
@@ -56,7 +56,9 @@ func (x *managers) runOptions(pod *v1.Pod, c *v1.Container) (*devicemanager.Devi
 	return x.m.GetDeviceRunContainerOptions(context.Background(), pod, c)
 }
 
-func (x *managers) capacity() (v1.ResourceList, v1.ResourceList, []string) { return x.m.GetCapacity(klog.Background()) }
+func (x *managers) capacity() (v1.ResourceList, v1.ResourceList, []string) {
+	return x.m.GetCapacity(klog.Background())
+}
 
 func (x *managers) allocatable() devicemanager.ResourceDeviceInstances {
 	return x.m.GetAllocatableDevices(klog.Background())

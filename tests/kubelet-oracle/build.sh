@@ -33,7 +33,10 @@ for p in "${profiles[@]}"; do
     cat "$OUT/download-$p.log" >&2
     exit 1
   fi
-  "$GO" build -modfile="go.$p.mod" -tags "oracle_api_$shape" \
+  tags="oracle_api_$shape"
+  # pod.status.extendedResourceClaimStatus exists from 1.34 (dra_status.go).
+  if (( ${p#1.} >= 34 )); then tags="$tags oracle_dra"; fi
+  "$GO" build -modfile="go.$p.mod" -tags "$tags" \
     -ldflags "-X main.kubernetesVersion=$release" -o "$OUT/kubelet-oracle-$p" .
   echo "kubelet-oracle-$p (k8s.io/kubernetes $release): built in $(( $(date +%s) - start )) s" >&2
 done

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cadvisorapi "github.com/google/cadvisor/info/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
@@ -30,12 +32,24 @@ type containerSpec struct {
 	RestartPolicy string           `json:"restart_policy,omitempty"` // "Always": a sidecar init container
 }
 
+// status.extendedResourceClaimStatus (DRA-backed extended resources).
+type extendedResourceClaim struct {
+	Name     string `json:"name"`
+	Mappings []struct {
+		Container string `json:"container"`
+		Resource  string `json:"resource"`
+		Request   string `json:"request"`
+	} `json:"mappings"`
+}
+
 type podSpec struct {
 	UID            string          `json:"uid"`
 	Name           string          `json:"name"`
 	Namespace      string          `json:"namespace"`
 	Containers     []containerSpec `json:"containers"`
 	InitContainers []containerSpec `json:"init_containers"`
+	// 1.34+ only (an error before).
+	ExtendedResourceClaim *extendedResourceClaim `json:"extended_resource_claim"`
 }
 
 type request struct {
@@ -55,6 +69,11 @@ type request struct {
 	// restart: whether the admitted pods' containers are reported running
 	// by the fake runtime (default true).
 	ContainersRunning *bool `json:"containers_running"`
+	// restart: admit the active pods again, in admission order, as the
+	// kubelet's pod workers do after a restart (HandlePodAdditions).
+	Readmit bool `json:"readmit"`
+	// feature_gates
+	Names []string `json:"names"`
 	// wait
 	Resource    string `json:"resource"`
 	Capacity    *int64 `json:"capacity"`
@@ -113,6 +132,9 @@ type oracle struct {
 	pods       map[string]*v1.Pod // admitted and not deleted, by UID
 	order      []string           // admission order of pods
 	containers containermap.ContainerMap
+	// sourcesNotReady: sourcesReady.AllReady() answers false (while a
+	// restart re-admits the pods that already existed).
+	sourcesNotReady atomic.Bool
 }
 
 func newOracle(dir string) *oracle {
@@ -170,7 +192,7 @@ func (o *oracle) startManagers(running bool) error {
 		}
 	})
 	o.mu.Unlock()
-	ready := config.NewSourcesReady(func(sets.Set[string]) bool { return true })
+	ready := config.NewSourcesReady(func(sets.Set[string]) bool { return !o.sourcesNotReady.Load() })
 	if err := m.start(o.activePods, ready, initial, runningSet); err != nil {
 		return fmt.Errorf("Start: %w", err)
 	}
@@ -179,7 +201,7 @@ func (o *oracle) startManagers(running bool) error {
 }
 
 func (o *oracle) handle(r *request) map[string]any {
-	if r.Op != "start" && r.Op != "quit" && r.Op != "logs" && r.Op != "checkpoint" && !o.started {
+	if r.Op != "start" && r.Op != "quit" && r.Op != "logs" && r.Op != "checkpoint" && r.Op != "feature_gates" && !o.started {
 		return fail("%q before start", r.Op)
 	}
 	switch r.Op {
@@ -206,7 +228,22 @@ func (o *oracle) handle(r *request) map[string]any {
 		if err := o.startManagers(running); err != nil {
 			return fail("%v", err)
 		}
-		return map[string]any{"ok": true}
+		resp := map[string]any{"ok": true}
+		if r.Readmit {
+			// As the kubelet after a restart: the pods that already existed
+			// are admitted again before the pod sources report ready (the
+			// running-container shortcut of devicesToAllocate applies).
+			o.sourcesNotReady.Store(running)
+			resp["readmitted"] = o.readmit()
+			o.sourcesNotReady.Store(false)
+		}
+		return resp
+	case "feature_gates":
+		return featureGates(r.Names)
+	case "readmit":
+		// The admission of every active pod again, sources ready (after a
+		// reboot, once the plugins are back).
+		return map[string]any{"ok": true, "readmitted": o.readmit()}
 	case "admit":
 		return o.admit(r)
 	case "delete":
@@ -249,7 +286,7 @@ func (o *oracle) handle(r *request) map[string]any {
 		o.shutdown()
 		return map[string]any{"ok": true}
 	}
-	return fail("unknown op %q (start, admit, delete, restart, run_options, hints, state, wait, update_allocated, checkpoint, logs, quit)", r.Op)
+	return fail("unknown op %q (start, admit, delete, restart, readmit, feature_gates, run_options, hints, state, wait, update_allocated, checkpoint, logs, quit)", r.Op)
 }
 
 func (o *oracle) shutdown() {
@@ -309,6 +346,11 @@ func (o *oracle) admit(r *request) map[string]any {
 		return fail("pod %q is already active", r.Pod.UID)
 	}
 	pod := buildPod(r.Pod)
+	if r.Pod.ExtendedResourceClaim != nil {
+		if err := setExtendedResourceClaim(pod, r.Pod.ExtendedResourceClaim); err != nil {
+			return fail("%v", err)
+		}
+	}
 	// As the kubelet: the pod is in the active set while it is admitted
 	// (the pod manager adds it before the admit handlers run).
 	o.mu.Lock()
@@ -336,6 +378,33 @@ func (o *oracle) admit(r *request) map[string]any {
 	o.mu.Unlock()
 	resp["devices"] = o.podDevices(pod)
 	return resp
+}
+
+// readmit runs the admission of every active pod again (after a restart);
+// a rejected pod leaves the active set, as a pod the kubelet fails.
+func (o *oracle) readmit() []map[string]any {
+	out := []map[string]any{}
+	for _, pod := range o.activePods() {
+		admitted, reason, message := o.mgr.admit(pod)
+		if admitted {
+			if err := o.mgr.updatePluginResources(pod); err != nil {
+				admitted, reason, message = false, "UnexpectedAdmissionError", err.Error()
+			}
+		}
+		r := map[string]any{"uid": string(pod.UID), "admitted": admitted, "reason": reason, "message": message}
+		if admitted {
+			r["devices"] = o.podDevices(pod)
+		} else {
+			o.mu.Lock()
+			delete(o.pods, string(pod.UID))
+			for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+				o.containers.RemoveByContainerRef(string(pod.UID), c.Name)
+			}
+			o.mu.Unlock()
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func sortedIDs(ids sets.Set[string]) []string {
@@ -511,3 +580,33 @@ func (o *oracle) wait(r *request) map[string]any {
 }
 
 var _ = devicemanager.ActivePodsFunc(nil)
+
+// featureGates reports the release's own feature-gate table (default,
+// stage, locked) for the named gates (all when none are named); a gate the
+// release does not know is absent.
+func featureGates(names []string) map[string]any {
+	all, ok := utilfeature.DefaultMutableFeatureGate.(interface {
+		GetAll() map[featuregate.Feature]featuregate.FeatureSpec
+	})
+	if !ok {
+		return fail("the feature gate has no GetAll")
+	}
+	specs := all.GetAll()
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	out := map[string]any{}
+	for f, spec := range specs {
+		if len(want) > 0 && !want[string(f)] {
+			continue
+		}
+		stage := string(spec.PreRelease)
+		if stage == "" {
+			stage = "GA"
+		}
+		out[string(f)] = map[string]any{"default": spec.Default, "stage": stage, "locked": spec.LockToDefault,
+			"enabled": utilfeature.DefaultFeatureGate.Enabled(f)}
+	}
+	return map[string]any{"ok": true, "gates": out}
+}
