@@ -157,7 +157,8 @@ TEST_F(HostilePluginTest, FloodOfListAndWatchMessages) {
   EXPECT_EQ(flood.CallCount("ListAndWatch"), 1);
   const ProcStats after = ProcStats::Now();
   std::printf("flood: RSS %ld -> %ld KiB\n", before.rss_kib, after.rss_kib);
-  EXPECT_LT(after.rss_kib - before.rss_kib, 256 * 1024);
+  // Under ASan, freed memory sits in its quarantine (kRssMeaningful, proc_stats.h).
+  if (kRssMeaningful) EXPECT_LT(after.rss_kib - before.rss_kib, 256 * 1024);
   ExpectGoodPluginServed();
 }
 

@@ -95,22 +95,6 @@ class LeakTest : public ::testing::Test {
   std::string active_ ABSL_GUARDED_BY(mu_);
 };
 
-// Under AddressSanitizer RSS says nothing about leaks: freed memory is held in ASan's quarantine
-// (256 MiB by default) and every allocation has shadow and redzones, so RSS grows by hundreds of
-// MiB without a leak. There LeakSanitizer checks the heap at exit instead (make test-sanitize),
-// and fds and threads are still compared here.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kRssMeaningful = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kRssMeaningful = false;
-#else
-constexpr bool kRssMeaningful = true;
-#endif
-#else
-constexpr bool kRssMeaningful = true;
-#endif
-
 TEST_F(LeakTest, PluginRestartsAndPodAdmissionsReturnToBaseline) {
   const int restarts = EnvInt("DEVMGR_LEAK_RESTARTS", 1000);
   const int admissions = EnvInt("DEVMGR_LEAK_ADMISSIONS", 10000);
