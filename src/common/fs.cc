@@ -243,14 +243,9 @@ absl::Status WriteOutputFile(const std::string& path, std::string_view bytes) {
     if (fd < 0) {
       s = ErrnoStatus("open", path, errno);
     } else {
-      size_t done = 0;
-      while (done < bytes.size() && s.ok()) {
-        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) s = ErrnoStatus("write", path, errno);
-        if (n > 0) done += static_cast<size_t>(n);
-      }
-      ::close(fd);
+      PosixWritableFile f(fd, path);  // the same write loop as every other file
+      s = f.Append(bytes);
+      s.Update(f.Close());
     }
   } else {
     AtomicWriteOptions opts;
