@@ -31,9 +31,16 @@ absl::StatusOr<std::string> FileStore::Read(std::string_view name) const {
 
 absl::Status FileStore::Write(std::string_view name, std::string_view bytes) const {
   if (!ValidName(name)) return InvalidName(name);
+  // ensureDirectory: a directory that cannot be stat'ed (removed while the
+  // kubelet runs) is made again, 0755, parents included.
+  if (!fs_->IsDirectory(dir_).ok()) {
+    if (absl::Status s = fs::MkdirAll(*fs_, dir_, 0755); !s.ok()) return s;
+  }
   fs::AtomicWriteOptions opts;
   opts.fsync = fsync_;
+  opts.sync_dir = false;  // the kubelet syncs the file only
   opts.mode = 0600;
+  opts.temp_prefix = ".";  // os.CreateTemp(dir, "."): ".2841365932"
   return fs::WriteFileAtomically(*fs_, fmt::format("{}/{}", dir_, name), bytes, opts);
 }
 

@@ -1,8 +1,10 @@
 // Atomic storage of checkpoint files in one directory, as the kubelet's
-// checkpointmanager filestore does: write to a "."-prefixed temp file in the
-// same directory (mode 0600), fsync, close, rename over the target, fsync the
-// directory; the temp file is removed on any failure, and the old file is
-// kept. All I/O goes through the filesystem seam (common/fs.h).
+// checkpointmanager filestore (pkg/kubelet/util/store) does: the directory
+// made again if it is gone, then a temp file named "." + random digits in
+// it (mode 0600), write, fsync, close, rename over the target (the
+// directory itself is not fsynced); the temp file is removed on any
+// failure, and the old file is kept. All I/O goes through the filesystem
+// seam (common/fs.h).
 #ifndef DEVMGR_CHECKPOINT_FILE_STORE_H_
 #define DEVMGR_CHECKPOINT_FILE_STORE_H_
 
@@ -18,9 +20,10 @@ namespace devmgr::checkpoint {
 // Thread-compatible.
 class FileStore {
  public:
-  // `dir` must exist when Write is called. With fsync false, the fsyncs are
-  // skipped (fast CI runs; no durability across power loss). `fs` (not
-  // owned; nullptr: fs::Default()) must outlive the store.
+  // Write makes `dir` (0755, parents too) when it cannot stat it. With
+  // fsync false, the fsync is skipped (fast CI runs; no durability across
+  // power loss). `fs` (not owned; nullptr: fs::Default()) must outlive the
+  // store.
   explicit FileStore(std::string dir, bool fsync = true, fs::Filesystem* fs = nullptr);
 
   // Returns NotFound when the file does not exist, the bytes otherwise.

@@ -83,9 +83,49 @@ TEST_F(FileStoreTest, ListSkipsDotFilesAndDirectories) {
   EXPECT_NE(dir_read.status().message().find("is a directory"), std::string::npos);
 }
 
+// The kubelet's FileStore.Write begins with ensureDirectory: a directory it
+// cannot stat is made again (os.MkdirAll, 0755).
+TEST_F(FileStoreTest, WriteMakesAMissingDirectoryAgain) {
+  const std::string dir = dir_ + "/gone/device-plugins";
+  FileStore store(dir, false);
+  ASSERT_OK(store.Write(kCheckpointName, "x"));
+  EXPECT_EQ(*store.Read(kCheckpointName), "x");
+  struct stat st;
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  EXPECT_EQ(st.st_mode & 0777, 0755u & ~mask);
+  ASSERT_EQ(::unlink((dir + "/" + kCheckpointName).c_str()), 0);
+  ASSERT_EQ(::rmdir(dir.c_str()), 0);
+  ASSERT_EQ(::rmdir((dir_ + "/gone").c_str()), 0);
+}
+
+// Something that is not a directory there: the stat succeeds, so nothing is
+// made, and creating the temp file fails (os.CreateTemp's error).
+TEST_F(FileStoreTest, AFileInPlaceOfTheDirectoryFailsAtTheTempFile) {
+  std::ofstream(dir_ + "/file") << "x";
+  FileStore store(dir_ + "/file", false);
+  const absl::Status s = store.Write(kCheckpointName, "x");
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::MatchesRegex("open " + dir_ + "/file/\\.[0-9]+: not a directory"));
+}
+
+// The temp file is os.CreateTemp(dir, "."): a dot and random digits, then
+// renamed over the target.
+TEST_F(FileStoreTest, TheTempFileIsNamedAsTheKubeletNamesIt) {
+  using Op = fs::FaultInjectingFs::Op;
+  fs::FaultInjectingFs faults;
+  FileStore store(dir_, false, &faults);
+  faults.Fail(Op::kRename, EIO);
+  const absl::Status s = store.Write(kCheckpointName, "new");
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::MatchesRegex("rename " + dir_ + "/\\.[0-9]+ " + dir_ + "/" +
+                                      kCheckpointName + ": input/output error"));
+  EXPECT_EQ(CountEntries(), 0);
+}
+
 TEST_F(FileStoreTest, FailedWriteLeavesNoTempFile) {
-  FileStore store(dir_ + "/missing-dir", true);
-  EXPECT_FALSE(store.Write(kCheckpointName, "x").ok());
   // Rename over a directory fails after the temp file was written.
   ASSERT_EQ(::mkdir((dir_ + "/target").c_str(), 0700), 0);
   ASSERT_EQ(::mkdir((dir_ + "/target/x").c_str(), 0700), 0);
@@ -107,10 +147,9 @@ TEST_F(FileStoreTest, InjectedEnospcKeepsTheOldCheckpointWithAClearError) {
   faults.Fail(Op::kAppend, ENOSPC);
   const absl::Status s = store.Write(kCheckpointName, "new");
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
-  EXPECT_THAT(std::string(s.message()),
-              ::testing::MatchesRegex("write " + dir_ +
-                                      "/\\.kubelet_internal_checkpoint\\.[0-9]+: no "
-                                      "space left on device"));
+  EXPECT_THAT(std::string(s.message()), ::testing::MatchesRegex("write " + dir_ +
+                                                                "/\\.[0-9]+: no "
+                                                                "space left on device"));
   EXPECT_EQ(*store.Read(kCheckpointName), "old");
   EXPECT_EQ(CountEntries(), 1);
   EXPECT_EQ(faults.Calls(Op::kRename), 1);  // only the first write renamed

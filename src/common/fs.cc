@@ -219,7 +219,8 @@ absl::Status WriteFileAtomically(Filesystem& fs, const std::string& path, std::s
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   std::string tmp;
-  absl::StatusOr<std::unique_ptr<WritableFile>> f = fs.NewTempFile(dir, "." + base + ".", &tmp);
+  const std::string prefix = opts.temp_prefix.empty() ? "." + base + "." : opts.temp_prefix;
+  absl::StatusOr<std::unique_ptr<WritableFile>> f = fs.NewTempFile(dir, prefix, &tmp);
   if (!f.ok()) return f.status();
   absl::Status s = (*f)->Append(bytes);
   if (s.ok() && opts.fsync) s = (*f)->Sync();
@@ -231,7 +232,7 @@ absl::Status WriteFileAtomically(Filesystem& fs, const std::string& path, std::s
     (void)fs.Remove(tmp);
     return s;
   }
-  if (opts.fsync) return fs.SyncDir(dir);
+  if (opts.fsync && opts.sync_dir) return fs.SyncDir(dir);
   return absl::OkStatus();
 }
 

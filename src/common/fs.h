@@ -84,17 +84,22 @@ Filesystem* Default();
 absl::Status MkdirAll(Filesystem& fs, const std::string& path, mode_t mode);
 
 struct AtomicWriteOptions {
-  // fsync the temp file before the rename and the directory after it
-  // (false: faster, for CI; no durability across power loss).
+  // fsync the temp file before the rename (false: faster, for CI; no
+  // durability across power loss).
   bool fsync = true;
+  // With fsync: also fsync the directory after the rename.
+  bool sync_dir = true;
   // The file's mode (the temp file is created 0600).
   mode_t mode = 0600;
+  // The temp file's name before its random digits; empty: "." + the
+  // target's base name + ".".
+  std::string temp_prefix;
 };
 
 // Writes `bytes` to `path` so that readers see the old or the new content,
 // never a mix: a "."-prefixed temp file in the same directory, write,
-// fsync, close, rename over `path`, fsync the directory. On any failure the
-// temp file is removed and `path` is left as it was.
+// fsync, close, rename over `path`, fsync the directory (as `opts` says).
+// On any failure the temp file is removed and `path` is left as it was.
 absl::Status WriteFileAtomically(Filesystem& fs, const std::string& path, std::string_view bytes,
                                  const AtomicWriteOptions& opts = {});
 

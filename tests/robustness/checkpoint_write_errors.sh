@@ -58,7 +58,7 @@ cp "$ck" "$root/old"
 check_kept() {  # check_kept CASE
   cmp -s "$ck" "$root/old" || { echo "$1: checkpoint changed" >&2; exit 1; }
   "$bin" checkpoint verify "$ck" >/dev/null
-  if find "$d" -maxdepth 1 -name '.kubelet_internal_checkpoint.*' | grep -q .; then
+  if find "$d" -maxdepth 1 -name '.[0-9]*' | grep -q .; then
     echo "$1: temp file left behind" >&2
     exit 1
   fi

@@ -7,7 +7,7 @@
 # kubelet) and a new static pod admitted (the allocation changes the checkpoint's content).
 # After every kill: the checkpoint, when present, passes `devmgr checkpoint verify` (so it is one
 # complete version: never torn). Kills that landed between the temp file's creation and its
-# rename leave a `.kubelet_internal_checkpoint.XXXXXX` file (as the kubelet's own writer would);
+# rename leave a `.NNNNNNNNNN` temp file (os.CreateTemp(dir, "."), as the kubelet's writer);
 # the next start's directory cleanup must remove it. Prints the figures.
 set -euo pipefail
 bin=${DEVMGR_BIN:?DEVMGR_BIN must name the devmgr binary}
@@ -43,7 +43,7 @@ for i in $(seq 1 "$cycles"); do
   kill -9 -- "-$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   pid=
-  left=$(find "$d" -maxdepth 1 -name '.kubelet_internal_checkpoint.*' | wc -l)
+  left=$(find "$d" -maxdepth 1 -name '.[0-9]*' | wc -l)
   [ "$left" -gt 0 ] && tmp_seen=$((tmp_seen + 1))
   if [ -e "$ck" ]; then
     if ! "$bin" checkpoint verify "$ck" >"$root/verify.out" 2>&1; then
@@ -64,7 +64,7 @@ elapsed_ms=$((($(date +%s%N) - start_ns) / 1000000))
   cat "$root/serve.log" >&2
   exit 1
 }
-tmp_stale=$(find "$d" -maxdepth 1 -name '.kubelet_internal_checkpoint.*' | wc -l)
+tmp_stale=$(find "$d" -maxdepth 1 -name '.[0-9]*' | wc -l)
 echo "crash consistency: $cycles SIGKILL cycles in ${elapsed_ms} ms; checkpoint valid after $valid," \
   "absent (killed before the first write) after $absent; ${#versions[@]} distinct versions;" \
   "kills mid-write leaving a temp file: $tmp_seen; temp files after the next start: $tmp_stale"

@@ -158,7 +158,9 @@ TEST_F(HostilePluginTest, FloodOfListAndWatchMessages) {
   const ProcStats after = ProcStats::Now();
   std::printf("flood: RSS %ld -> %ld KiB\n", before.rss_kib, after.rss_kib);
   // Under ASan, freed memory sits in its quarantine (kRssMeaningful, proc_stats.h).
-  if (kRssMeaningful) EXPECT_LT(after.rss_kib - before.rss_kib, 256 * 1024);
+  if (kRssMeaningful) {
+    EXPECT_LT(after.rss_kib - before.rss_kib, 256 * 1024);
+  }
   ExpectGoodPluginServed();
 }
 
