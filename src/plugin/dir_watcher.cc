@@ -12,8 +12,9 @@
 
 namespace devmgr::plugin {
 namespace {
-constexpr uint32_t kMask = IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_CLOSE_WRITE |
-                           IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF;
+constexpr uint32_t kEntriesMask =
+    IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF;
+constexpr uint32_t kWritesMask = kEntriesMask | IN_CLOSE_WRITE | IN_MODIFY;
 }  // namespace
 
 DirWatcher::~DirWatcher() {
@@ -31,13 +32,20 @@ absl::Status DirWatcher::Init() {
   return absl::OkStatus();
 }
 
-void DirWatcher::Watch(const std::string& dir) {
-  for (const Dir& d : dirs_) {
-    if (d.path == dir) return;
+void DirWatcher::Watch(const std::string& dir, Content content) {
+  const uint32_t mask = content == Content::kWrites ? kWritesMask : kEntriesMask;
+  for (Dir& d : dirs_) {
+    if (d.path != dir) continue;
+    if ((d.mask | mask) == d.mask) return;
+    d.mask |= mask;
+    // inotify_add_watch on a watched directory replaces its mask (same wd).
+    if (d.wd >= 0) d.wd = ::inotify_add_watch(inotify_fd_, dir.c_str(), d.mask);
+    return;
   }
   Dir d;
   d.path = dir;
-  d.wd = ::inotify_add_watch(inotify_fd_, dir.c_str(), kMask);
+  d.mask = mask;
+  d.wd = ::inotify_add_watch(inotify_fd_, dir.c_str(), mask);
   d.ever_watched = d.wd >= 0;
   dirs_.push_back(d);
 }
@@ -45,7 +53,7 @@ void DirWatcher::Watch(const std::string& dir) {
 void DirWatcher::AddMissingWatches(std::vector<Event>* events) {
   for (Dir& d : dirs_) {
     if (d.wd >= 0) continue;
-    d.wd = ::inotify_add_watch(inotify_fd_, d.path.c_str(), kMask);
+    d.wd = ::inotify_add_watch(inotify_fd_, d.path.c_str(), d.mask);
     if (d.wd >= 0) {
       Event e;
       e.dir = d.path;

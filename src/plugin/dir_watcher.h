@@ -5,6 +5,7 @@
 #ifndef DEVMGR_PLUGIN_DIR_WATCHER_H_
 #define DEVMGR_PLUGIN_DIR_WATCHER_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,18 @@ class DirWatcher {
   DirWatcher(const DirWatcher&) = delete;
   DirWatcher& operator=(const DirWatcher&) = delete;
 
+  // What a watch reports. Every watch notices entries created, moved in,
+  // deleted or moved out, and the directory itself going away.
+  enum class Content {
+    kEntries,  // only that: the kubelet's checkpoint writes (create, write,
+               // close, rename) wake the watcher twice, not four times
+    kWrites,   // also writes to files in it (a control file appended to)
+  };
+
   absl::Status Init();
-  // Watches `dir`. A missing directory is retried on every Wait().
-  void Watch(const std::string& dir);
+  // Watches `dir`. A missing directory is retried on every Wait(). Watching
+  // a directory again adds to what it reports.
+  void Watch(const std::string& dir, Content content = Content::kEntries);
   // Waits up to `timeout` for events or a Wake(). *woken is set when Wake()
   // was called since the last Wait().
   std::vector<Event> Wait(absl::Duration timeout, bool* woken);
@@ -40,6 +50,7 @@ class DirWatcher {
  private:
   struct Dir {
     std::string path;
+    uint32_t mask = 0;
     int wd = -1;
     bool ever_watched = false;
   };

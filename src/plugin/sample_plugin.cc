@@ -125,7 +125,7 @@ absl::Status SamplePlugin::Start() {
   if (registry_mode) watcher_->Watch(options_.registry_dir);
   if (!options_.control_path.empty()) {
     control_ = std::make_unique<ControlFileReader>(options_.control_path);
-    watcher_->Watch(DirName(options_.control_path));
+    watcher_->Watch(DirName(options_.control_path), DirWatcher::Content::kWrites);
   }
   DM_INFO("Starting device plugin", {"resource", config.resource},
           {"devices", config.devices.size()}, {"dir", options_.dir});
