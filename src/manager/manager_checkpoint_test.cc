@@ -1,5 +1,9 @@
 // Start/Stop and the checkpoint: when it is written, what it holds, and how
 // Start restores from it (shared/kubelet-device-manager.md sections 4, 8).
+#include <sys/stat.h>
+
+#include <filesystem>
+
 #include "checkpoint/checkpoint.h"
 #include "common/status_testutil.h"
 #include "gmock/gmock.h"
@@ -184,9 +188,33 @@ TEST_F(CheckpointIoTest, CorruptCheckpointStartsEmptyAndIsOverwritten) {
   EXPECT_THAT(m2->Snapshot(), IsEmpty());
 }
 
+// The kubelet's FileStore makes a missing directory again before writing:
+// a device-plugin directory removed under a running node comes back with the
+// next checkpoint.
+TEST_F(CheckpointIoTest, ARemovedDirectoryIsMadeAgainByTheNextWrite) {
+  ManagerOptions o;
+  o.plugin_dir = dir_.path() + "/device-plugins";
+  o.clock = &clock_;
+  o.fsync = false;
+  ASSERT_EQ(::mkdir(o.plugin_dir.c_str(), 0755), 0);
+  ManagerImpl m(o);
+  ASSERT_OK(m.Start(StartOpts()));
+  SetActive({"p"});
+  auto c = std::make_shared<FakePluginClient>();
+  ASSERT_OK(m.PluginConnected("vendor.com/gpu", c));
+  m.PluginListAndWatchReceiver("vendor.com/gpu", c.get(), testing::HealthyDevices(1));
+  std::filesystem::remove_all(o.plugin_dir);
+  auto pod = MakePod("p", {Ctr("c", {{"vendor.com/gpu", 1}})});
+  EXPECT_OK(m.Allocate(pod, pod.containers[0]));
+  EXPECT_TRUE(dir_.Exists("device-plugins/kubelet_internal_checkpoint"));
+}
+
 TEST_F(CheckpointIoTest, WriteFailureFailsTheAllocationWithTheKubeletsText) {
   ManagerOptions o;
-  o.plugin_dir = dir_.path() + "/missing";
+  // A file where the directory should be: the store's stat succeeds, so
+  // nothing is made, and creating the temp file fails.
+  dir_.Write("file", "x");
+  o.plugin_dir = dir_.path() + "/file";
   o.clock = &clock_;
   o.fsync = false;
   ManagerImpl m(o);
@@ -199,7 +227,10 @@ TEST_F(CheckpointIoTest, WriteFailureFailsTheAllocationWithTheKubeletsText) {
   absl::Status s = m.Allocate(pod, pod.containers[0]);
   EXPECT_THAT(
       std::string(s.message()),
-      ::testing::StartsWith("failed to write checkpoint file \"kubelet_internal_checkpoint\": "));
+      ::testing::StartsWith("failed to write checkpoint file \"kubelet_internal_checkpoint\": "
+                            "open " +
+                            o.plugin_dir + "/."));
+  EXPECT_THAT(std::string(s.message()), ::testing::EndsWith(": not a directory"));
   // podDevices was updated before the write failed.
   EXPECT_TRUE(m.PodDevicesForTest().HasPod("p"));
 }

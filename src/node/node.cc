@@ -18,6 +18,7 @@ Node::Node(NodeOptions opts) : opts_(std::move(opts)) {
   mo.profile = opts_.profile;
   mo.clock = opts_.clock;
   mo.fsync = opts_.fsync;
+  mo.filesystem = opts_.filesystem;
   mo.numa_nodes = opts_.numa_nodes;
   mo.on_allocate_rpc = opts_.on_allocate_rpc;
   mo.resource_health_status =

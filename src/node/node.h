@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "common/fs.h"
 #include "common/profile.h"
 #include "manager/manager.h"
 #include "node/pod_status_sync.h"
@@ -35,6 +36,9 @@ struct NodeOptions {
   // nullptr: the real clock. Must outlive the node.
   Clock* clock = nullptr;
   bool fsync = true;
+  // The manager's filesystem (ManagerOptions::filesystem; not owned, must
+  // outlive the node). nullptr: fs::Default().
+  fs::Filesystem* filesystem = nullptr;
   int max_recv_msg_size = transport::kDefaultMaxRecvMsgSize;
   absl::Duration dial_timeout = transport::kDefaultDialTimeout;
   std::vector<int> numa_nodes = {0};
