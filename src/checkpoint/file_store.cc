@@ -29,13 +29,15 @@ absl::StatusOr<std::string> FileStore::Read(std::string_view name) const {
   return fs_->ReadFile(fmt::format("{}/{}", dir_, name));
 }
 
+absl::Status FileStore::EnsureDirectory() const {
+  // Anything that can be stat'ed counts (a file there fails the write later).
+  if (fs_->IsDirectory(dir_).ok()) return absl::OkStatus();
+  return fs::MkdirAll(*fs_, dir_, 0755);
+}
+
 absl::Status FileStore::Write(std::string_view name, std::string_view bytes) const {
   if (!ValidName(name)) return InvalidName(name);
-  // ensureDirectory: a directory that cannot be stat'ed (removed while the
-  // kubelet runs) is made again, 0755, parents included.
-  if (!fs_->IsDirectory(dir_).ok()) {
-    if (absl::Status s = fs::MkdirAll(*fs_, dir_, 0755); !s.ok()) return s;
-  }
+  if (absl::Status s = EnsureDirectory(); !s.ok()) return s;
   fs::AtomicWriteOptions opts;
   opts.fsync = fsync_;
   opts.sync_dir = false;  // the kubelet syncs the file only

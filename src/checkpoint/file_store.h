@@ -26,6 +26,9 @@ class FileStore {
   // store.
   explicit FileStore(std::string dir, bool fsync = true, fs::Filesystem* fs = nullptr);
 
+  // The kubelet's ensureDirectory (at NewFileStore and before every
+  // Write): when `dir` cannot be stat'ed, it is made (0755, parents too).
+  absl::Status EnsureDirectory() const;
   // Returns NotFound when the file does not exist, the bytes otherwise.
   absl::StatusOr<std::string> Read(std::string_view name) const;
   absl::Status Write(std::string_view name, std::string_view bytes) const;

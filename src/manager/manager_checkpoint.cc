@@ -16,6 +16,13 @@ absl::Status ManagerImpl::Start(StartOptions opts) {
     absl::MutexLock l(&mu_);
     start_opts_ = std::move(opts);
   }
+  // The kubelet makes the directory when it builds its checkpoint manager
+  // (NewCheckpointManager -> NewFileStore), before the registration server
+  // starts, and cannot start without it.
+  if (absl::Status s = store_.EnsureDirectory(); !s.ok()) {
+    return absl::Status(s.code(), fmt::format("failed to initialize checkpoint manager: {}",
+                                              std::string(s.message())));
+  }
   // Fail-open: a missing, unreadable or corrupt checkpoint leaves the state
   // empty and is only logged; the file is overwritten at the next write.
   absl::Status s = ReadCheckpoint();

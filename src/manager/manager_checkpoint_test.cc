@@ -188,6 +188,31 @@ TEST_F(CheckpointIoTest, CorruptCheckpointStartsEmptyAndIsOverwritten) {
   EXPECT_THAT(m2->Snapshot(), IsEmpty());
 }
 
+// The kubelet's checkpoint manager makes the directory when it is built
+// (0755, before the registration server's own 0750 MkdirAll finds it there),
+// and the kubelet does not start when it cannot.
+TEST_F(CheckpointIoTest, StartMakesTheDirectoryAsTheKubeletsCheckpointManagerDoes) {
+  ManagerOptions o;
+  o.plugin_dir = dir_.path() + "/a/device-plugins";
+  o.clock = &clock_;
+  ManagerImpl m(o);
+  ASSERT_OK(m.Start(StartOpts()));
+  struct stat st;
+  ASSERT_EQ(::stat(o.plugin_dir.c_str(), &st), 0);
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  EXPECT_EQ(st.st_mode & 0777, 0755u & ~mask);
+
+  dir_.Write("file", "x");
+  ManagerOptions bad = o;
+  bad.plugin_dir = dir_.path() + "/file/device-plugins";
+  ManagerImpl m2(bad);
+  const absl::Status s = m2.Start(StartOpts());
+  // os.MkdirAll names the component that is not a directory.
+  EXPECT_EQ(s.message(), "failed to initialize checkpoint manager: mkdir " + dir_.path() +
+                             "/file: not a directory");
+}
+
 // The kubelet's FileStore makes a missing directory again before writing:
 // a device-plugin directory removed under a running node comes back with the
 // next checkpoint.
