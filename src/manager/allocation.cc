@@ -154,7 +154,8 @@ absl::Status ManagerImpl::AllocateContainerResources(
           ids->push_back(dev);
         }
       }
-      pod_devices_.Insert(uid, cname, resource, std::move(per_numa), resp->container_responses(0));
+      pod_devices_.Insert(uid, cname, resource, std::move(per_numa),
+                          std::move(*resp->mutable_container_responses(0)));
     }
   }
   // Written only when an Allocate RPC was made. A write failure fails the
