@@ -65,14 +65,10 @@ std::optional<Outcome> AwaitReRegistration(Session& s, const std::string& after,
   }
   StreamRecorder* r = k->LatestConnection()->stream.get();
   if (!r->WaitForMessages(1, s.t().first_list_within)) {
-    if (!list_required) {
-      return Outcome::Skip(
-          fmt::format("re-registered after {} but sent no device list within {} "
-                      "(see law.first-list)",
-                      Dur(*took), Dur(s.t().first_list_within)));
-    }
-    return Outcome::Fail(fmt::format("re-registered after {} but sent no device list within {}",
-                                     Dur(*took), Dur(s.t().first_list_within)));
+    const std::string why =
+        fmt::format("re-registered after {}, but {}", Dur(*took), s.NoListReason(r));
+    if (!list_required) return Outcome::Skip(why + " (see law.first-list)");
+    return Outcome::Fail(why);
   }
   return std::nullopt;
 }

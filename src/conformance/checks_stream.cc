@@ -15,9 +15,10 @@ namespace {
 
 constexpr size_t kMaxEvidence = 5;
 
+// A skip for checks that need the device list (law.first-list judges it):
+// why there is none.
 Outcome NoList(Session& s) {
-  return Outcome::Skip(fmt::format("the plugin sent no device list within {} (see law.first-list)",
-                                   Dur(s.t().first_list_within)));
+  return Outcome::Skip(s.NoListReason(s.KubeletStream()) + " (see law.first-list)");
 }
 
 std::string EndText(const StreamRecorder& r) {
@@ -31,6 +32,11 @@ Outcome FirstList(Session& s) {
   if (r == nullptr)
     return Outcome::Skip("no ListAndWatch stream: the plugin's socket was not found");
   if (!r->WaitForMessages(1, s.t().first_list_within)) {
+    int code = 0;
+    if (r->end_status().has_value() || s.target().Exited(&code)) {
+      return Outcome::Fail(s.NoListReason(r) +
+                           "; the resource stays at 0 until the first list arrives");
+    }
     return Outcome::Fail(
         fmt::format("no device list within {} of opening ListAndWatch (stream {}); "
                     "the resource stays at 0 until the first list arrives",

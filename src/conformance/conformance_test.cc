@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <iostream>
 #include <set>
 #include <string>
@@ -126,6 +127,45 @@ TEST(ConformanceTest, FocusAndSkipSelect) {
   EXPECT_EQ(d->size(), 2u);
   auto bad = SelectChecks("(", "");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A selected check skipped for want of one that --focus left out: that
+// check runs too (marked as not selected), so that a focused CI job cannot
+// pass over the defect.
+TEST(ConformanceTest, AFocusedRunAlsoRunsTheChecksItsSkipsPointAt) {
+  // No ListAndWatch stream ever answers.
+  TempDir d;
+  const std::string config = d.path() + "/plugin.yaml";
+  std::ofstream(config) << "resource: example.com/gpu\ndevices: [{id: gpu-0}]\n"
+                           "faults:\n  list_and_watch: {hang: true}\n";
+  RunReport r = RunAgainst(config, "^law\\.ids-unique");
+  ASSERT_EQ(r.results.size(), 2u) << SummaryTable(r);
+  EXPECT_EQ(r.results[0].id, "law.ids-unique");
+  EXPECT_EQ(r.results[0].outcome.status, Status::kSkip);
+  EXPECT_THAT(r.results[0].outcome.message, ::testing::HasSubstr("(see law.first-list)"));
+  EXPECT_EQ(r.results[1].id, "law.first-list");
+  EXPECT_EQ(r.results[1].outcome.status, Status::kFail);
+  EXPECT_THAT(r.results[1].outcome.message,
+              ::testing::StartsWith(
+                  "(not selected; run because law.ids-unique depends on it) no device list"));
+  EXPECT_FALSE(r.MustPassed());
+
+  // A check --skip names is not run for them.
+  RunOptions o;
+  TempDir run_dir;
+  o.dir = run_dir.path();
+  o.timeouts = FastTimeouts();
+  o.focus = "^law\\.ids-unique";
+  o.skip = "first-list";
+  auto target = NewInProcessTarget(*plugin::LoadConfig(config));
+  absl::StatusOr<RunReport> skipped = RunConformance(*target, o);
+  ASSERT_OK(skipped);
+  EXPECT_EQ(skipped->results.size(), 1u) << SummaryTable(*skipped);
+
+  // Nothing is added when the selected checks ran.
+  RunReport ok = RunAgainst(Example("sample-plugin.yaml"), "^law\\.ids-unique");
+  ASSERT_EQ(ok.results.size(), 1u) << SummaryTable(ok);
+  EXPECT_EQ(ok.results[0].outcome.status, Status::kPass);
 }
 
 TEST(ConformanceTest, SocketModeSkipsRegistrationChecks) {

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <optional>
 #include <regex>
+#include <set>
 
 #include "common/logging.h"
 #include "fmt/format.h"
@@ -39,6 +41,123 @@ std::string UnmetNeed(const CheckInfo& c, const Target& t) {
   }
   return "";
 }
+
+// The checks a skip's message points at: "(see ID)", and, for a plugin that
+// registers with the tester, registration.timely when the plugin never came
+// up (its socket not found, never registered).
+std::vector<std::string> PrerequisitesOf(const std::string& message, const Target& t) {
+  std::vector<std::string> out;
+  static const std::regex kSee(R"(\(see ([a-z]+\.[a-z-]+)\))");
+  for (auto it = std::sregex_iterator(message.begin(), message.end(), kSee);
+       it != std::sregex_iterator(); ++it) {
+    out.push_back((*it)[1].str());
+  }
+  if (t.Registers() && (message.find("the plugin's socket was not found") != std::string::npos ||
+                        message.find("the plugin never registered") != std::string::npos)) {
+    out.push_back("registration.timely");
+  }
+  return out;
+}
+
+// The check with this id, or the check a companion with this id belongs to.
+const CheckInfo* FindCheck(const std::string& id) {
+  for (const CheckInfo& c : Catalogue()) {
+    if (c.id == id || (c.companion && c.companion->id == id)) return &c;
+  }
+  return nullptr;
+}
+
+// Runs checks one by one, each in a session of its own, into `report`.
+class Runner {
+ public:
+  Runner(Target& target, const RunOptions& opts, const std::string& dir, RunReport& report,
+         const std::function<void(const CheckResult&)>& progress)
+      : target_(target), opts_(opts), dir_(dir), report_(report), progress_(progress) {
+    // Already validated by SelectChecks.
+    if (!opts.skip.empty()) skip_ = std::regex(opts.skip, std::regex::ECMAScript);
+  }
+
+  // Runs `c` and reports it, and its companion unless `prerequisite_of` is
+  // set: then `c` runs only because that selected check depends on it, and
+  // its message says so. False on an environment error (see env()).
+  bool Run(const CheckInfo* c, const std::string& prerequisite_of) {
+    run_ids_.insert(c->id);
+    CheckResult r{c->id, c->title, c->level, c->tags, {}, absl::ZeroDuration()};
+    const MonoTime start = MonoNow();
+    if (std::string why = UnmetNeed(*c, target_); !why.empty()) {
+      r.outcome = Outcome::Skip(why);
+    } else {
+      Session s(&target_, SessionOptions{dir_, opts_.timeouts, opts_.profile, opts_.metrics});
+      env_ = s.Begin(seen_registration_ || (c->needs & kNeedRegistration) != 0);
+      if (!env_.ok()) return false;
+      if (target_.Registers()) seen_registration_ = s.FirstRegistration().has_value();
+      r.outcome = c->run(s);
+      s.End();
+    }
+    DM_VINFO(1, "Conformance check done", {"check", c->id},
+             {"result", StatusName(r.outcome.status)});
+    r.duration = MonoSub(MonoNow(), start);
+    std::optional<CheckResult> companion;
+    if (c->companion && prerequisite_of.empty()) companion = CompanionResult(*c, r.outcome);
+    r.outcome.companion = nullptr;
+    if (!prerequisite_of.empty()) {
+      r.outcome.message = fmt::format("(not selected; run because {} depends on it) {}",
+                                      prerequisite_of, r.outcome.message);
+    }
+    Add(r);
+    if (companion) Add(*companion);
+    return true;
+  }
+
+  // A check skipped for want of another one that --focus left out ("(see
+  // law.first-list)", a plugin that never came up) would let a run pass with
+  // the defect unreported: that check runs too (and so on). A check --skip
+  // names stays skipped.
+  void RunPrerequisites() {
+    for (size_t i = 0; env_.ok() && i < report_.results.size(); ++i) {
+      if (report_.results[i].outcome.status != Status::kSkip) continue;
+      const std::string skipped = report_.results[i].id;  // results grow below
+      for (const std::string& id : PrerequisitesOf(report_.results[i].outcome.message, target_)) {
+        const CheckInfo* p = FindCheck(id);
+        if (p == nullptr || run_ids_.count(p->id) != 0) continue;
+        if (skip_ && std::regex_search(MatchText(*p), *skip_)) continue;
+        if (!Run(p, skipped)) return;
+      }
+    }
+  }
+
+  const absl::Status& env() const { return env_; }
+
+ private:
+  static CheckResult CompanionResult(const CheckInfo& c, const Outcome& main) {
+    CheckResult out{c.companion->id,     c.companion->title, c.companion->level, c.tags, {},
+                    absl::ZeroDuration()};
+    if (main.companion != nullptr) {
+      out.outcome = *main.companion;
+    } else if (main.status == Status::kSkip) {
+      out.outcome = Outcome::Skip(main.message);
+    } else {
+      out.outcome = Outcome::Skip(fmt::format("not measured (see {})", c.id));
+    }
+    out.outcome.companion = nullptr;
+    return out;
+  }
+  void Add(const CheckResult& r) {
+    run_ids_.insert(r.id);
+    report_.results.push_back(r);
+    if (progress_) progress_(r);
+  }
+
+  Target& target_;
+  const RunOptions& opts_;
+  const std::string& dir_;
+  RunReport& report_;
+  const std::function<void(const CheckResult&)>& progress_;
+  std::optional<std::regex> skip_;
+  absl::Status env_;
+  bool seen_registration_ = true;  // until a session shows otherwise
+  std::set<std::string> run_ids_;
+};
 
 }  // namespace
 
@@ -109,46 +228,12 @@ absl::StatusOr<RunReport> RunConformance(Target& target, const RunOptions& opts,
   report.kubelet_version = opts.profile.name;
   report.started = absl::Now();  // wall clock: only printed
   const MonoTime run_start = MonoNow();
-  absl::Status env;
-  bool seen_registration = true;  // until a session shows otherwise
+  Runner runner(target, opts, dir, report, progress);
   for (const CheckInfo* c : *selected) {
-    CheckResult r{c->id, c->title, c->level, c->tags, {}, absl::ZeroDuration()};
-    const MonoTime start = MonoNow();
-    if (std::string why = UnmetNeed(*c, target); !why.empty()) {
-      r.outcome = Outcome::Skip(why);
-    } else {
-      Session s(&target, SessionOptions{dir, opts.timeouts, opts.profile, opts.metrics});
-      env = s.Begin(seen_registration || (c->needs & kNeedRegistration) != 0);
-      if (!env.ok()) break;
-      if (target.Registers()) seen_registration = s.FirstRegistration().has_value();
-      r.outcome = c->run(s);
-      s.End();
-    }
-    DM_VINFO(1, "Conformance check done", {"check", c->id},
-             {"result", StatusName(r.outcome.status)});
-    r.duration = MonoSub(MonoNow(), start);
-    std::optional<CheckResult> companion;
-    if (c->companion) {
-      companion =
-          CheckResult{c->companion->id,    c->companion->title, c->companion->level, c->tags, {},
-                      absl::ZeroDuration()};
-      if (r.outcome.companion != nullptr) {
-        companion->outcome = *r.outcome.companion;
-      } else if (r.outcome.status == Status::kSkip) {
-        companion->outcome = Outcome::Skip(r.outcome.message);
-      } else {
-        companion->outcome = Outcome::Skip(fmt::format("not measured (see {})", c->id));
-      }
-      companion->outcome.companion = nullptr;
-      r.outcome.companion = nullptr;
-    }
-    report.results.push_back(r);
-    if (progress) progress(r);
-    if (companion) {
-      report.results.push_back(*companion);
-      if (progress) progress(*companion);
-    }
+    if (!runner.Run(c, "")) break;
   }
+  runner.RunPrerequisites();
+  const absl::Status env = runner.env();
   if (temp_dir) {
     // Only what the kubelet and the plugin may have left (sockets, files).
     WipeDirectory(dir).IgnoreError();

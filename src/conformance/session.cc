@@ -10,6 +10,7 @@
 #include "conformance/validation.h"
 #include "fmt/format.h"
 #include "metrics/kubelet_metrics.h"
+#include "transport/go_grpc_error.h"
 
 namespace devmgr::conformance {
 
@@ -274,6 +275,19 @@ std::string Session::NoRegistrationReason() const {
     return fmt::format("the plugin exited with code {} before it registered", code);
   }
   return fmt::format("no Register call within {}", Dur(t().register_within));
+}
+
+std::string Session::NoListReason(const StreamRecorder* stream) const {
+  int code = 0;
+  if (target_->Exited(&code)) {
+    return fmt::format("the plugin exited with code {} before it sent a device list", code);
+  }
+  if (std::optional<grpc::Status> st =
+          stream != nullptr ? stream->end_status() : std::optional<grpc::Status>()) {
+    return "the stream ended before the first device list (" +
+           (st->ok() ? std::string("status OK") : transport::GoRpcErrorText(*st)) + ")";
+  }
+  return fmt::format("no device list within {}", Dur(t().first_list_within));
 }
 
 std::vector<std::string> Session::PluginOutput(size_t n) const {

@@ -140,6 +140,12 @@ class Session {
   // registered" when the plugin the tester started has exited non-zero (the
   // session stops waiting then), else "no Register call within <window>".
   std::string NoRegistrationReason() const;
+  // Why `stream` (nullptr: none was opened) holds no device list: "the
+  // plugin exited with code N before it sent a device list" when the plugin
+  // the tester started has exited, "the stream ended before the first device
+  // list (ERR)" when the stream ended, else "no device list within
+  // <window>".
+  std::string NoListReason(const StreamRecorder* stream) const;
 
  private:
   TestKubeletOptions KubeletOptions() const;
