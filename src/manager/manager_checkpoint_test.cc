@@ -30,6 +30,22 @@ class CheckpointIoTest : public testing::ManagerFixture {
     EXPECT_TRUE(checkpoint::ChecksumMatches(*cp));
     return *cp;
   }
+  // A started manager on `plugin_dir` (fsync off) with one healthy
+  // vendor.com/gpu device, and pod "p" active.
+  std::unique_ptr<ManagerImpl> StartWithOneGpu(const std::string& plugin_dir) {
+    ManagerOptions o;
+    o.plugin_dir = plugin_dir;
+    o.clock = &clock_;
+    o.fsync = false;
+    auto m = std::make_unique<ManagerImpl>(o);
+    EXPECT_OK(m->Start(StartOpts()));
+    SetActive({"p"});
+    gpu_ = std::make_shared<FakePluginClient>();
+    EXPECT_OK(m->PluginConnected("vendor.com/gpu", gpu_));
+    m->PluginListAndWatchReceiver("vendor.com/gpu", gpu_.get(), testing::HealthyDevices(1));
+    return m;
+  }
+  std::shared_ptr<FakePluginClient> gpu_;
 };
 
 TEST_F(CheckpointIoTest, WrittenAfterEveryListAndWatchResponse) {
@@ -217,47 +233,30 @@ TEST_F(CheckpointIoTest, StartMakesTheDirectoryAsTheKubeletsCheckpointManagerDoe
 // a device-plugin directory removed under a running node comes back with the
 // next checkpoint.
 TEST_F(CheckpointIoTest, ARemovedDirectoryIsMadeAgainByTheNextWrite) {
-  ManagerOptions o;
-  o.plugin_dir = dir_.path() + "/device-plugins";
-  o.clock = &clock_;
-  o.fsync = false;
-  ASSERT_EQ(::mkdir(o.plugin_dir.c_str(), 0755), 0);
-  ManagerImpl m(o);
-  ASSERT_OK(m.Start(StartOpts()));
-  SetActive({"p"});
-  auto c = std::make_shared<FakePluginClient>();
-  ASSERT_OK(m.PluginConnected("vendor.com/gpu", c));
-  m.PluginListAndWatchReceiver("vendor.com/gpu", c.get(), testing::HealthyDevices(1));
-  std::filesystem::remove_all(o.plugin_dir);
+  const std::string plugin_dir = dir_.path() + "/device-plugins";
+  auto m = StartWithOneGpu(plugin_dir);
+  std::filesystem::remove_all(plugin_dir);
   auto pod = MakePod("p", {Ctr("c", {{"vendor.com/gpu", 1}})});
-  EXPECT_OK(m.Allocate(pod, pod.containers[0]));
+  EXPECT_OK(m->Allocate(pod, pod.containers[0]));
   EXPECT_TRUE(dir_.Exists("device-plugins/kubelet_internal_checkpoint"));
 }
 
 TEST_F(CheckpointIoTest, WriteFailureFailsTheAllocationWithTheKubeletsText) {
-  ManagerOptions o;
   // A file where the directory should be: the store's stat succeeds, so
   // nothing is made, and creating the temp file fails.
   dir_.Write("file", "x");
-  o.plugin_dir = dir_.path() + "/file";
-  o.clock = &clock_;
-  o.fsync = false;
-  ManagerImpl m(o);
-  ASSERT_OK(m.Start(StartOpts()));
-  SetActive({"p"});
-  auto c = std::make_shared<FakePluginClient>();
-  ASSERT_OK(m.PluginConnected("vendor.com/gpu", c));
-  m.PluginListAndWatchReceiver("vendor.com/gpu", c.get(), testing::HealthyDevices(1));
+  const std::string plugin_dir = dir_.path() + "/file";
+  auto m = StartWithOneGpu(plugin_dir);
   auto pod = MakePod("p", {Ctr("c", {{"vendor.com/gpu", 1}})});
-  absl::Status s = m.Allocate(pod, pod.containers[0]);
+  absl::Status s = m->Allocate(pod, pod.containers[0]);
   EXPECT_THAT(
       std::string(s.message()),
       ::testing::StartsWith("failed to write checkpoint file \"kubelet_internal_checkpoint\": "
                             "open " +
-                            o.plugin_dir + "/."));
+                            plugin_dir + "/."));
   EXPECT_THAT(std::string(s.message()), ::testing::EndsWith(": not a directory"));
   // podDevices was updated before the write failed.
-  EXPECT_TRUE(m.PodDevicesForTest().HasPod("p"));
+  EXPECT_TRUE(m->PodDevicesForTest().HasPod("p"));
 }
 
 }  // namespace
