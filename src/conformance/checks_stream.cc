@@ -1,6 +1,7 @@
 // law.*: the ListAndWatch stream as the kubelet reads it
 // (kubelet-device-manager.md 1.1, 5.1, 5.2).
 #include <map>
+#include <optional>
 #include <set>
 
 #include "common/go_format.h"
@@ -9,6 +10,7 @@
 #include "conformance/validation.h"
 #include "fmt/format.h"
 #include "transport/go_grpc_error.h"
+#include "transport/utf8_fields.h"
 
 namespace devmgr::conformance {
 namespace {
@@ -43,6 +45,17 @@ Outcome FirstList(Session& s) {
                     Dur(s.t().first_list_within), EndText(*r)));
   }
   const absl::Duration took = MonoSub(r->First()->at, r->opened_at());
+  // From 1.34 the kubelet's Go types check proto3 strings while unmarshalling:
+  // the list never reaches the device manager and the stream is dropped.
+  if (s.profile().validates_utf8) {
+    if (std::optional<std::string> field = transport::FirstInvalidUtf8Field(r->First()->resp)) {
+      return Outcome::Fail(fmt::format(
+          "the first list (after {}) holds a {} that is not valid UTF-8: a {} kubelet's gRPC "
+          "client fails to unmarshal it (\"{}\"), logs \"ListAndWatch ended unexpectedly for "
+          "device plugin\" and drops the stream; the resource stays at 0",
+          Dur(took), *field, s.profile().name, transport::kInvalidUtf8Error));
+    }
+  }
   Outcome o = Outcome::Pass(
       fmt::format("first list after {} (window {})", Dur(took), Dur(s.t().first_list_within)));
   o.figures.push_back({"time to first list", Dur(took)});

@@ -225,7 +225,7 @@ std::string Session::KubeletHoldsNoneWhy() {
       if (!IsValidUtf8(d.id())) {
         return fmt::format(
             "device ID {} is not valid UTF-8: a {} kubelet rejects the whole list "
-            "and has no device to allocate (see law.ids-printable)",
+            "and has no device to allocate (see law.first-list)",
             GoQuote(d.id()), profile().name);
       }
     }

@@ -184,12 +184,29 @@ TEST(VerdictsTest, InvalidUtf8IdsSkipAllocationUnder134BecauseTheKubeletDropsThe
   EXPECT_EQ(r.results[0].outcome.status, Status::kSkip);
   EXPECT_THAT(r.results[0].outcome.message,
               HasSubstr("is not valid UTF-8: a 1.34 kubelet rejects the whole list"));
-  // The check the skip points at runs too, and reports the defect.
+  // The check the skip points at runs too, and fails the focused run.
   ASSERT_EQ(r.results.size(), 2u) << SummaryTable(r);
-  EXPECT_EQ(r.results[1].id, "law.ids-printable");
+  EXPECT_EQ(r.results[1].id, "law.first-list");
   EXPECT_EQ(r.results[1].outcome.status, Status::kFail) << SummaryTable(r);
   EXPECT_THAT(r.results[1].outcome.message,
               HasSubstr("(not selected; run because allocate.permissions depends on it)"));
+  EXPECT_FALSE(r.MustPassed());
+}
+
+// A 1.34+ kubelet's Go types reject the list (the stream is dropped): a MUST
+// failure, where 1.33's accepts it (only the SHOULD on printable IDs fails).
+TEST(VerdictsTest, AnInvalidUtf8IdFailsTheFirstListFrom134) {
+  RunReport r =
+      RunChecks(WithInvalidUtf8Id(), FastTimeouts(), "^law\\.(first-list|ids-printable) ", "1.34");
+  EXPECT_EQ(Of(r), (Verdicts{{"law.first-list", Status::kFail},
+                             {"law.first-list-prompt", Status::kSkip},
+                             {"law.ids-printable", Status::kFail}}))
+      << SummaryTable(r);
+  EXPECT_THAT(Find(r, "law.first-list")->outcome.message,
+              HasSubstr("holds a Device.ID that is not valid UTF-8: a 1.34 kubelet's gRPC client "
+                        "fails to unmarshal it (\"string field contains invalid UTF-8\")"));
+  RunReport old = RunChecks(WithInvalidUtf8Id(), FastTimeouts(), "^law\\.first-list ", "1.33");
+  EXPECT_EQ(Find(old, "law.first-list")->outcome.status, Status::kPass) << SummaryTable(old);
 }
 
 TEST(VerdictsTest, SlowFirstRegistrationPassesTheMustAndGetsAShould) {
