@@ -428,25 +428,13 @@ class OnePassVerifier {
     if (Eat("null")) {
       Lit(h_, "<nil>");
     } else {
-      if (!Eat("{")) return false;
-      Lit(h_, "map[");
-      if (!Eat("}")) {
-        std::string_view prev;
-        bool first = true;
-        while (true) {
-          std::string_view name;
-          if (!String(&name) || (!first && !(prev < name)) || !Eat(":")) return false;
-          if (!first) h_.Put(' ');
-          h_.Put(name.data(), name.size());
-          h_.Put(':');
-          if (!List()) return false;
-          prev = name;
-          first = false;
-          if (Eat("}")) break;
-          if (!Eat(",")) return false;
-        }
-      }
-      h_.Put(']');
+      std::string_view prev;
+      const bool ok = ListsByKey([&](std::string_view name, bool first) {
+        if (!first && !(prev < name)) return false;
+        prev = name;
+        return true;
+      });
+      if (!ok) return false;
     }
     h_.Put('}');
     if (!Eat("},\"Checksum\":") || !Uint64(stored)) return false;
@@ -570,23 +558,30 @@ class OnePassVerifier {
       Lit(h_, "<nil>");
       return true;
     }
+    int64_t prev = 0;
+    return ListsByKey([&](std::string_view key, bool first) {
+      int64_t node;
+      if (!NumaKey(key, &node) || (!first && node <= prev)) return false;
+      prev = node;
+      return true;
+    });
+  }
+
+  // A JSON object of device lists, {} or {"k":[...],...}, hashed as spew
+  // prints the map (map[k:[...] ...]). `in_order(key, first)` accepts each
+  // key after the one before it: json.Marshal's order must be spew's.
+  template <typename InOrder>
+  bool ListsByKey(InOrder in_order) {
     if (!Eat("{")) return false;
     Lit(h_, "map[");
     if (!Eat("}")) {
-      int64_t prev = 0;
-      bool first = true;
-      while (true) {
+      for (bool first = true;; first = false) {
         std::string_view key;
-        int64_t node;
-        if (!String(&key) || !NumaKey(key, &node) || (!first && node <= prev) || !Eat(":")) {
-          return false;
-        }
+        if (!String(&key) || !in_order(key, first) || !Eat(":")) return false;
         if (!first) h_.Put(' ');
         h_.Put(key.data(), key.size());
         h_.Put(':');
         if (!List()) return false;
-        prev = node;
-        first = false;
         if (Eat("}")) break;
         if (!Eat(",")) return false;
       }
