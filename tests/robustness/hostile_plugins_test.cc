@@ -101,6 +101,13 @@ class HostilePluginTest : public ::testing::Test {
     log::SetConsoleOutput(true);
   }
   std::string Sock(const std::string& name) const { return dir_.path() + "/" + name; }
+  // `service` served on Sock(name); nullptr when the server cannot start.
+  std::unique_ptr<grpc::Server> Serve(grpc::Service* service, const std::string& name) const {
+    grpc::ServerBuilder b;
+    b.AddListeningPort("unix:" + Sock(name), grpc::InsecureServerCredentials());
+    b.RegisterService(service);
+    return b.BuildAndStart();
+  }
   grpc::Status Register(const std::string& endpoint, const std::string& resource) {
     return CallRegister(Sock("kubelet.sock"), "v1beta1", endpoint, resource);
   }
@@ -247,10 +254,7 @@ class HangingOptionsPlugin final : public v1beta1::DevicePlugin::Service {
 
 TEST_F(HostilePluginTest, OptionsThatNeverAnswerHangOnlyThatRegistration) {
   HangingOptionsPlugin service;
-  grpc::ServerBuilder b;
-  b.AddListeningPort("unix:" + Sock("hang.sock"), grpc::InsecureServerCredentials());
-  b.RegisterService(&service);
-  auto server = b.BuildAndStart();
+  auto server = Serve(&service, "hang.sock");
   ASSERT_NE(server, nullptr);
   std::thread hung([&] {
     auto channel =
@@ -282,10 +286,7 @@ TEST_F(HostilePluginTest, OptionsThatNeverAnswerHangOnlyThatRegistration) {
 // the wait doubles, and none for a call that answers in time.
 TEST_F(HostilePluginTest, CallWithoutDeadlineLogsThatItWaitsLikeTheKubelet) {
   HangingOptionsPlugin service;
-  grpc::ServerBuilder b;
-  b.AddListeningPort("unix:" + Sock("hang.sock"), grpc::InsecureServerCredentials());
-  b.RegisterService(&service);
-  auto server = b.BuildAndStart();
+  auto server = Serve(&service, "hang.sock");
   ASSERT_NE(server, nullptr);
   transport::ClientOptions opts;
   opts.hang_notice_after = absl::Milliseconds(100);
