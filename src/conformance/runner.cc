@@ -6,6 +6,7 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <utility>
 
 #include "common/logging.h"
 #include "fmt/format.h"
@@ -70,18 +71,22 @@ const CheckInfo* FindCheck(const std::string& id) {
 // Runs checks one by one, each in a session of its own, into `report`.
 class Runner {
  public:
+  // `runnable`: the checks --skip leaves (prerequisites are run only from
+  // them).
   Runner(Target& target, const RunOptions& opts, const std::string& dir, RunReport& report,
-         const std::function<void(const CheckResult&)>& progress)
-      : target_(target), opts_(opts), dir_(dir), report_(report), progress_(progress) {
-    // Already validated by SelectChecks.
-    if (!opts.skip.empty()) skip_ = std::regex(opts.skip, std::regex::ECMAScript);
-  }
+         const std::function<void(const CheckResult&)>& progress,
+         std::set<const CheckInfo*> runnable)
+      : target_(target),
+        opts_(opts),
+        dir_(dir),
+        report_(report),
+        progress_(progress),
+        runnable_(std::move(runnable)) {}
 
   // Runs `c` and reports it, and its companion unless `prerequisite_of` is
   // set: then `c` runs only because that selected check depends on it, and
   // its message says so. False on an environment error (see env()).
   bool Run(const CheckInfo* c, const std::string& prerequisite_of) {
-    run_ids_.insert(c->id);
     CheckResult r{c->id, c->title, c->level, c->tags, {}, absl::ZeroDuration()};
     const MonoTime start = MonoNow();
     if (std::string why = UnmetNeed(*c, target_); !why.empty()) {
@@ -119,8 +124,7 @@ class Runner {
       const std::string skipped = report_.results[i].id;  // results grow below
       for (const std::string& id : PrerequisitesOf(report_.results[i].outcome.message, target_)) {
         const CheckInfo* p = FindCheck(id);
-        if (p == nullptr || run_ids_.count(p->id) != 0) continue;
-        if (skip_ && std::regex_search(MatchText(*p), *skip_)) continue;
+        if (p == nullptr || run_ids_.count(p->id) != 0 || runnable_.count(p) == 0) continue;
         if (!Run(p, skipped)) return;
       }
     }
@@ -153,7 +157,7 @@ class Runner {
   const std::string& dir_;
   RunReport& report_;
   const std::function<void(const CheckResult&)>& progress_;
-  std::optional<std::regex> skip_;
+  const std::set<const CheckInfo*> runnable_;
   absl::Status env_;
   bool seen_registration_ = true;  // until a session shows otherwise
   std::set<std::string> run_ids_;
@@ -211,6 +215,9 @@ absl::StatusOr<RunReport> RunConformance(Target& target, const RunOptions& opts,
                                          const std::function<void(const CheckResult&)>& progress) {
   auto selected = SelectChecks(opts.focus, opts.skip);
   if (!selected.ok()) return selected.status();
+  // The same --skip, no --focus: what a prerequisite may be taken from.
+  absl::StatusOr<std::vector<const CheckInfo*>> unskipped = SelectChecks("", opts.skip);
+  if (!unskipped.ok()) return unskipped.status();
   std::string dir = opts.dir;
   bool temp_dir = false;
   if (dir.empty()) {
@@ -228,7 +235,7 @@ absl::StatusOr<RunReport> RunConformance(Target& target, const RunOptions& opts,
   report.kubelet_version = opts.profile.name;
   report.started = absl::Now();  // wall clock: only printed
   const MonoTime run_start = MonoNow();
-  Runner runner(target, opts, dir, report, progress);
+  Runner runner(target, opts, dir, report, progress, {unskipped->begin(), unskipped->end()});
   for (const CheckInfo* c : *selected) {
     if (!runner.Run(c, "")) break;
   }
