@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "fmt/format.h"
@@ -72,42 +73,52 @@ std::vector<DirWatcher::Event> DirWatcher::Wait(absl::Duration timeout, bool* wo
   const int ms = static_cast<int>(absl::ToInt64Milliseconds(timeout));
   if (::poll(fds, 2, ms) <= 0) return events;
   if (fds[1].revents & POLLIN) {
-    uint64_t v;
-    while (::read(wake_fd_, &v, sizeof v) > 0) {
-    }
+    uint64_t v;  // one read takes the whole count
+    [[maybe_unused]] const ssize_t n = ::read(wake_fd_, &v, sizeof v);
     *woken = true;
   }
   if (fds[0].revents & POLLIN) {
     alignas(inotify_event) char buf[16384];
-    while (true) {
-      const ssize_t n = ::read(inotify_fd_, buf, sizeof buf);
-      if (n <= 0) break;
-      for (char* p = buf; p < buf + n;) {
-        const auto* ev = reinterpret_cast<const inotify_event*>(p);
-        p += sizeof(inotify_event) + ev->len;
-        for (Dir& d : dirs_) {
-          if (d.wd != ev->wd) continue;
-          if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
-            if (ev->mask & IN_IGNORED) {
-              d.wd = -1;
-            } else {
-              ::inotify_rm_watch(inotify_fd_, d.wd);
-              d.wd = -1;
-            }
-            break;
-          }
-          Event e;
-          e.dir = d.path;
-          e.name = ev->len > 0 ? std::string(ev->name) : "";
-          e.created = ev->mask & (IN_CREATE | IN_MOVED_TO);
-          e.deleted = ev->mask & (IN_DELETE | IN_MOVED_FROM);
-          events.push_back(e);
-          break;
-        }
-      }
-    }
+    // One read takes what is queued, unless the buffer filled up (less room
+    // left than the largest event). What arrives after the read makes the
+    // next poll return at once.
+    constexpr size_t kLargest = sizeof(inotify_event) + NAME_MAX + 1;
+    ssize_t n;
+    do {
+      n = ::read(inotify_fd_, buf, sizeof buf);
+      if (n > 0) Decode(buf, static_cast<size_t>(n), &events);
+    } while (n > 0 && sizeof buf - static_cast<size_t>(n) < kLargest);
   }
   return events;
+}
+
+void DirWatcher::Decode(const char* buf, size_t n, std::vector<Event>* events) {
+  for (const char* p = buf; p < buf + n;) {
+    const auto* ev = reinterpret_cast<const inotify_event*>(p);
+    p += sizeof(inotify_event) + ev->len;
+    if (ev->mask & IN_Q_OVERFLOW) {
+      Event e;
+      e.overflow = true;
+      events->push_back(e);
+      continue;
+    }
+    for (Dir& d : dirs_) {
+      if (d.wd != ev->wd) continue;
+      if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+        // IN_IGNORED: the kernel dropped the watch; otherwise drop it here.
+        if (!(ev->mask & IN_IGNORED)) ::inotify_rm_watch(inotify_fd_, d.wd);
+        d.wd = -1;
+        break;
+      }
+      Event e;
+      e.dir = d.path;
+      e.name = ev->len > 0 ? std::string(ev->name) : "";
+      e.created = ev->mask & (IN_CREATE | IN_MOVED_TO);
+      e.deleted = ev->mask & (IN_DELETE | IN_MOVED_FROM);
+      events->push_back(std::move(e));
+      break;
+    }
+  }
 }
 
 void DirWatcher::Wake() {

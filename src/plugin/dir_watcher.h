@@ -23,6 +23,9 @@ class DirWatcher {
     std::string name;
     bool created = false;  // created or moved in (or the dir reappeared)
     bool deleted = false;  // deleted or moved out
+    // The kernel's event queue overflowed: events were lost (dir and name
+    // are empty); whoever cares must look at the directories again.
+    bool overflow = false;
   };
 
   DirWatcher() = default;
@@ -55,6 +58,8 @@ class DirWatcher {
     bool ever_watched = false;
   };
   void AddMissingWatches(std::vector<Event>* events);
+  // Appends the events of `n` bytes read from the inotify descriptor.
+  void Decode(const char* buf, size_t n, std::vector<Event>* events);
 
   int inotify_fd_ = -1;
   int wake_fd_ = -1;

@@ -123,5 +123,21 @@ TEST_F(DirWatcherTest, AMissingDirectoryIsReportedWhenItAppears) {
   EXPECT_TRUE(ev[0].created);
 }
 
+// More events than one read's buffer holds (300 long names, about 70 KB of
+// events): one Wait reports them all, in order.
+TEST_F(DirWatcherTest, ABurstLargerThanOneReadIsReportedWhole) {
+  w_.Watch(dir_);
+  constexpr int kFiles = 300;
+  auto name = [](int i) { return std::string(200, 'f') + std::to_string(i); };
+  for (int i = 0; i < kFiles; ++i) std::ofstream(dir_ + "/" + name(i)) << "";
+  const std::vector<DirWatcher::Event> ev = Pending();
+  ASSERT_EQ(ev.size(), static_cast<size_t>(kFiles));
+  for (int i = 0; i < kFiles; ++i) {
+    EXPECT_EQ(ev[i].name, name(i));
+    EXPECT_TRUE(ev[i].created);
+    EXPECT_FALSE(ev[i].overflow);
+  }
+}
+
 }  // namespace
 }  // namespace devmgr::plugin

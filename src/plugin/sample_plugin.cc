@@ -223,6 +223,13 @@ void SamplePlugin::StopServer(std::unique_ptr<ServerHandle>* s) {
   s->reset();
 }
 
+bool SamplePlugin::NamesOwnSocket(const std::string& dir, const std::string& name) const {
+  for (const std::unique_ptr<ServerHandle>* h : {&dp_server_, &registry_server_}) {
+    if (*h != nullptr && (*h)->path == JoinPath(dir, name)) return true;
+  }
+  return false;
+}
+
 bool SamplePlugin::OwnSocketIntact(const ServerHandle* s) const {
   if (s == nullptr) return false;
   struct stat st {};
@@ -360,7 +367,12 @@ void SamplePlugin::Loop() {
     if (core_->stopping()) break;
     TakePending(st);
     bool kubelet_created = false;
+    // Whether the plugin's own sockets may have gone: after a timeout or a
+    // Wake(), lost events, a directory that came back, or an event naming
+    // one of them. Others (the kubelet's checkpoint writes) need no look.
+    bool look_at_sockets = events.empty();
     for (const DirWatcher::Event& e : events) {
+      if (e.overflow || e.name.empty() || NamesOwnSocket(e.dir, e.name)) look_at_sockets = true;
       if (e.dir != options_.dir || !e.created) continue;
       if (e.name == kKubeletSocketName || (e.name.empty() && Exists(st.kubelet_socket))) {
         kubelet_created = true;
@@ -369,9 +381,9 @@ void SamplePlugin::Loop() {
     ProcessControlFile();
     if (!config.registration.reregister || st.need_restart) continue;
     if (config.registration.reregister_delay > absl::ZeroDuration()) {
-      DelayedReregistration(st, kubelet_created);
+      DelayedReregistration(st, kubelet_created, look_at_sockets);
     } else {
-      ReactToSockets(st, kubelet_created);
+      ReactToSockets(st, kubelet_created, look_at_sockets);
     }
   }
 }
@@ -427,12 +439,13 @@ void SamplePlugin::TakePending(LoopState& st) {
   }
 }
 
-void SamplePlugin::DelayedReregistration(LoopState& st, bool kubelet_created) {
+void SamplePlugin::DelayedReregistration(LoopState& st, bool kubelet_created,
+                                         bool look_at_sockets) {
   // The slow re-registration of the kubernetes e2e sample plugin: any sign of
   // a new kubelet schedules one restart, `reregister_delay` later; nothing is
   // served or registered until then.
   const absl::Duration delay = core_->config().registration.reregister_delay;
-  const bool dp_gone = dp_server_ && !OwnSocketIntact(dp_server_.get());
+  const bool dp_gone = look_at_sockets && dp_server_ && !OwnSocketIntact(dp_server_.get());
   if (!st.delayed_restart && (kubelet_created || dp_gone) && !st.registry_mode) {
     DM_INFO("A new kubelet: restarting the device plugin server later",
             {"delay", absl::FormatDuration(delay)});
@@ -444,10 +457,10 @@ void SamplePlugin::DelayedReregistration(LoopState& st, bool kubelet_created) {
   }
 }
 
-void SamplePlugin::ReactToSockets(LoopState& st, bool kubelet_created) {
-  const bool dp_lost = dp_server_ && !OwnSocketIntact(dp_server_.get());
-  const bool registry_lost =
-      st.registry_mode && registry_server_ && !OwnSocketIntact(registry_server_.get());
+void SamplePlugin::ReactToSockets(LoopState& st, bool kubelet_created, bool look_at_sockets) {
+  const bool dp_lost = look_at_sockets && dp_server_ && !OwnSocketIntact(dp_server_.get());
+  const bool registry_lost = look_at_sockets && st.registry_mode && registry_server_ &&
+                             !OwnSocketIntact(registry_server_.get());
   if (dp_lost || registry_lost) {
     DM_INFO("The plugin's socket was removed: serving again",
             {"path", dp_lost ? socket_path() : registry_socket_path()});

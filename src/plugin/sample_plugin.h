@@ -121,9 +121,9 @@ class SamplePlugin {
   // Requests queued by other threads (control commands, RPC handlers).
   void TakePending(LoopState& st);
   // registration.reregister_delay: one restart, that long after a new kubelet.
-  void DelayedReregistration(LoopState& st, bool kubelet_created);
+  void DelayedReregistration(LoopState& st, bool kubelet_created, bool look_at_sockets);
   // The own socket removed or kubelet.sock (re)created: serve and register again.
-  void ReactToSockets(LoopState& st, bool kubelet_created);
+  void ReactToSockets(LoopState& st, bool kubelet_created, bool look_at_sockets);
   void HealthChanges();
   void ProcessControlFile();
   void RunCommand(const ControlCommand& c);
@@ -136,6 +136,8 @@ class SamplePlugin {
   void RestartServers();
   void Register();
   bool OwnSocketIntact(const ServerHandle* s) const;
+  // Whether dir/name is the path of one of the plugin's own sockets.
+  bool NamesOwnSocket(const std::string& dir, const std::string& name) const;
 
   const PluginOptions options_;
   const std::unique_ptr<PluginCore> core_;
