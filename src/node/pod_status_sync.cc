@@ -58,7 +58,6 @@ void PodStatusSyncer::PodAdmitted(const pod::Pod& pod) {
   {
     absl::MutexLock l(&mu_);
     PodState& st = pods_[pod.uid];
-    st.pod = pod;
     if (!st.synced) {
       // Only regular containers have statuses this feature writes.
       st.statuses.clear();

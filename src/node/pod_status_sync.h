@@ -85,7 +85,6 @@ class PodStatusSyncer {
 
  private:
   struct PodState {
-    pod::Pod pod;
     std::vector<manager::ContainerResourceStatus> statuses;
     absl::Time next_sync = absl::InfiniteFuture();
     bool synced = false;
