@@ -46,6 +46,7 @@
 #include "manager/fake_plugin_client.h"
 #include "manager/manager_impl.h"
 #include "node/node.h"
+#include "node/plugin_process.h"
 #include "node/pod_manager.h"
 #include "plugin/config.h"
 #include "plugin/sample_plugin.h"
@@ -126,6 +127,9 @@ struct Args {
   std::string json;
   std::string devmgr;
   std::string oracle;
+  // A real plugin binary for P1's second figure: the kubernetes e2e sample
+  // device plugin (tests/peers), run in a private mount namespace.
+  std::string peer;
   int n = 0;
 };
 
@@ -283,9 +287,21 @@ class TimingFs : public devmgr::fs::Filesystem {
   std::atomic<double> last_us_{0};
 };
 
+// A real plugin binary that NodeEnv starts instead of the reference plugin:
+// the kubernetes e2e sample device plugin, which hard-codes
+// /var/lib/kubelet/device-plugins (so it runs in a private mount namespace,
+// with the node's directory bound there) and creates /tmp/<device id> in
+// Allocate (a directory of the run is bound over /tmp).
+struct PeerPlugin {
+  std::string binary;
+  std::string resource = "example.com/resource";
+  std::string device = "Dev-1";  // the device a bare Allocate asks for
+};
+
 class NodeEnv {
  public:
-  NodeEnv(const std::string& tmp_root, bool fsync, int devices, bool preferred) {
+  NodeEnv(const std::string& tmp_root, bool fsync, int devices, bool preferred,
+          const PeerPlugin* peer = nullptr) {
     dir_ = MakeTempDir(tmp_root, "bench");
     devmgr::node::NodeOptions o;
     o.plugin_dir = dir_;
@@ -301,6 +317,10 @@ class NodeEnv {
     node_->manager().SetChangeCallback([this] { notes_.Notify(); });
     pods_ = std::make_unique<devmgr::node::PodManager>(node_.get());
     if (!node_->Start(pods_->MakeStartOptions(false)).ok()) Die("node start failed");
+    if (peer != nullptr) {
+      StartPeer(*peer);
+      return;
+    }
     auto cfg = devmgr::plugin::ParseConfig(PluginYaml(devices, preferred), "bench-plugin");
     if (!cfg.ok()) Die(std::string(cfg.status().message()));
     devmgr::plugin::PluginOptions po;
@@ -314,20 +334,27 @@ class NodeEnv {
       return it != cap.allocatable.end() && it->second == devices;
     });
     if (!ok) Die("the plugin did not register");
+    plugin_socket_ = dir_ + "/bench-gpu.sock";
   }
   ~NodeEnv() {
-    plugin_->Stop();
+    if (plugin_) plugin_->Stop();
+    if (peer_) peer_->Stop();
     node_->Stop();
     pods_.reset();
     plugin_.reset();
+    peer_.reset();
     node_.reset();
     std::filesystem::remove_all(dir_);
+    if (!peer_tmp_.empty()) std::filesystem::remove_all(peer_tmp_);
   }
 
   devmgr::node::Node& node() { return *node_; }
   devmgr::node::PodManager& pods() { return *pods_; }
   const std::string& dir() const { return dir_; }
-  std::string plugin_socket() const { return dir_ + "/bench-gpu.sock"; }
+  // The plugin's endpoint socket (the one it registered).
+  std::string plugin_socket() const { return plugin_socket_; }
+  const std::string& resource() const { return resource_; }
+  const std::string& bare_device() const { return bare_device_; }
   double last_rpc_us() const { return last_rpc_us_.load(); }
   double last_write_us() const { return fs_.last_us(); }
 
@@ -339,6 +366,35 @@ class NodeEnv {
   std::unique_ptr<devmgr::node::Node> node_;
   std::unique_ptr<devmgr::node::PodManager> pods_;
   std::unique_ptr<devmgr::plugin::SamplePlugin> plugin_;
+  std::unique_ptr<devmgr::node::PluginProcess> peer_;
+  std::string peer_tmp_;
+  std::string resource_ = kResource;
+  std::string bare_device_ = "GPU-0";
+  std::string plugin_socket_;
+
+  void StartPeer(const PeerPlugin& peer) {
+    resource_ = peer.resource;
+    bare_device_ = peer.device;
+    peer_tmp_ = MakeTempDir(std::filesystem::path(dir_).parent_path().string(), "bench-peer-tmp");
+    devmgr::node::PluginProcessOptions po;
+    po.command = peer.binary;
+    po.private_mount = true;
+    po.plugin_dir = dir_;
+    po.extra_binds = {{peer_tmp_, "/tmp"}};
+    peer_ = std::make_unique<devmgr::node::PluginProcess>(po);
+    if (absl::Status s = peer_->Start(); !s.ok()) Die("peer start failed: " + s.ToString());
+    const bool ok = notes_.WaitFor(
+        [&] {
+          auto cap = node_->manager().GetCapacity();
+          auto it = cap.allocatable.find(resource_);
+          return it != cap.allocatable.end() && it->second > 0;
+        },
+        absl::Seconds(30));
+    if (!ok) Die("the peer plugin did not register: " + peer_->OutputTail(5).back());
+    for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+      if (e.is_socket() && e.path().filename() != "kubelet.sock") plugin_socket_ = e.path();
+    }
+  }
 };
 
 // Admits `n` one-device pods through the pod manager (admission: the
@@ -354,7 +410,7 @@ std::vector<double> AdmitLoop(NodeEnv& env, const std::string& tag, int n,
   std::vector<double> us;
   us.reserve(n);
   for (int i = 0; i < n; ++i) {
-    const devmgr::pod::Pod p = OneDevicePod(fmt::format("{}-{}", tag, i), kResource);
+    const devmgr::pod::Pod p = OneDevicePod(fmt::format("{}-{}", tag, i), env.resource());
     const auto t = Clock::now();
     const devmgr::topology::AdmitResult r = env.node().AdmitPod(p);
     us.push_back(SecondsSince(t) * 1e6);
@@ -373,10 +429,10 @@ std::vector<double> AdmitLoop(NodeEnv& env, const std::string& tag, int n,
 // the manager's client has), one device ID.
 class BareClient {
  public:
-  explicit BareClient(const std::string& socket)
+  explicit BareClient(const std::string& socket, const std::string& device = "GPU-0")
       : stub_(v1beta1::DevicePlugin::NewStub(
             devmgr::transport::NewUnixChannel(socket, 4 * 1024 * 1024))) {
-    alloc_.add_container_requests()->add_devices_ids("GPU-0");
+    alloc_.add_container_requests()->add_devices_ids(device);
     auto* r = pref_.add_container_requests();
     for (int i = 0; i < 8; ++i) r->add_available_deviceids(fmt::format("GPU-{}", i));
     r->set_allocation_size(1);
@@ -420,6 +476,91 @@ double BareWriteP50Us(NodeEnv& env, bool fsync, int n) {
   return Summarize(us).p50;
 }
 
+// One P1 figure: `n` admissions, each followed by a bare Allocate of one
+// device to the same plugin (after 200 warm-ups of both).
+struct P1Pair {
+  Stats admit, bare, rpc, write, rest, own;
+  double bare_write_p50 = 0;
+};
+
+P1Pair MeasurePair(NodeEnv& env, int n, const std::string& tag) {
+  BareClient bare(env.plugin_socket(), env.bare_device());
+  std::vector<double> ignored, bare_us, rpc_us, write_us;
+  AdmitLoop(
+      env, tag + "-warm", 200, [&] { return bare.Allocate(); }, &ignored);
+  const std::vector<double> admit_us = AdmitLoop(
+      env, tag, n, [&] { return bare.Allocate(); }, &bare_us, &rpc_us, &write_us);
+  std::vector<double> rest_us, own_us;
+  for (size_t i = 0; i < admit_us.size(); ++i) {
+    rest_us.push_back(admit_us[i] - rpc_us[i]);
+    own_us.push_back(admit_us[i] - rpc_us[i] - write_us[i]);
+  }
+  P1Pair r;
+  r.admit = Summarize(admit_us);
+  r.bare = Summarize(bare_us);
+  r.rpc = Summarize(rpc_us);
+  r.write = Summarize(write_us);
+  r.rest = Summarize(rest_us);
+  r.own = Summarize(own_us);
+  r.bare_write_p50 = BareWriteP50Us(env, false, 200);
+  return r;
+}
+
+void PrintPair(const P1Pair& r, const char* indent) {
+  std::printf("%s  admission          p50 %8.1f us   p99 %8.1f us\n", indent, r.admit.p50,
+              r.admit.p99);
+  std::printf(
+      "%s    of which its Allocate RPC p50 %.1f us, the rest (GC, devicesToAllocate, "
+      "bookkeeping, checkpoint render and write) p50 %.1f us\n",
+      indent, r.rpc.p50, r.rest.p50);
+  std::printf(
+      "%s    the rest split: checkpoint file operations (create, write, close, rename) p50 "
+      "%.1f us; devmgr's own work p50 %.1f us\n",
+      indent, r.write.p50, r.own.p50);
+  std::printf("%s  bare Allocate RPC  p50 %8.1f us   p99 %8.1f us   (floor)\n", indent, r.bare.p50,
+              r.bare.p99);
+  std::printf(
+      "%s  ratio p50 %.2fx (target <= 1.5x)   p99 %.2fx;  bare checkpoint write p50 %.1f us\n",
+      indent, r.admit.p50 / r.bare.p50, r.admit.p99 / r.bare.p99, r.bare_write_p50);
+}
+
+// P1 again with a real Go plugin (the kubernetes e2e sample device plugin):
+// grpc-go's server, fsnotify's watch of the directory. Skipped, with the
+// reason in the JSON, when the binary or a private mount namespace is
+// missing.
+void RunP1Peer(const Args& a, int n, Results& res) {
+  std::string why;
+  if (a.peer.empty()) {
+    why = "no --peer binary (tests/peers/build.sh builds it; needs Go and the module proxy)";
+  } else if (::access(a.peer.c_str(), X_OK) != 0) {
+    why = a.peer + " is not an executable";
+  } else if (absl::Status s = devmgr::node::CheckPrivateMountSupported(); !s.ok()) {
+    why = std::string(s.message());
+  }
+  if (!why.empty()) {
+    std::printf(" real Go plugin (kubernetes e2e sample device plugin): not measured: %s\n",
+                why.c_str());
+    res.Str("p1_peer_skipped", why);
+    return;
+  }
+  std::printf(
+      " real Go plugin (kubernetes e2e sample device plugin, %s), private mount namespace, "
+      "dir on %s, fsync off:\n",
+      a.peer.c_str(), FsType(a.tmp).c_str());
+  PeerPlugin peer;
+  peer.binary = a.peer;
+  NodeEnv env(a.tmp, /*fsync=*/false, 0, /*preferred=*/false, &peer);
+  const P1Pair r = MeasurePair(env, n, "p1peer");
+  PrintPair(r, "");
+  res.Str("p1_peer", a.peer);
+  res.Num("p1_peer_admission_p50_us", r.admit.p50);
+  res.Num("p1_peer_floor_p50_us", r.bare.p50);
+  res.Num("p1_peer_ratio", r.admit.p50 / r.bare.p50);
+  res.Num("p1_peer_admission_rpc_p50_us", r.rpc.p50);
+  res.Num("p1_peer_admission_write_p50_us", r.write.p50);
+  res.Num("p1_peer_admission_own_p50_us", r.own.p50);
+}
+
 void RunP1(const Args& a, Results& res) {
   const int n = a.n > 0 ? a.n : 2000;
   // The headline pair runs with the device-plugin directory on tmpfs, so
@@ -436,51 +577,23 @@ void RunP1(const Args& a, Results& res) {
     std::printf(" plugin without GetPreferredAllocation, dir on %s, fsync off:\n",
                 FsType(mem).c_str());
     NodeEnv env(mem, /*fsync=*/false, 8, /*preferred=*/false);
-    BareClient bare(env.plugin_socket());
-    std::vector<double> ignored, bare_us, rpc_us, write_us;
-    AdmitLoop(
-        env, "warm", 200, [&] { return bare.Allocate(); }, &ignored);
-    const std::vector<double> admit_us = AdmitLoop(
-        env, "p1", n, [&] { return bare.Allocate(); }, &bare_us, &rpc_us, &write_us);
-    const Stats sa = Summarize(admit_us);
-    const Stats sb = Summarize(bare_us);
-    const Stats sr = Summarize(rpc_us);
-    const Stats sw = Summarize(write_us);
-    std::vector<double> rest_us, own_us;
-    for (size_t i = 0; i < admit_us.size(); ++i) {
-      rest_us.push_back(admit_us[i] - rpc_us[i]);
-      own_us.push_back(admit_us[i] - rpc_us[i] - write_us[i]);
-    }
-    const Stats so = Summarize(rest_us);
-    const Stats sown = Summarize(own_us);
-    const double w = BareWriteP50Us(env, false, 200);
-    std::printf("  admission          p50 %8.1f us   p99 %8.1f us\n", sa.p50, sa.p99);
-    std::printf(
-        "    of which its Allocate RPC p50 %.1f us, the rest (GC, devicesToAllocate, "
-        "bookkeeping, checkpoint render and write) p50 %.1f us\n",
-        sr.p50, so.p50);
-    std::printf(
-        "    the rest split: checkpoint file operations (create, write, close, rename) p50 "
-        "%.1f us; devmgr's own work p50 %.1f us\n",
-        sw.p50, sown.p50);
-    std::printf("  bare Allocate RPC  p50 %8.1f us   p99 %8.1f us   (floor)\n", sb.p50, sb.p99);
-    std::printf(
-        "  ratio p50 %.2fx (target <= 1.5x)   p99 %.2fx;  bare checkpoint write p50 %.1f us\n",
-        sa.p50 / sb.p50, sa.p99 / sb.p99, w);
-    res.Num("p1_admission_p50_us", sa.p50);
-    res.Num("p1_admission_p99_us", sa.p99);
-    res.Num("p1_floor_p50_us", sb.p50);
-    res.Num("p1_floor_p99_us", sb.p99);
-    res.Num("p1_ratio", sa.p50 / sb.p50);
-    res.Num("p1_ratio_p99", sa.p99 / sb.p99);
-    res.Num("p1_bare_write_p50_us", w);
-    res.Num("p1_admission_rpc_p50_us", sr.p50);
-    res.Num("p1_admission_rest_p50_us", so.p50);
-    res.Num("p1_admission_write_p50_us", sw.p50);
-    res.Num("p1_admission_own_p50_us", sown.p50);
+    const P1Pair r = MeasurePair(env, n, "p1");
+    PrintPair(r, "");
+    res.Num("p1_admission_p50_us", r.admit.p50);
+    res.Num("p1_admission_p99_us", r.admit.p99);
+    res.Num("p1_floor_p50_us", r.bare.p50);
+    res.Num("p1_floor_p99_us", r.bare.p99);
+    res.Num("p1_ratio", r.admit.p50 / r.bare.p50);
+    res.Num("p1_ratio_p99", r.admit.p99 / r.bare.p99);
+    res.Num("p1_bare_write_p50_us", r.bare_write_p50);
+    res.Num("p1_admission_rpc_p50_us", r.rpc.p50);
+    res.Num("p1_admission_rest_p50_us", r.rest.p50);
+    res.Num("p1_admission_write_p50_us", r.write.p50);
+    res.Num("p1_admission_own_p50_us", r.own.p50);
     res.Num("p1_n", n);
     res.Str("p1_fs", FsType(mem));
   }
+  RunP1Peer(a, n, res);
   {
     std::printf(" plugin with GetPreferredAllocation (two RPCs per admission), dir on %s:\n",
                 FsType(mem).c_str());
@@ -965,7 +1078,7 @@ int main(int argc, char** argv) {
     std::fprintf(
         stderr,
         "usage: perf_bench p1|p2|p3|p4|scaling [--tmp DIR] [--disk DIR] [--json FILE] [--n N]\n"
-        "                  [--devmgr BIN] [--oracle BIN]\n"
+        "                  [--devmgr BIN] [--oracle BIN] [--peer BIN]\n"
         "Measures devmgr beside its floors; see docs/performance.md.\n");
     return 2;
   }
@@ -987,6 +1100,8 @@ int main(int argc, char** argv) {
       a.devmgr = v;
     else if (k == "--oracle")
       a.oracle = v;
+    else if (k == "--peer")
+      a.peer = v;
     else
       Die("unknown flag " + k);
   }
