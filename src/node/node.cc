@@ -72,8 +72,6 @@ topology::AdmitResult Node::AdmitPod(const pod::Pod& pod) {
   const absl::Time start = absl::Now();
   topology::AdmitResult r = topology_->Admit(pod);
   if (opts_.on_pod_admission) opts_.on_pod_admission(r, absl::Now() - start);
-  // The pod's first sync generates its status (device health included).
-  if (r.admitted) pod_status_->PodAdmitted(pod);
   {
     absl::MutexLock l(&admit_mu_);
     ++admitting_ticket_;

@@ -127,6 +127,11 @@ void PodManager::AdmitAndStart(Node* node, const std::string& uid, bool start_co
     rec->phase = pod::Phase::kRunning;
     UpdateActiveLocked(slot);
   }
+  // The pod worker's first sync, after the admission (the kubelet's
+  // HandlePodAdditions admits, then hands the pod to its worker): it
+  // generates the pod's status, device health included, before the
+  // containers start.
+  node->pod_status().PodAdmitted(p);
   if (start_containers) StartContainers(node, uid);
 }
 
