@@ -63,10 +63,31 @@ Outcome FirstList(Session& s) {
   return o;
 }
 
+// From 1.34 (see FirstList) a list a kubelet cannot unmarshal ends its
+// stream there: the first such list of the stream, as a failure.
+std::optional<Outcome> UnreadableList(Session& s, const StreamRecorder& r) {
+  if (!s.profile().validates_utf8) return std::nullopt;
+  const auto msgs = r.Messages();
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    std::optional<std::string> field = transport::FirstInvalidUtf8Field(msgs[i]->resp);
+    if (!field) continue;
+    return Outcome::Fail(fmt::format(
+        "list {} of {} (after {}) holds a {} that is not valid UTF-8: a {} kubelet's gRPC "
+        "client fails to unmarshal it (\"{}\") and drops the stream there; it never calls "
+        "ListAndWatch again and marks every device unhealthy (allocatable 0) until the plugin "
+        "registers again",
+        i + 1, msgs.size(), Dur(MonoSub(msgs[i]->at, r.opened_at())), *field, s.profile().name,
+        transport::kInvalidUtf8Error));
+  }
+  return std::nullopt;
+}
+
 Outcome StreamOpen(Session& s) {
   StreamRecorder* r = s.KubeletStream();
   if (r == nullptr || !r->WaitForMessages(1, s.t().first_list_within)) return NoList(s);
-  if (r->WaitForEnd(s.t().observe)) {
+  const bool ended = r->WaitForEnd(s.t().observe);
+  if (std::optional<Outcome> o = UnreadableList(s, *r)) return *o;
+  if (ended) {
     return Outcome::Fail(
         fmt::format("the stream {} after {} message(s); a kubelet never calls "
                     "ListAndWatch again and marks every device unhealthy "

@@ -209,6 +209,23 @@ TEST(VerdictsTest, AnInvalidUtf8IdFailsTheFirstListFrom134) {
   EXPECT_EQ(Find(old, "law.first-list")->outcome.status, Status::kPass) << SummaryTable(old);
 }
 
+// A later list a 1.34+ kubelet cannot read (a health that is not valid
+// UTF-8) ends its stream there, as surely as the plugin ending it.
+TEST(VerdictsTest, ALaterUnreadableListFailsTheStreamFrom134) {
+  plugin::Config c = Load("sample-plugin.yaml");
+  c.health_changes.push_back({absl::Milliseconds(200), "gpu-1", "Unhealthy\xff"});
+  Timeouts t = FastTimeouts();
+  t.observe = absl::Seconds(1);
+  RunReport r = RunChecks(c, t, "^law\\.stream-open ", "1.34");
+  ASSERT_NE(Find(r, "law.stream-open"), nullptr) << SummaryTable(r);
+  EXPECT_EQ(Find(r, "law.stream-open")->outcome.status, Status::kFail) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "law.stream-open")->outcome.message,
+              ContainsRegex("^list [0-9]+ of [0-9]+ \\(after .*\\) holds a Device.Health that is "
+                            "not valid UTF-8: a 1.34 kubelet's gRPC client fails to unmarshal it"));
+  RunReport old = RunChecks(c, t, "^law\\.stream-open ", "1.33");
+  EXPECT_EQ(Find(old, "law.stream-open")->outcome.status, Status::kPass) << SummaryTable(old);
+}
+
 TEST(VerdictsTest, SlowFirstRegistrationPassesTheMustAndGetsAShould) {
   plugin::Config c = Load("broken/registration.prompt.yaml");
   c.fault(plugin::Rpc::kRegister).delay = absl::Seconds(2);
