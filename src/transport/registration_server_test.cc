@@ -26,7 +26,10 @@ class RegistrationServerTest : public testing::Test {
     RegistrationServerOptions o;
     o.plugin_dir = dir_.path();
     o.profile = P(profile);
-    o.dial_timeout = absl::Milliseconds(300);
+    // Short enough for the tests of a failing dial (which wait it out), long
+    // enough that a dial that should succeed does on a loaded machine (the
+    // sanitizer runs share two cores); the kubelet's is 10 s.
+    o.dial_timeout = absl::Seconds(2);
     o.max_recv_msg_size = max_recv;
     auto s = RegistrationServer::Create(o, &handler_);
     ASSERT_OK(s);
