@@ -17,8 +17,11 @@ std::vector<std::string> PodDevices::Pods() const {
 void PodDevices::Insert(const std::string& pod_uid, const std::string& container_name,
                         const std::string& resource_name, DevicesPerNUMA device_ids,
                         std::optional<v1beta1::ContainerAllocateResponse> alloc_resp) {
-  devs_[pod_uid][container_name][resource_name] =
-      DeviceAllocateInfo{std::move(device_ids), std::move(alloc_resp)};
+  DeviceAllocateInfo& info = devs_[pod_uid][container_name][resource_name];
+  info = DeviceAllocateInfo{std::move(device_ids), std::move(alloc_resp)};
+  if (info.alloc_resp.has_value()) {
+    info.marshal_failed = !info.alloc_resp->SerializeToString(&info.alloc_resp_bytes);
+  }
 }
 
 void PodDevices::Delete(const std::vector<std::string>& pod_uids) {
@@ -106,15 +109,14 @@ std::optional<std::vector<checkpoint::PodDevicesEntry>> PodDevices::ToCheckpoint
                    {"containerName", cname}, {"resourceName", resource});
           continue;
         }
-        std::string bytes;
-        if (!info.alloc_resp->SerializeToString(&bytes)) {
+        if (info.marshal_failed) {
           DM_ERROR("proto: Marshal failed", "Can't marshal allocResp", {"podUID", uid},
                    {"containerName", cname}, {"resourceName", resource});
           continue;
         }
         if (!out.has_value()) out.emplace();
-        out->push_back(
-            checkpoint::PodDevicesEntry{uid, cname, resource, info.device_ids, std::move(bytes)});
+        out->push_back(checkpoint::PodDevicesEntry{uid, cname, resource, info.device_ids,
+                                                   info.alloc_resp_bytes});
       }
     }
   }

@@ -24,6 +24,11 @@ struct DeviceAllocateInfo {
   // nullopt is Go's nil *ContainerAllocateResponse (never produced by
   // allocation or a checkpoint read; such entries are not checkpointed).
   std::optional<v1beta1::ContainerAllocateResponse> alloc_resp;
+  // alloc_resp marshalled once, when inserted (the message never changes
+  // after): what every checkpoint write puts in the entry's AllocResp, as
+  // the kubelet's toCheckpointData marshals it at each write.
+  std::string alloc_resp_bytes;
+  bool marshal_failed = false;
 };
 
 // resource -> allocation, for one container.
