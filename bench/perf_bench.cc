@@ -40,8 +40,10 @@
 #include "checkpoint_fixture.h"
 #include "common/clock.h"
 #include "common/profile.h"
+#include "common/status_util.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "grpcpp/client_context.h"
 #include "manager/fake_plugin_client.h"
 #include "manager/manager_impl.h"
@@ -318,7 +320,7 @@ class NodeEnv {
     pods_ = std::make_unique<devmgr::node::PodManager>(node_.get());
     if (!node_->Start(pods_->MakeStartOptions(false)).ok()) Die("node start failed");
     if (peer != nullptr) {
-      StartPeer(*peer);
+      peer_status_ = StartPeer(*peer);
       return;
     }
     auto cfg = devmgr::plugin::ParseConfig(PluginYaml(devices, preferred), "bench-plugin");
@@ -355,6 +357,7 @@ class NodeEnv {
   std::string plugin_socket() const { return plugin_socket_; }
   const std::string& resource() const { return resource_; }
   const std::string& bare_device() const { return bare_device_; }
+  const absl::Status& peer_status() const { return peer_status_; }
   double last_rpc_us() const { return last_rpc_us_.load(); }
   double last_write_us() const { return fs_.last_us(); }
 
@@ -368,11 +371,14 @@ class NodeEnv {
   std::unique_ptr<devmgr::plugin::SamplePlugin> plugin_;
   std::unique_ptr<devmgr::node::PluginProcess> peer_;
   std::string peer_tmp_;
+  absl::Status peer_status_;
   std::string resource_ = kResource;
   std::string bare_device_ = "GPU-0";
   std::string plugin_socket_;
 
-  void StartPeer(const PeerPlugin& peer) {
+  // A peer that cannot start or register is reported (not measured), not
+  // fatal: the rest of the bench goes on.
+  absl::Status StartPeer(const PeerPlugin& peer) {
     resource_ = peer.resource;
     bare_device_ = peer.device;
     peer_tmp_ = MakeTempDir(std::filesystem::path(dir_).parent_path().string(), "bench-peer-tmp");
@@ -382,18 +388,31 @@ class NodeEnv {
     po.plugin_dir = dir_;
     po.extra_binds = {{peer_tmp_, "/tmp"}};
     peer_ = std::make_unique<devmgr::node::PluginProcess>(po);
-    if (absl::Status s = peer_->Start(); !s.ok()) Die("peer start failed: " + s.ToString());
-    const bool ok = notes_.WaitFor(
+    DEVMGR_RETURN_IF_ERROR(peer_->Start());
+    bool registered = false;
+    notes_.WaitFor(
         [&] {
           auto cap = node_->manager().GetCapacity();
           auto it = cap.allocatable.find(resource_);
-          return it != cap.allocatable.end() && it->second > 0;
+          registered = it != cap.allocatable.end() && it->second > 0;
+          return registered || peer_->WaitExit(absl::ZeroDuration());
         },
         absl::Seconds(30));
-    if (!ok) Die("the peer plugin did not register: " + peer_->OutputTail(5).back());
+    if (!registered) {
+      const std::vector<std::string> tail = peer_->OutputTail(3);
+      const std::string what = peer_->running()
+                                   ? "did not register within 30 s"
+                                   : fmt::format("exited with code {} before it registered",
+                                                 peer_->exit_code().value_or(-1));
+      return absl::UnavailableError(
+          fmt::format("the plugin {}{}{}", what,
+                      tail.empty() ? "" : "; its last output: ", fmt::join(tail, " | ")));
+    }
     for (const auto& e : std::filesystem::directory_iterator(dir_)) {
       if (e.is_socket() && e.path().filename() != "kubelet.sock") plugin_socket_ = e.path();
     }
+    if (plugin_socket_.empty()) return absl::UnavailableError("no plugin socket in " + dir_);
+    return absl::OkStatus();
   }
 };
 
@@ -550,6 +569,12 @@ void RunP1Peer(const Args& a, int n, Results& res) {
   PeerPlugin peer;
   peer.binary = a.peer;
   NodeEnv env(a.tmp, /*fsync=*/false, 0, /*preferred=*/false, &peer);
+  if (!env.peer_status().ok()) {
+    const std::string why(env.peer_status().message());
+    std::printf("  not measured: %s\n", why.c_str());
+    res.Str("p1_peer_skipped", why);
+    return;
+  }
   const P1Pair r = MeasurePair(env, n, "p1peer");
   PrintPair(r, "");
   res.Str("p1_peer", a.peer);

@@ -71,6 +71,12 @@ std::optional<Outcome> UnreadableList(Session& s, const StreamRecorder& r) {
   for (size_t i = 0; i < msgs.size(); ++i) {
     std::optional<std::string> field = transport::FirstInvalidUtf8Field(msgs[i]->resp);
     if (!field) continue;
+    if (i == 0) {
+      return Outcome::Skip(fmt::format(
+          "a {} kubelet's stream ends at the first list, which it cannot unmarshal (see "
+          "law.first-list)",
+          s.profile().name));
+    }
     return Outcome::Fail(fmt::format(
         "list {} of {} (after {}) holds a {} that is not valid UTF-8: a {} kubelet's gRPC "
         "client fails to unmarshal it (\"{}\") and drops the stream there; it never calls "

@@ -124,14 +124,18 @@ void PodManager::AdmitAndStart(Node* node, const std::string& uid, bool start_co
               {"message", r.message});
       return;
     }
-    rec->phase = pod::Phase::kRunning;
-    UpdateActiveLocked(slot);
   }
   // The pod worker's first sync, after the admission (the kubelet's
   // HandlePodAdditions admits, then hands the pod to its worker): it
-  // generates the pod's status, device health included, before the
-  // containers start.
+  // generates the pod's status, device health included, with its phase,
+  // before the containers start.
   node->pod_status().PodAdmitted(p);
+  {
+    absl::MutexLock l(&mu_);
+    SlotIt slot = FindSlotLocked(uid);
+    slot->rec.phase = pod::Phase::kRunning;
+    UpdateActiveLocked(slot);
+  }
   if (start_containers) StartContainers(node, uid);
 }
 

@@ -368,9 +368,11 @@ void SamplePlugin::Loop() {
     TakePending(st);
     bool kubelet_created = false;
     // Whether the plugin's own sockets may have gone: after a timeout or a
-    // Wake(), lost events, a directory that came back, or an event naming
-    // one of them. Others (the kubelet's checkpoint writes) need no look.
-    bool look_at_sockets = events.empty();
+    // Wake(), lost events, a directory that came back, an event naming one
+    // of them, and at least every kLoopPeriod whatever the events. Others
+    // (the kubelet's checkpoint writes) need no look.
+    const absl::Time now = absl::Now();
+    bool look_at_sockets = events.empty() || woken || now - st.sockets_looked_at >= kLoopPeriod;
     for (const DirWatcher::Event& e : events) {
       if (e.overflow || e.name.empty() || NamesOwnSocket(e.dir, e.name)) look_at_sockets = true;
       if (e.dir != options_.dir || !e.created) continue;
@@ -378,6 +380,7 @@ void SamplePlugin::Loop() {
         kubelet_created = true;
       }
     }
+    if (look_at_sockets) st.sockets_looked_at = now;
     ProcessControlFile();
     if (!config.registration.reregister || st.need_restart) continue;
     if (config.registration.reregister_delay > absl::ZeroDuration()) {

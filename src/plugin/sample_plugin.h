@@ -112,6 +112,8 @@ class SamplePlugin {
     std::optional<absl::Time> register_after_socket_loss;
     // registration.reregister_delay: when the delayed restart is due.
     std::optional<absl::Time> delayed_restart;
+    // When the loop last looked at its own sockets (see Loop).
+    absl::Time sockets_looked_at = absl::InfinitePast();
   };
   // Restarts/registers when asked to; true when it registered (the loop then
   // looks at the world again before waiting).
