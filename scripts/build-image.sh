@@ -20,7 +20,7 @@ fi
 # shellcheck source=podman-env.sh
 . "$ROOT/scripts/podman-env.sh"
 work=$(mktemp -d /tmp/devmgr-image-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work" ${DEVMGR_CONTAINERS_CONF_MADE:+"$DEVMGR_CONTAINERS_CONF_MADE"}' EXIT
 bash "$ROOT/scripts/debian-install-root.sh" "$work/root" "$deb"
 rm -rf "$work/root"/var/cache/apt/*.bin "$work/root"/var/log/apt/* "$work/root"/var/log/dpkg.log
 tar -C "$work/root" --numeric-owner -c . | podman import \

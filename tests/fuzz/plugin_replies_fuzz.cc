@@ -8,11 +8,13 @@
 // two containers, capacity >= allocatable) hold after every step.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "common/logging.h"
@@ -58,6 +60,11 @@ const std::string& Dir() {
     char tmpl[] = "/tmp/devmgr-fuzz-replies.XXXXXX";
     auto* d = new std::string(mkdtemp(tmpl));
     devmgr::log::SetConsoleOutput(false);
+    // The directory lives as long as the process; gone at its exit.
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(Dir(), ec);
+    });
     return d;
   }();
   return *dir;

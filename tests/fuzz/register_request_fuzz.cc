@@ -5,8 +5,12 @@
 // Unknown error with a message, as the kubelet's plain Go error would be.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "common/logging.h"
 #include "common/profile.h"
@@ -30,6 +34,19 @@ class NullHandler final : public devmgr::manager::ClientHandler {
                                   const v1beta1::ListAndWatchResponse&) override {}
 };
 
+// The fuzzer's directories live as long as the process; gone at its exit.
+void RemoveAtExit(const std::string& dir) {
+  static std::vector<std::string>* dirs = [] {
+    auto* v = new std::vector<std::string>;
+    std::atexit([] {
+      std::error_code ec;
+      for (const std::string& d : *dirs) std::filesystem::remove_all(d, ec);
+    });
+    return v;
+  }();
+  dirs->push_back(dir);
+}
+
 tr::RegistrationServer* Server(bool utf8_profile) {
   static NullHandler handler;
   static tr::RegistrationServer* servers[2] = {nullptr, nullptr};
@@ -39,6 +56,7 @@ tr::RegistrationServer* Server(bool utf8_profile) {
     char tmpl[] = "/tmp/devmgr-fuzz-register.XXXXXX";
     tr::RegistrationServerOptions o;
     o.plugin_dir = mkdtemp(tmpl);
+    RemoveAtExit(o.plugin_dir);
     o.profile = *devmgr::ProfileForVersion(utf8_profile ? "1.34+" : "1.33");
     o.dial_timeout = absl::Milliseconds(1);
     s = tr::RegistrationServer::Create(o, &handler)->release();

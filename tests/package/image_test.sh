@@ -31,6 +31,7 @@ doctor=""
 cleanup() {
   [ -n "$doctor" ] && podman rm -f "$doctor" >/dev/null 2>&1 || true
   rm -rf "$work"
+  [ -z "$DEVMGR_CONTAINERS_CONF_MADE" ] || rm -f "$DEVMGR_CONTAINERS_CONF_MADE"
 }
 trap cleanup EXIT
 passed=0
