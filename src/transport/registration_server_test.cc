@@ -249,7 +249,9 @@ TEST_F(RegistrationServerTest, HealthCheckBeforeStartPerVersion) {
     const std::string ver = v;
     const bool fails = ver == "1.32" || ver == "1.34";
     EXPECT_EQ((*s)->HealthCheck().ok(), !fails);
-    if (fails) EXPECT_EQ((*s)->HealthCheck().message(), kHealthzError);
+    if (fails) {
+      EXPECT_EQ((*s)->HealthCheck().message(), kHealthzError);
+    }
   }
 }
 
