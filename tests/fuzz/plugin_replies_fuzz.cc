@@ -8,18 +8,17 @@
 // two containers, capacity >= allocatable) hold after every step.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "common/logging.h"
 #include "common/profile.h"
 #include "fuzz_check.h"
+#include "fuzz_temp_dir.h"
 #include "manager/fake_plugin_client.h"
 #include "manager/manager_impl.h"
 #include "pod/pod.h"
@@ -57,14 +56,8 @@ class Script {
 
 const std::string& Dir() {
   static const std::string* dir = [] {
-    char tmpl[] = "/tmp/devmgr-fuzz-replies.XXXXXX";
-    auto* d = new std::string(mkdtemp(tmpl));
+    auto* d = new std::string(FuzzTempDir("devmgr-fuzz-replies"));
     devmgr::log::SetConsoleOutput(false);
-    // The directory lives as long as the process; gone at its exit.
-    std::atexit([] {
-      std::error_code ec;
-      std::filesystem::remove_all(Dir(), ec);
-    });
     return d;
   }();
   return *dir;

@@ -5,16 +5,13 @@
 // Unknown error with a message, as the kubelet's plain Go error would be.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
-#include <system_error>
-#include <vector>
 
 #include "common/logging.h"
 #include "common/profile.h"
 #include "fuzz_check.h"
+#include "fuzz_temp_dir.h"
 #include "transport/go_path.h"
 #include "transport/registration_server.h"
 #include "transport/utf8_fields.h"
@@ -34,29 +31,14 @@ class NullHandler final : public devmgr::manager::ClientHandler {
                                   const v1beta1::ListAndWatchResponse&) override {}
 };
 
-// The fuzzer's directories live as long as the process; gone at its exit.
-void RemoveAtExit(const std::string& dir) {
-  static std::vector<std::string>* dirs = [] {
-    auto* v = new std::vector<std::string>;
-    std::atexit([] {
-      std::error_code ec;
-      for (const std::string& d : *dirs) std::filesystem::remove_all(d, ec);
-    });
-    return v;
-  }();
-  dirs->push_back(dir);
-}
-
 tr::RegistrationServer* Server(bool utf8_profile) {
   static NullHandler handler;
   static tr::RegistrationServer* servers[2] = {nullptr, nullptr};
   tr::RegistrationServer*& s = servers[utf8_profile ? 1 : 0];
   if (s == nullptr) {
     devmgr::log::SetConsoleOutput(false);
-    char tmpl[] = "/tmp/devmgr-fuzz-register.XXXXXX";
     tr::RegistrationServerOptions o;
-    o.plugin_dir = mkdtemp(tmpl);
-    RemoveAtExit(o.plugin_dir);
+    o.plugin_dir = FuzzTempDir("devmgr-fuzz-register");
     o.profile = *devmgr::ProfileForVersion(utf8_profile ? "1.34+" : "1.33");
     o.dial_timeout = absl::Milliseconds(1);
     s = tr::RegistrationServer::Create(o, &handler)->release();
