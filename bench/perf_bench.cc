@@ -525,22 +525,21 @@ P1Pair MeasurePair(NodeEnv& env, int n, const std::string& tag) {
   return r;
 }
 
-void PrintPair(const P1Pair& r, const char* indent) {
-  std::printf("%s  admission          p50 %8.1f us   p99 %8.1f us\n", indent, r.admit.p50,
-              r.admit.p99);
+void PrintPair(const P1Pair& r) {
+  std::printf("  admission          p50 %8.1f us   p99 %8.1f us\n", r.admit.p50, r.admit.p99);
   std::printf(
-      "%s    of which its Allocate RPC p50 %.1f us, the rest (GC, devicesToAllocate, "
+      "    of which its Allocate RPC p50 %.1f us, the rest (GC, devicesToAllocate, "
       "bookkeeping, checkpoint render and write) p50 %.1f us\n",
-      indent, r.rpc.p50, r.rest.p50);
+      r.rpc.p50, r.rest.p50);
   std::printf(
-      "%s    the rest split: checkpoint file operations (create, write, close, rename) p50 "
+      "    the rest split: checkpoint file operations (create, write, close, rename) p50 "
       "%.1f us; devmgr's own work p50 %.1f us\n",
-      indent, r.write.p50, r.own.p50);
-  std::printf("%s  bare Allocate RPC  p50 %8.1f us   p99 %8.1f us   (floor)\n", indent, r.bare.p50,
+      r.write.p50, r.own.p50);
+  std::printf("  bare Allocate RPC  p50 %8.1f us   p99 %8.1f us   (floor)\n", r.bare.p50,
               r.bare.p99);
   std::printf(
-      "%s  ratio p50 %.2fx (target <= 1.5x)   p99 %.2fx;  bare checkpoint write p50 %.1f us\n",
-      indent, r.admit.p50 / r.bare.p50, r.admit.p99 / r.bare.p99, r.bare_write_p50);
+      "  ratio p50 %.2fx (target <= 1.5x)   p99 %.2fx;  bare checkpoint write p50 %.1f us\n",
+      r.admit.p50 / r.bare.p50, r.admit.p99 / r.bare.p99, r.bare_write_p50);
 }
 
 // P1 again with a real Go plugin (the kubernetes e2e sample device plugin):
@@ -548,6 +547,14 @@ void PrintPair(const P1Pair& r, const char* indent) {
 // reason in the JSON, when the binary or a private mount namespace is
 // missing.
 void RunP1Peer(const Args& a, int n, Results& res) {
+  auto not_measured = [&](const std::string& why) {
+    std::printf("  not measured: %s\n", why.c_str());
+    res.Str("p1_peer_skipped", why);
+  };
+  std::printf(
+      " real Go plugin (kubernetes e2e sample device plugin, %s), private mount namespace, "
+      "dir on %s, fsync off:\n",
+      a.peer.empty() ? "no binary" : a.peer.c_str(), FsType(a.tmp).c_str());
   std::string why;
   if (a.peer.empty()) {
     why = "no --peer binary (tests/peers/build.sh builds it; needs Go and the module proxy)";
@@ -556,27 +563,13 @@ void RunP1Peer(const Args& a, int n, Results& res) {
   } else if (absl::Status s = devmgr::node::CheckPrivateMountSupported(); !s.ok()) {
     why = std::string(s.message());
   }
-  if (!why.empty()) {
-    std::printf(" real Go plugin (kubernetes e2e sample device plugin): not measured: %s\n",
-                why.c_str());
-    res.Str("p1_peer_skipped", why);
-    return;
-  }
-  std::printf(
-      " real Go plugin (kubernetes e2e sample device plugin, %s), private mount namespace, "
-      "dir on %s, fsync off:\n",
-      a.peer.c_str(), FsType(a.tmp).c_str());
+  if (!why.empty()) return not_measured(why);
   PeerPlugin peer;
   peer.binary = a.peer;
   NodeEnv env(a.tmp, /*fsync=*/false, 0, /*preferred=*/false, &peer);
-  if (!env.peer_status().ok()) {
-    const std::string why(env.peer_status().message());
-    std::printf("  not measured: %s\n", why.c_str());
-    res.Str("p1_peer_skipped", why);
-    return;
-  }
+  if (!env.peer_status().ok()) return not_measured(std::string(env.peer_status().message()));
   const P1Pair r = MeasurePair(env, n, "p1peer");
-  PrintPair(r, "");
+  PrintPair(r);
   res.Str("p1_peer", a.peer);
   res.Num("p1_peer_admission_p50_us", r.admit.p50);
   res.Num("p1_peer_floor_p50_us", r.bare.p50);
@@ -603,7 +596,7 @@ void RunP1(const Args& a, Results& res) {
                 FsType(mem).c_str());
     NodeEnv env(mem, /*fsync=*/false, 8, /*preferred=*/false);
     const P1Pair r = MeasurePair(env, n, "p1");
-    PrintPair(r, "");
+    PrintPair(r);
     res.Num("p1_admission_p50_us", r.admit.p50);
     res.Num("p1_admission_p99_us", r.admit.p99);
     res.Num("p1_floor_p50_us", r.bare.p50);
