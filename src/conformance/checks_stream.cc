@@ -29,6 +29,14 @@ std::string EndText(const StreamRecorder& r) {
   return st->ok() ? "ended with status OK" : "ended: " + transport::GoRpcErrorText(*st);
 }
 
+// Why a 1.34+ kubelet cannot read a list holding invalid UTF-8 in `field`.
+std::string Unreadable(Session& s, const std::string& field) {
+  return fmt::format(
+      "holds a {} that is not valid UTF-8: a {} kubelet's gRPC client fails to unmarshal it "
+      "(\"{}\")",
+      field, s.profile().name, transport::kInvalidUtf8Error);
+}
+
 Outcome FirstList(Session& s) {
   StreamRecorder* r = s.KubeletStream();
   if (r == nullptr)
@@ -50,10 +58,9 @@ Outcome FirstList(Session& s) {
   if (s.profile().validates_utf8) {
     if (std::optional<std::string> field = transport::FirstInvalidUtf8Field(r->First()->resp)) {
       return Outcome::Fail(fmt::format(
-          "the first list (after {}) holds a {} that is not valid UTF-8: a {} kubelet's gRPC "
-          "client fails to unmarshal it (\"{}\"), logs \"ListAndWatch ended unexpectedly for "
-          "device plugin\" and drops the stream; the resource stays at 0",
-          Dur(took), *field, s.profile().name, transport::kInvalidUtf8Error));
+          "the first list (after {}) {}, logs \"ListAndWatch ended unexpectedly for device "
+          "plugin\" and drops the stream; the resource stays at 0",
+          Dur(took), Unreadable(s, *field)));
     }
   }
   Outcome o = Outcome::Pass(
@@ -78,12 +85,10 @@ std::optional<Outcome> UnreadableList(Session& s, const StreamRecorder& r) {
           s.profile().name));
     }
     return Outcome::Fail(fmt::format(
-        "list {} of {} (after {}) holds a {} that is not valid UTF-8: a {} kubelet's gRPC "
-        "client fails to unmarshal it (\"{}\") and drops the stream there; it never calls "
-        "ListAndWatch again and marks every device unhealthy (allocatable 0) until the plugin "
-        "registers again",
-        i + 1, msgs.size(), Dur(MonoSub(msgs[i]->at, r.opened_at())), *field, s.profile().name,
-        transport::kInvalidUtf8Error));
+        "list {} of {} (after {}) {} and drops the stream there; it never calls ListAndWatch "
+        "again and marks every device unhealthy (allocatable 0) until the plugin registers "
+        "again",
+        i + 1, msgs.size(), Dur(MonoSub(msgs[i]->at, r.opened_at())), Unreadable(s, *field)));
   }
   return std::nullopt;
 }
