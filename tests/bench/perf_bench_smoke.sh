@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# perf_bench end to end, small: P1 (its headline pair with the reference plugin in a process of
+# its own, the in-process pair, GetPreferredAllocation, ext4 figures) and P4, each in a private
+# temp directory. Checks that every figure `make bench` reports is in the JSON as a positive
+# number, that the plugin processes are gone afterwards, and that nothing is left in the temp
+# directory. Timing is not judged here (docs/performance.md: `make bench`).
+#   perf_bench_smoke.sh PERF_BENCH   (DEVMGR_BIN names the devmgr binary)
+set -euo pipefail
+bench=${1:?usage: perf_bench_smoke.sh PERF_BENCH}
+bin=${DEVMGR_BIN:?DEVMGR_BIN must name the devmgr binary}
+root=$(mktemp -d /tmp/devmgr-bench-smoke.XXXXXX)
+trap 'rm -rf "$root"' EXIT
+mkdir -p "$root/tmp" "$root/disk"
+
+"$bench" p1 --n 20 --tmp "$root/tmp" --disk "$root/disk" --devmgr "$bin" --json "$root/p1.json" \
+  >"$root/p1.out" 2>"$root/p1.err" || {
+  cat "$root/p1.out" "$root/p1.err"
+  exit 1
+}
+"$bench" p4 --n 50 --tmp "$root/tmp" --devmgr "$bin" --json "$root/p4.json" \
+  >"$root/p4.out" 2>"$root/p4.err" || {
+  cat "$root/p4.out" "$root/p4.err"
+  exit 1
+}
+
+python3 - "$root/p1.json" "$root/p4.json" <<'PY'
+import json, sys
+p1, p4 = (json.load(open(f)) for f in sys.argv[1:3])
+want = [
+    (p1, ["p1_admission_p50_us", "p1_floor_p50_us", "p1_ratio", "p1_admission_rpc_p50_us",
+          "p1_admission_write_p50_us", "p1_inproc_admission_p50_us", "p1_inproc_floor_p50_us",
+          "p1_inproc_ratio", "p1_gpa_ratio", "p1_disk_admission_p50_us",
+          "p1_fsync_admission_p50_us"]),
+    (p4, ["p4_cycles_s"]),
+]
+bad = [k for d, keys in want for k in keys
+       if not isinstance(d.get(k), (int, float)) or d[k] <= 0]
+if bad:
+    sys.exit(f"missing or not positive: {bad}")
+if p1.get("p1_plugin") != "own process":
+    sys.exit(f"p1_plugin: {p1.get('p1_plugin')!r}, want 'own process'")
+if p4.get("p4_cycles") != 50:
+    sys.exit(f"p4_cycles: {p4.get('p4_cycles')!r}, want 50")
+# No --peer: the real plugin's figure is reported as not measured, with the reason.
+if "no --peer binary" not in p1.get("p1_peer_skipped", ""):
+    sys.exit(f"p1_peer_skipped: {p1.get('p1_peer_skipped')!r}")
+PY
+grep -q "reference plugin in its own process" "$root/p1.out"
+
+# The plugin processes ran with their config under $root/tmp: none may outlive the bench.
+if pgrep -f -- "--config $root/" >/dev/null; then
+  echo "plugin processes left running:" >&2
+  pgrep -af -- "--config $root/" >&2
+  exit 1
+fi
+left="$(ls -A "$root/tmp")$(ls -A "$root/disk")"
+if [ -n "$left" ]; then
+  echo "left behind: $left" >&2
+  exit 1
+fi
+echo "perf_bench smoke: P1 ratio $(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["p1_ratio"], 2))' "$root/p1.json") (n=20, not judged); P4 50 cycles"
