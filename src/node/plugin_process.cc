@@ -14,6 +14,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "absl/cleanup/cleanup.h"
 #include "common/logging.h"
 #include "fmt/format.h"
 
@@ -183,6 +184,38 @@ std::string SetUpPrivateMounts(const PluginProcessOptions& o, const std::string&
   _exit(127);
 }
 
+// The forked child: dies with devmgr, in a process group of its own so that
+// Stop can signal the plugin's own children too; stdout and stderr to the
+// output pipe; then the private mounts, working directory and environment,
+// and exec. A failure before exec goes back on the status pipe.
+[[noreturn]] void ExecChild(const PluginProcessOptions& opts, const std::string& staging,
+                            const std::string& shell_cmd, pid_t parent, const int out_pipe[2],
+                            const int status_pipe[2]) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
+  setpgid(0, 0);
+  close(out_pipe[0]);
+  close(status_pipe[0]);
+  dup2(out_pipe[1], STDOUT_FILENO);
+  dup2(out_pipe[1], STDERR_FILENO);
+  const int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+  if (opts.private_mount) {
+    if (std::string e = SetUpPrivateMounts(opts, staging); !e.empty()) {
+      ChildFail(status_pipe[1], "private mount namespace: " + e);
+    }
+  }
+  if (!opts.working_dir.empty() && chdir(opts.working_dir.c_str()) != 0) {
+    ChildFail(status_pipe[1], Errno("chdir " + opts.working_dir));
+  }
+  for (const auto& [k, v] : opts.env) setenv(k.c_str(), v.c_str(), 1);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  execl("/bin/sh", "sh", "-c", shell_cmd.c_str(), static_cast<char*>(nullptr));
+  ChildFail(status_pipe[1], Errno("exec /bin/sh"));
+}
+
 }  // namespace
 
 PluginProcess::PluginProcess(PluginProcessOptions opts) : opts_(std::move(opts)) {}
@@ -203,10 +236,19 @@ absl::Status PluginProcess::Start() {
     if (mkdtemp(tmpl) == nullptr) return absl::InternalError(Errno("mkdtemp"));
     staging = tmpl;
   }
+  // Mounted on only inside the child's namespace: removed here on every
+  // path, once the child has exec'ed or failed (or was never forked).
+  absl::Cleanup remove_staging = [&staging] {
+    if (!staging.empty()) rmdir(staging.c_str());
+  };
   int out_pipe[2];
   int status_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(status_pipe, O_CLOEXEC) != 0) {
-    return absl::InternalError(Errno("pipe"));
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) return absl::InternalError(Errno("pipe"));
+  if (pipe2(status_pipe, O_CLOEXEC) != 0) {
+    const absl::Status err = absl::InternalError(Errno("pipe"));
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return err;
   }
   // A simple command is exec'ed so that pid() is the plugin's own; a
   // compound one, or one that starts with exec or an assignment, runs as
@@ -216,34 +258,12 @@ absl::Status PluginProcess::Start() {
       compound || !CanPrefixExec(opts_.command) ? opts_.command : "exec " + opts_.command;
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(Errno("fork"));
-  if (pid == 0) {
-    // Child. Die with devmgr, in our own process group so that Stop can
-    // signal the plugin's own children too.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    setpgid(0, 0);
-    close(out_pipe[0]);
-    close(status_pipe[0]);
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(out_pipe[1], STDERR_FILENO);
-    const int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    if (opts_.private_mount) {
-      if (std::string e = SetUpPrivateMounts(opts_, staging); !e.empty()) {
-        ChildFail(status_pipe[1], "private mount namespace: " + e);
-      }
-    }
-    if (!opts_.working_dir.empty() && chdir(opts_.working_dir.c_str()) != 0) {
-      ChildFail(status_pipe[1], Errno("chdir " + opts_.working_dir));
-    }
-    for (const auto& [k, v] : opts_.env) setenv(k.c_str(), v.c_str(), 1);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    execl("/bin/sh", "sh", "-c", shell_cmd.c_str(), static_cast<char*>(nullptr));
-    ChildFail(status_pipe[1], Errno("exec /bin/sh"));
+  if (pid < 0) {
+    const absl::Status err = absl::InternalError(Errno("fork"));
+    for (const int fd : {out_pipe[0], out_pipe[1], status_pipe[0], status_pipe[1]}) close(fd);
+    return err;
   }
+  if (pid == 0) ExecChild(opts_, staging, shell_cmd, parent, out_pipe, status_pipe);
   close(out_pipe[1]);
   close(status_pipe[1]);
   // EOF on the status pipe means exec succeeded (the pipe is close-on-exec).
@@ -252,7 +272,7 @@ absl::Status PluginProcess::Start() {
   ssize_t n;
   while ((n = read(status_pipe[0], buf, sizeof(buf))) > 0) child_error.append(buf, n);
   close(status_pipe[0]);
-  if (!staging.empty()) rmdir(staging.c_str());  // mounted only inside the child's namespace
+  std::move(remove_staging).Invoke();
   pid_ = pid;
   exited_ = false;
   exit_code_.reset();
