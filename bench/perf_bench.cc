@@ -623,6 +623,22 @@ void PrintPair(const P1Pair& r, bool headline) {
               r.admit.p99 / r.bare.p99, r.bare_write_p50);
 }
 
+// A pair's figures in the JSON, each key `prefix` + its name.
+void RecordPair(Results& res, const std::string& prefix, const P1Pair& r) {
+  res.Num(prefix + "admission_p50_us", r.admit.p50);
+  res.Num(prefix + "admission_p99_us", r.admit.p99);
+  res.Num(prefix + "floor_p50_us", r.bare.p50);
+  res.Num(prefix + "floor_p99_us", r.bare.p99);
+  res.Num(prefix + "bare_after_admission_p50_us", r.bare_after.p50);
+  res.Num(prefix + "ratio", r.admit.p50 / r.bare.p50);
+  res.Num(prefix + "ratio_p99", r.admit.p99 / r.bare.p99);
+  res.Num(prefix + "bare_write_p50_us", r.bare_write_p50);
+  res.Num(prefix + "admission_rpc_p50_us", r.rpc.p50);
+  res.Num(prefix + "admission_rest_p50_us", r.rest.p50);
+  res.Num(prefix + "admission_write_p50_us", r.write.p50);
+  res.Num(prefix + "admission_own_p50_us", r.own.p50);
+}
+
 // P1 again with a real Go plugin (the kubernetes e2e sample device plugin):
 // grpc-go's server, fsnotify's watch of the directory. Skipped, with the
 // reason in the JSON, when the binary or a private mount namespace is
@@ -654,13 +670,7 @@ void RunP1Peer(const Args& a, int n, Results& res) {
   const P1Pair r = MeasurePair(env, n, "p1peer");
   PrintPair(r, /*headline=*/false);
   res.Str("p1_peer", a.peer);
-  res.Num("p1_peer_admission_p50_us", r.admit.p50);
-  res.Num("p1_peer_floor_p50_us", r.bare.p50);
-  res.Num("p1_peer_bare_after_admission_p50_us", r.bare_after.p50);
-  res.Num("p1_peer_ratio", r.admit.p50 / r.bare.p50);
-  res.Num("p1_peer_admission_rpc_p50_us", r.rpc.p50);
-  res.Num("p1_peer_admission_write_p50_us", r.write.p50);
-  res.Num("p1_peer_admission_own_p50_us", r.own.p50);
+  RecordPair(res, "p1_peer_", r);
 }
 
 void RunP1(const Args& a, Results& res) {
@@ -688,43 +698,21 @@ void RunP1(const Args& a, Results& res) {
     NodeEnv env(mem, eo);
     const P1Pair r = MeasurePair(env, n, "p1");
     PrintPair(r, /*headline=*/true);
-    res.Num("p1_admission_p50_us", r.admit.p50);
-    res.Num("p1_admission_p99_us", r.admit.p99);
-    res.Num("p1_floor_p50_us", r.bare.p50);
-    res.Num("p1_floor_p99_us", r.bare.p99);
-    res.Num("p1_bare_after_admission_p50_us", r.bare_after.p50);
-    res.Num("p1_ratio", r.admit.p50 / r.bare.p50);
-    res.Num("p1_ratio_p99", r.admit.p99 / r.bare.p99);
-    res.Num("p1_bare_write_p50_us", r.bare_write_p50);
-    res.Num("p1_admission_rpc_p50_us", r.rpc.p50);
-    res.Num("p1_admission_rest_p50_us", r.rest.p50);
-    res.Num("p1_admission_write_p50_us", r.write.p50);
-    res.Num("p1_admission_own_p50_us", r.own.p50);
+    RecordPair(res, "p1_", r);
     res.Num("p1_n", n);
     res.Str("p1_fs", FsType(mem));
     res.Str("p1_plugin", "own process");
   }
   {
     // Not a node's arrangement (a plugin is always a process of its own):
-    // kept beside the headline because here the bare RPC is faster, so the
-    // same added time makes a larger ratio.
+    // the bench's before 2026-11-26, kept beside the headline.
     std::printf(
         " the same with the reference plugin inside this process (its gRPC server shares "
         "the node's pollers and threads):\n");
     NodeEnv env(mem, EnvOptions{});
     const P1Pair r = MeasurePair(env, n, "p1in");
     PrintPair(r, /*headline=*/false);
-    res.Num("p1_inproc_admission_p50_us", r.admit.p50);
-    res.Num("p1_inproc_admission_p99_us", r.admit.p99);
-    res.Num("p1_inproc_floor_p50_us", r.bare.p50);
-    res.Num("p1_inproc_floor_p99_us", r.bare.p99);
-    res.Num("p1_inproc_bare_after_admission_p50_us", r.bare_after.p50);
-    res.Num("p1_inproc_ratio", r.admit.p50 / r.bare.p50);
-    res.Num("p1_inproc_bare_write_p50_us", r.bare_write_p50);
-    res.Num("p1_inproc_admission_rpc_p50_us", r.rpc.p50);
-    res.Num("p1_inproc_admission_rest_p50_us", r.rest.p50);
-    res.Num("p1_inproc_admission_write_p50_us", r.write.p50);
-    res.Num("p1_inproc_admission_own_p50_us", r.own.p50);
+    RecordPair(res, "p1_inproc_", r);
   }
   RunP1Peer(a, n, res);
   {
