@@ -36,7 +36,7 @@ peer = sys.argv[3]
 want = [
     (p1, ["p1_admission_p50_us", "p1_floor_p50_us", "p1_ratio", "p1_admission_rpc_p50_us",
           "p1_admission_write_p50_us", "p1_inproc_admission_p50_us", "p1_inproc_floor_p50_us",
-          "p1_inproc_ratio", "p1_bare_after_admission_p50_us", "p1_gpa_ratio",
+          "p1_inproc_ratio", "p1_bare_after_admission_p50_us", "p1_ratio_own_rpc", "p1_gpa_ratio",
           "p1_disk_admission_p50_us", "p1_fsync_admission_p50_us"]),
     (p4, ["p4_cycles_s"]),
 ]
