@@ -68,20 +68,42 @@ double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Every directory MakeTempDir made: Die removes them (the parts remove
-// their own on the way out; a Die skips the destructors that would).
+// Every directory MakeTempDir made and every process P3 spawned: Die
+// removes and kills them (the parts do so on the way out; Die skips the
+// destructors that would). Processes started through node::PluginProcess
+// die with this one by themselves.
 std::vector<std::string>& MadeDirs() {
   static auto* dirs = new std::vector<std::string>;
   return *dirs;
 }
+std::vector<pid_t>& SpawnedPids() {
+  static auto* pids = new std::vector<pid_t>;
+  return *pids;
+}
 
+// Ends the bench at once (no static destructors: node and plugin threads
+// may still be running).
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "perf_bench: %s\n", what.c_str());
+  for (const pid_t pid : SpawnedPids()) ::kill(pid, SIGKILL);
   for (const std::string& d : MadeDirs()) {
     std::error_code ec;
     std::filesystem::remove_all(d, ec);
   }
-  std::exit(1);
+  std::fflush(nullptr);
+  std::_Exit(1);
+}
+
+// The last `n` lines of a file, joined by " | " (for a message that
+// outlives the file).
+std::string FileTail(const std::string& path, size_t n) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  const size_t start = lines.size() > n ? lines.size() - n : 0;
+  std::string out;
+  for (size_t i = start; i < lines.size(); ++i) out += (i > start ? " | " : "") + lines[i];
+  return out;
 }
 
 struct Stats {
@@ -361,7 +383,8 @@ class NodeEnv {
     if (eo.peer != nullptr) {
       resource_ = eo.peer->resource;
       bare_device_ = eo.peer->device;
-      plugin_status_ = StartProcess(eo.peer->binary, /*private_mount=*/true, 0);
+      plugin_status_ =
+          StartProcess("exec " + ShellQuote(eo.peer->binary), /*private_mount=*/true, 0);
       return;
     }
     const std::string yaml = PluginYaml(eo.devices, eo.preferred);
@@ -371,7 +394,7 @@ class NodeEnv {
       const std::string config = config_dir_ + "/plugin.yaml";
       std::ofstream(config) << yaml;
       plugin_status_ =
-          StartProcess(fmt::format("{} sample-plugin --config {} --dir {} --registry-dir {}",
+          StartProcess(fmt::format("exec {} sample-plugin --config {} --dir {} --registry-dir {}",
                                    ShellQuote(eo.devmgr), ShellQuote(config), ShellQuote(dir_),
                                    ShellQuote(dir_)),
                        /*private_mount=*/false, eo.devices);
@@ -493,14 +516,15 @@ struct LoopTimes {
   std::vector<double> bare_after, bare;
 };
 
-// Admits `n` one-device pods through the pod manager (admission: the
-// topology manager's admit handler -> devicesToAllocate ->
-// GetPreferredAllocation -> Allocate -> checkpoint write; then container
-// start), deleting each pod right after. `bare` (if set) runs twice between
-// two admissions, and the second is the floor: like the admission's own RPC
-// (which follows the previous bare call closely), it follows an RPC. The
-// first follows the admission's 40-60 us without RPC traffic and is 7-35 us
-// slower on this machine (docs/performance.md).
+// Admits `n` one-device pods with Node::AdmitPod (the topology manager's
+// admit handler -> garbage collection -> devicesToAllocate ->
+// GetPreferredAllocation -> Allocate -> checkpoint write). The pods are not
+// started; each one's devices are garbage-collected by the next admission,
+// as the kubelet's are. `bare` (if set) runs twice between two admissions,
+// and the second is the floor: like the admission's own RPC (which follows
+// the previous bare call closely), it follows an RPC. The first follows the
+// admission's 40-60 us without RPC traffic and is slower (8-15 us in the
+// recorded runs; docs/performance.md).
 LoopTimes AdmitLoop(NodeEnv& env, const std::string& tag, int n,
                     const std::function<double()>& bare = nullptr) {
   LoopTimes t;
@@ -894,6 +918,7 @@ class PluginProcess {
     const int rc = posix_spawn(&pid_, cargv[0], &fa, nullptr, cargv.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) Die("cannot start " + devmgr);
+    SpawnedPids().push_back(pid_);
   }
   // User + system CPU seconds the plugin process has used so far.
   double CpuSeconds() const {
@@ -970,7 +995,7 @@ void RunP3(const Args& a, Results& res) {
       std::make_unique<PluginProcess>(a.devmgr, config, dir, control, files + "/plugin.log");
   if (!notes.WaitFor([&] { return notes.count() >= before + 2 && allocatable() == devices; },
                      absl::Seconds(300))) {
-    Die("the plugin did not register (see " + files + "/plugin.log)");
+    Die("the plugin did not register; its log ends: " + FileTail(files + "/plugin.log", 5));
   }
   const double first = SecondsSince(t);
   std::printf("  first registration (plugin start, list, transfer, apply, write): %.2f s\n", first);

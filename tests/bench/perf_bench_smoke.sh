@@ -33,13 +33,16 @@ python3 - "$root/p1.json" "$root/p4.json" "${peer_args[1]:-}" <<'PY'
 import json, sys
 p1, p4 = (json.load(open(f)) for f in sys.argv[1:3])
 peer = sys.argv[3]
-want = [
-    (p1, ["p1_admission_p50_us", "p1_floor_p50_us", "p1_ratio", "p1_admission_rpc_p50_us",
-          "p1_admission_write_p50_us", "p1_inproc_admission_p50_us", "p1_inproc_floor_p50_us",
-          "p1_inproc_ratio", "p1_bare_after_admission_p50_us", "p1_ratio_own_rpc", "p1_gpa_ratio",
-          "p1_disk_admission_p50_us", "p1_fsync_admission_p50_us"]),
-    (p4, ["p4_cycles_s"]),
-]
+# Each P1 pair's figures (perf_bench's RecordPair), then the others.
+pair = ["admission_p50_us", "admission_p99_us", "floor_p50_us", "floor_p99_us",
+        "bare_after_admission_p50_us", "ratio", "ratio_p99", "ratio_own_rpc", "bare_write_p50_us",
+        "admission_rpc_p50_us", "admission_rest_p50_us", "admission_write_p50_us",
+        "admission_own_p50_us"]
+p1_keys = [pre + k for pre in ("p1_", "p1_inproc_") for k in pair] + [
+    "p1_gpa_admission_p50_us", "p1_gpa_admission_p99_us", "p1_gpa_floor_p50_us", "p1_gpa_ratio"] + [
+    f"p1_{d}_{k}" for d in ("disk", "fsync")
+    for k in ("admission_p50_us", "admission_p99_us", "bare_allocate_p50_us", "bare_write_p50_us")]
+want = [(p1, p1_keys), (p4, ["p4_cycles_s"])]
 bad = [k for d, keys in want for k in keys
        if not isinstance(d.get(k), (int, float)) or d[k] <= 0]
 if bad:
@@ -55,8 +58,10 @@ if not peer:
         sys.exit(f"p1_peer_skipped: {skipped!r}")
 elif "private mount namespace" not in skipped:
     # Measured, unless this machine cannot make a private mount namespace.
-    if not isinstance(p1.get("p1_peer_ratio"), (int, float)) or p1["p1_peer_ratio"] <= 0:
-        sys.exit(f"the real plugin's figure is missing: p1_peer_skipped {skipped!r}")
+    missing = [k for k in ("p1_peer_" + k for k in pair)
+               if not isinstance(p1.get(k), (int, float)) or p1[k] <= 0]
+    if missing:
+        sys.exit(f"the real plugin's figures are missing: {missing}; p1_peer_skipped {skipped!r}")
 PY
 grep -q "reference plugin in its own process" "$root/p1.out"
 
