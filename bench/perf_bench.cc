@@ -68,42 +68,24 @@ double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Every directory MakeTempDir made and every process P3 spawned: Die
-// removes and kills them (the parts do so on the way out; Die skips the
-// destructors that would). Processes started through node::PluginProcess
-// die with this one by themselves.
+// Every directory MakeTempDir made: Die removes them (the parts do so on
+// the way out; Die skips the destructors that would). Plugin processes,
+// started through node::PluginProcess, die with this one by themselves.
 std::vector<std::string>& MadeDirs() {
   static auto* dirs = new std::vector<std::string>;
   return *dirs;
-}
-std::vector<pid_t>& SpawnedPids() {
-  static auto* pids = new std::vector<pid_t>;
-  return *pids;
 }
 
 // Ends the bench at once (no static destructors: node and plugin threads
 // may still be running).
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "perf_bench: %s\n", what.c_str());
-  for (const pid_t pid : SpawnedPids()) ::kill(pid, SIGKILL);
   for (const std::string& d : MadeDirs()) {
     std::error_code ec;
     std::filesystem::remove_all(d, ec);
   }
   std::fflush(nullptr);
   std::_Exit(1);
-}
-
-// The last `n` lines of a file, joined by " | " (for a message that
-// outlives the file).
-std::string FileTail(const std::string& path, size_t n) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  const size_t start = lines.size() > n ? lines.size() - n : 0;
-  std::string out;
-  for (size_t i = start; i < lines.size(); ++i) out += (i > start ? " | " : "") + lines[i];
-  return out;
 }
 
 struct Stats {
@@ -187,6 +169,13 @@ std::string ShellQuote(const std::string& s) {
     }
   }
   return q + "'";
+}
+
+// The reference plugin as a process of its own, as a /bin/sh command.
+std::string SamplePluginCommand(const std::string& devmgr, const std::string& config,
+                                const std::string& dir) {
+  return fmt::format("exec {} sample-plugin --config {} --dir {} --registry-dir {}",
+                     ShellQuote(devmgr), ShellQuote(config), ShellQuote(dir), ShellQuote(dir));
 }
 
 std::string FsType(const std::string& path) {
@@ -393,11 +382,8 @@ class NodeEnv {
       config_dir_ = MakeTempDir(tmp_root, "bench-plugin");
       const std::string config = config_dir_ + "/plugin.yaml";
       std::ofstream(config) << yaml;
-      plugin_status_ =
-          StartProcess(fmt::format("exec {} sample-plugin --config {} --dir {} --registry-dir {}",
-                                   ShellQuote(eo.devmgr), ShellQuote(config), ShellQuote(dir_),
-                                   ShellQuote(dir_)),
-                       /*private_mount=*/false, eo.devices);
+      plugin_status_ = StartProcess(SamplePluginCommand(eo.devmgr, config, dir_),
+                                    /*private_mount=*/false, eo.devices);
       if (!plugin_status_.ok()) Die("the reference plugin: " + plugin_status_.ToString());
       return;
     }
@@ -902,48 +888,21 @@ void RunP2(const Args& a, Results& res) {
 // P3: a million devices, over the real socket, with the plugin in its own
 // process (so that this process's peak RSS is the node's).
 
-class PluginProcess {
- public:
-  PluginProcess(const std::string& devmgr, const std::string& config, const std::string& dir,
-                const std::string& control, const std::string& log) {
-    std::vector<std::string> argv = {devmgr, "sample-plugin",  "--config", config,      "--dir",
-                                     dir,    "--registry-dir", dir,        "--control", control};
-    std::vector<char*> cargv;
-    for (const std::string& s : argv) cargv.push_back(const_cast<char*>(s.c_str()));
-    cargv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    const int rc = posix_spawn(&pid_, cargv[0], &fa, nullptr, cargv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) Die("cannot start " + devmgr);
-    SpawnedPids().push_back(pid_);
+// User + system CPU seconds process `pid` has used so far.
+double ProcessCpuSecondsOf(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string f;
+  double ticks = 0;
+  // Fields 3..: state is field 3; utime and stime are fields 14 and 15.
+  for (int i = 3; i <= 15 && fields >> f; ++i) {
+    if (i >= 14) ticks += std::atof(f.c_str());
   }
-  // User + system CPU seconds the plugin process has used so far.
-  double CpuSeconds() const {
-    std::ifstream in(fmt::format("/proc/{}/stat", pid_));
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const size_t paren = stat.rfind(')');
-    if (paren == std::string::npos) return 0;
-    std::istringstream fields(stat.substr(paren + 2));
-    std::string f;
-    double ticks = 0;
-    // Fields 3..: state is field 3; utime and stime are fields 14 and 15.
-    for (int i = 3; i <= 15 && fields >> f; ++i) {
-      if (i >= 14) ticks += std::atof(f.c_str());
-    }
-    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
-  }
-  ~PluginProcess() {
-    ::kill(pid_, SIGTERM);
-    int status;
-    ::waitpid(pid_, &status, 0);
-  }
-
- private:
-  pid_t pid_ = -1;
-};
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
 
 void RunP3(const Args& a, Results& res) {
   const int devices = a.n > 0 ? a.n : 1000000;
@@ -991,11 +950,14 @@ void RunP3(const Args& a, Results& res) {
   // update and the checkpoint write (connected + first update notified).
   const int64_t before = notes.count();
   auto t = Clock::now();
-  auto plugin =
-      std::make_unique<PluginProcess>(a.devmgr, config, dir, control, files + "/plugin.log");
+  devmgr::node::PluginProcessOptions po;
+  po.command = SamplePluginCommand(a.devmgr, config, dir) + " --control " + ShellQuote(control);
+  auto plugin = std::make_unique<devmgr::node::PluginProcess>(po);
+  if (absl::Status s = plugin->Start(); !s.ok()) Die(s.ToString());
   if (!notes.WaitFor([&] { return notes.count() >= before + 2 && allocatable() == devices; },
                      absl::Seconds(300))) {
-    Die("the plugin did not register; its log ends: " + FileTail(files + "/plugin.log", 5));
+    Die(fmt::format("the plugin did not register; its last output: {}",
+                    fmt::join(plugin->OutputTail(5), " | ")));
   }
   const double first = SecondsSince(t);
   std::printf("  first registration (plugin start, list, transfer, apply, write): %.2f s\n", first);
@@ -1008,7 +970,7 @@ void RunP3(const Args& a, Results& res) {
     const int64_t n0 = notes.count();
     const int64_t want = devices - 1 + (i % 2);
     const double c0 = ProcessCpuSeconds();
-    const double pc0 = plugin->CpuSeconds();
+    const double pc0 = ProcessCpuSecondsOf(plugin->pid());
     t = Clock::now();
     std::ofstream(control, std::ios::app) << "health GPU-6b7e2a41-7f1e-4000-8000-100000000000 "
                                           << (i % 2 == 0 ? "Unhealthy" : "Healthy") << "\n";
@@ -1018,7 +980,7 @@ void RunP3(const Args& a, Results& res) {
     }
     updates.push_back(SecondsSince(t));
     update_cpu.push_back(ProcessCpuSeconds() - c0);
-    plugin_cpu.push_back(plugin->CpuSeconds() - pc0);
+    plugin_cpu.push_back(ProcessCpuSecondsOf(plugin->pid()) - pc0);
   }
   const Stats su = Summarize(updates);
   std::printf("  update CPU time of the node process (all threads): p50 %.3f s\n",
