@@ -8,7 +8,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libtinyxml2-dev libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
-  python3 python3-grpcio util-linux yamllint
+  python3 python3-grpcio util-linux procps yamllint
 )
 # Extra groups: `deps.sh package`, `deps.sh image` (distribution targets), `deps.sh clang`
 # (check-thread-safety, test-sanitize, test-tsan, fuzz), `deps.sh format` (check-format).
