@@ -3,7 +3,7 @@
 // so that each part's peak RSS is its own:
 //
 //   perf_bench p1 --devmgr BIN [--tmp DIR] [--disk DIR] [--n N] [--peer BIN]
-//                                         admission vs a bare Allocate RPC
+//                 [--kubelet-oracle BIN]  admission vs a bare Allocate RPC
 //   perf_bench p2 --devmgr BIN [--oracle BIN]  checkpoint verify vs the Go tool
 //   perf_bench p3 --devmgr BIN [--n DEVICES]   1M-device update, allocation, RSS
 //   perf_bench p4 --devmgr BIN [--n CYCLES]    admit/delete churn over real sockets
@@ -54,6 +54,7 @@
 #include "plugin/config.h"
 #include "plugin/sample_plugin.h"
 #include "pod/pod.h"
+#include "scenario/compare_kubelet_oracle.h"
 #include "topology/topology_manager.h"
 #include "transport/grpc_plugin_client.h"
 
@@ -148,6 +149,9 @@ struct Args {
   // A real plugin binary for P1's second figure: the kubernetes e2e sample
   // device plugin (tests/peers), run in a private mount namespace.
   std::string peer;
+  // The kubelet's own device manager (tests/kubelet-oracle), for P1's
+  // figure of what the kubelet itself takes.
+  std::string kubelet_oracle;
   int n = 0;
 };
 
@@ -687,6 +691,91 @@ void RunP1Peer(const Args& a, int n, Results& res) {
   RecordPair(res, "p1_peer_", r);
 }
 
+// P1 as the kubelet itself does it: its own device manager and topology
+// manager (kubernetes at one release, tests/kubelet-oracle) admit the same
+// one-device pods from the same reference plugin process, timed inside the
+// oracle against bare Allocate calls from grpc-go, its gRPC client, the same
+// way (two bare calls after each admission, the second the floor). No
+// target: it shows where the kubelet's own code stands against its floor.
+// The kubelet always fsyncs the checkpoint (on tmpfs a no-op).
+void RunP1Kubelet(const Args& a, int n, double devmgr_admit_p50, Results& res) {
+  auto not_measured = [&](const std::string& why) {
+    std::printf("  not measured: %s\n", why.c_str());
+    res.Str("p1_kubelet_skipped", why);
+  };
+  std::printf(
+      " the kubelet's own device manager (%s), the same reference plugin process, dir on "
+      "%s, its fsync kept:\n",
+      a.kubelet_oracle.empty() ? "no kubelet-oracle binary" : a.kubelet_oracle.c_str(),
+      FsType(a.tmp).c_str());
+  std::string why;
+  if (a.kubelet_oracle.empty()) {
+    why =
+        "no --kubelet-oracle binary (make kubelet-oracle builds it; needs Go and the module "
+        "proxy)";
+  } else if (::access(a.kubelet_oracle.c_str(), X_OK) != 0) {
+    why = a.kubelet_oracle + " is not an executable";
+  } else if (absl::Status s = devmgr::node::CheckPrivateMountSupported(); !s.ok()) {
+    why = std::string(s.message());
+  }
+  if (!why.empty()) return not_measured(why);
+  const std::string dir = MakeTempDir(a.tmp, "bench-kubelet");
+  const std::string side = MakeTempDir(a.tmp, "bench-kubelet-side");
+  std::string kubernetes;
+  absl::StatusOr<nlohmann::json> got = [&]() -> absl::StatusOr<nlohmann::json> {
+    devmgr::scenario::OracleProcess oracle;
+    DEVMGR_RETURN_IF_ERROR(
+        oracle.Start(a.kubelet_oracle, dir, side + "/oracle.stderr", absl::Seconds(30)));
+    kubernetes = oracle.kubernetes();
+    // One request; an answer with ok:false (an oracle built before
+    // bench_admit says "unknown op") is an error too.
+    auto call = [&](nlohmann::json req) -> absl::StatusOr<nlohmann::json> {
+      absl::StatusOr<nlohmann::json> r = oracle.Call(std::move(req), absl::Seconds(300));
+      if (r.ok() && !r->value("ok", false)) {
+        return absl::UnavailableError(r->value("error", r->dump()));
+      }
+      return r;
+    };
+    DEVMGR_RETURN_IF_ERROR(call({{"op", "start"}}).status());
+    std::ofstream(side + "/plugin.yaml") << PluginYaml(8, false);
+    devmgr::node::PluginProcessOptions po;
+    po.command = SamplePluginCommand(a.devmgr, side + "/plugin.yaml", dir);
+    devmgr::node::PluginProcess plugin(po);
+    DEVMGR_RETURN_IF_ERROR(plugin.Start());
+    DEVMGR_RETURN_IF_ERROR(
+        call({{"op", "wait"}, {"resource", kResource}, {"capacity", 8}, {"timeout_ms", 30000}})
+            .status());
+    return call({{"op", "bench_admit"},
+                 {"resource", kResource},
+                 {"endpoint", "bench-gpu.sock"},
+                 {"device", "GPU-0"},
+                 {"count", n},
+                 {"warmup", 200}});
+  }();  // the plugin and the oracle are stopped here
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(side);
+  if (!got.ok()) return not_measured("kubelet-oracle: " + std::string(got.status().message()));
+  const Stats admit = Summarize((*got)["admit_us"].get<std::vector<double>>());
+  const Stats bare = Summarize((*got)["bare_us"].get<std::vector<double>>());
+  const Stats after = Summarize((*got)["bare_after_us"].get<std::vector<double>>());
+  std::printf("  kubelet %s admission  p50 %8.1f us   p99 %8.1f us\n", kubernetes.c_str(),
+              admit.p50, admit.p99);
+  std::printf("  bare Allocate RPC (grpc-go) p50 %8.1f us   p99 %8.1f us   (its floor)\n", bare.p50,
+              bare.p99);
+  std::printf(
+      "  ratio p50 %.2fx   p99 %.2fx   (the bare call right after each admission: p50 %.1f "
+      "us); devmgr's admission above is %.2fx the kubelet's\n",
+      admit.p50 / bare.p50, admit.p99 / bare.p99, after.p50, devmgr_admit_p50 / admit.p50);
+  res.Str("p1_kubelet", kubernetes);
+  res.Num("p1_kubelet_admission_p50_us", admit.p50);
+  res.Num("p1_kubelet_admission_p99_us", admit.p99);
+  res.Num("p1_kubelet_floor_p50_us", bare.p50);
+  res.Num("p1_kubelet_floor_p99_us", bare.p99);
+  res.Num("p1_kubelet_bare_after_admission_p50_us", after.p50);
+  res.Num("p1_kubelet_ratio", admit.p50 / bare.p50);
+  res.Num("p1_devmgr_vs_kubelet_admission", devmgr_admit_p50 / admit.p50);
+}
+
 void RunP1(const Args& a, Results& res) {
   const int n = a.n > 0 ? a.n : 2000;
   if (a.devmgr.empty()) {
@@ -702,6 +791,7 @@ void RunP1(const Args& a, Results& res) {
       "P1 admission: 1-container 1-device pod (node.AdmitPod: GC, devicesToAllocate, "
       "Allocate RPC, checkpoint write), %d admissions interleaved with bare RPCs\n",
       n);
+  double headline_admit_p50 = 0;
   {
     std::printf(
         " reference plugin in its own process (devmgr sample-plugin), without "
@@ -713,6 +803,7 @@ void RunP1(const Args& a, Results& res) {
     const P1Pair r = MeasurePair(env, n, "p1");
     PrintPair(r, /*headline=*/true);
     RecordPair(res, "p1_", r);
+    headline_admit_p50 = r.admit.p50;
     res.Num("p1_n", n);
     res.Str("p1_fs", FsType(mem));
     res.Str("p1_plugin", "own process");
@@ -729,6 +820,7 @@ void RunP1(const Args& a, Results& res) {
     RecordPair(res, "p1_inproc_", r);
   }
   RunP1Peer(a, n, res);
+  RunP1Kubelet(a, n, headline_admit_p50, res);
   {
     std::printf(" plugin with GetPreferredAllocation (two RPCs per admission), dir on %s:\n",
                 FsType(mem).c_str());
@@ -1203,7 +1295,7 @@ int main(int argc, char** argv) {
     std::fprintf(
         stderr,
         "usage: perf_bench p1|p2|p3|p4|scaling [--tmp DIR] [--disk DIR] [--json FILE] [--n N]\n"
-        "                  [--devmgr BIN] [--oracle BIN] [--peer BIN]\n"
+        "                  [--devmgr BIN] [--oracle BIN] [--peer BIN] [--kubelet-oracle BIN]\n"
         "Measures devmgr beside its floors; see docs/performance.md.\n");
     return 2;
   }
@@ -1227,6 +1319,8 @@ int main(int argc, char** argv) {
       a.oracle = v;
     else if (k == "--peer")
       a.peer = v;
+    else if (k == "--kubelet-oracle")
+      a.kubelet_oracle = v;
     else
       Die("unknown flag " + k);
   }

@@ -64,6 +64,19 @@ if [ ! -x "$PEER" ] && [ -n "$GO" ]; then
     || echo "bench set-up: building the e2e sample plugin failed; P1's real-plugin figure not measured"
 fi
 
+# P1's figure of the kubelet itself: its own device manager at v1.37.2
+# (tests/kubelet-oracle; `make test` builds it too). Always rebuilt when Go
+# is here (a few seconds when warm), so that an older binary without the
+# bench request is not used.
+KUBELET_ORACLE=""
+if [ -n "$GO" ]; then
+  if GO="$GO" OUT="$ROOT/$BUILD_DIR/kubelet-oracle" bash "$ROOT/tests/kubelet-oracle/build.sh" 1.37; then
+    KUBELET_ORACLE=$ROOT/$BUILD_DIR/kubelet-oracle/kubelet-oracle-1.37
+  else
+    echo "bench set-up: building the kubelet oracle failed; P1's kubelet figure not measured"
+  fi
+fi
+
 # ---- the run ---------------------------------------------------------------
 BENCH=$ROOT/$BUILD_DIR/perf_bench
 DEVMGR=$ROOT/$BUILD_DIR/devmgr
@@ -71,7 +84,7 @@ echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at 
 for part in p1 p2 p3 p4 scaling; do
   printf '\n== %s\n' "$part"
   "$BENCH" "$part" --tmp "$TMP_ROOT" --disk "$DISK_ROOT" --devmgr "$DEVMGR" --oracle "$ORACLE" \
-    --peer "$PEER" --json "$PARTS_DIR/$part.json"
+    --peer "$PEER" --kubelet-oracle "$KUBELET_ORACLE" --json "$PARTS_DIR/$part.json"
 done
 
 python3 - "$OUT" "$PARTS_DIR" <<'PY'
@@ -95,6 +108,10 @@ rows = [
     ("P1 the same, real Go plugin (e2e sample)", fmt(res.get("p1_peer_ratio"), ".2f", "x"), None),
     ("P1 the same, plugin inside the bench process", fmt(res.get("p1_inproc_ratio"), ".2f", "x"),
      None),
+    ("P1 the kubelet's own admission / its bare RPC", fmt(res.get("p1_kubelet_ratio"), ".2f", "x"),
+     None),
+    ("P1 devmgr's admission / the kubelet's", fmt(res.get("p1_devmgr_vs_kubelet_admission"),
+                                                  ".2f", "x"), None),
     ("P2 Go tool time / devmgr time (verify)", fmt(res.get("p2_ratio"), ".1f", "x"), ">= 20x"),
     ("P3 1M-device update applied + written", fmt(res["p3_update_s"], ".2f", " s"), "< 2 s"),
     ("P3 1-device allocation / floor", fmt(res["p3_alloc_floor_ratio"], ".2f", "x"), "<= 1.5x"),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # perf_bench end to end, small: P1 (its headline pair with the reference plugin in a process of
-# its own, the in-process pair, the real Go plugin when tests/peers built it, GetPreferredAllocation,
-# ext4 figures) and P4, in a private temp directory. Checks that every figure `make bench`
+# its own, the in-process pair, the real Go plugin when tests/peers built it, the kubelet's own
+# device manager when tests/kubelet-oracle built it, GetPreferredAllocation, ext4 figures) and P4, in a private temp directory. Checks that every figure `make bench`
 # reports is in the JSON as a positive number, that the plugin processes are gone afterwards,
 # and that nothing is left in the temp directory. Timing is not judged here
 # (docs/performance.md: `make bench`).
@@ -15,11 +15,15 @@ root=$(mktemp -d "${TMPDIR:-/tmp}/devmgr-bench-smoke.XXXXXX")
 peer=$(dirname "$bench")/peers/e2e-sample-v1.37.2
 peer_args=()
 [ -x "$peer" ] && peer_args=(--peer "$peer")
+# The kubelet's own figure, when `make test` built the oracle (tests/kubelet-oracle/build.sh).
+kubelet=$(dirname "$bench")/kubelet-oracle/kubelet-oracle-1.37
+kubelet_args=()
+[ -x "$kubelet" ] && kubelet_args=(--kubelet-oracle "$kubelet")
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root/tmp" "$root/disk"
 
 "$bench" p1 --n 20 --tmp "$root/tmp" --disk "$root/disk" --devmgr "$bin" "${peer_args[@]}" \
-  --json "$root/p1.json" >"$root/p1.out" 2>"$root/p1.err" || {
+  "${kubelet_args[@]}" --json "$root/p1.json" >"$root/p1.out" 2>"$root/p1.err" || {
   cat "$root/p1.out" "$root/p1.err"
   exit 1
 }
@@ -29,10 +33,10 @@ mkdir -p "$root/tmp" "$root/disk"
   exit 1
 }
 
-python3 - "$root/p1.json" "$root/p4.json" "${peer_args[1]:-}" <<'PY'
+python3 - "$root/p1.json" "$root/p4.json" "${peer_args[1]:-}" "${kubelet_args[1]:-}" <<'PY'
 import json, sys
 p1, p4 = (json.load(open(f)) for f in sys.argv[1:3])
-peer = sys.argv[3]
+peer, kubelet = sys.argv[3:5]
 # Each P1 pair's figures (perf_bench's RecordPair), then the others.
 pair = ["admission_p50_us", "admission_p99_us", "floor_p50_us", "floor_p99_us",
         "bare_after_admission_p50_us", "ratio", "ratio_p99", "ratio_own_rpc", "bare_write_p50_us",
@@ -62,15 +66,29 @@ elif "private mount namespace" not in skipped:
                if not isinstance(p1.get(k), (int, float)) or p1[k] <= 0]
     if missing:
         sys.exit(f"the real plugin's figures are missing: {missing}; p1_peer_skipped {skipped!r}")
+skipped = p1.get("p1_kubelet_skipped", "")
+if not kubelet:
+    if "no --kubelet-oracle binary" not in skipped:
+        sys.exit(f"p1_kubelet_skipped: {skipped!r}")
+elif "namespace" not in skipped:
+    keys = ["p1_kubelet_" + k for k in ("admission_p50_us", "admission_p99_us", "floor_p50_us",
+            "floor_p99_us", "bare_after_admission_p50_us", "ratio")] + [
+            "p1_devmgr_vs_kubelet_admission"]
+    missing = [k for k in keys if not isinstance(p1.get(k), (int, float)) or p1[k] <= 0]
+    if missing or not p1.get("p1_kubelet", "").startswith("v1.37."):
+        sys.exit(f"the kubelet's figures are missing: {missing}; p1_kubelet {p1.get('p1_kubelet')!r}")
 PY
 grep -q "reference plugin in its own process" "$root/p1.out"
 
-# The plugin processes ran with their config under $root/tmp: none may outlive the bench.
-if pgrep -f -- "--config $root/" >/dev/null; then
-  echo "plugin processes left running:" >&2
-  pgrep -af -- "--config $root/" >&2
-  exit 1
-fi
+# The plugin processes ran with their config under $root/tmp, the kubelet oracle with its
+# directory there: none may outlive the bench.
+for what in "--config $root/" "--dir $root/"; do
+  if pgrep -f -- "$what" >/dev/null; then
+    echo "processes left running:" >&2
+    pgrep -af -- "$what" >&2
+    exit 1
+  fi
+done
 left="$(ls -A "$root/tmp")$(ls -A "$root/disk")"
 if [ -n "$left" ]; then
   echo "left behind: $left" >&2

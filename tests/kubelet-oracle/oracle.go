@@ -79,6 +79,13 @@ type request struct {
 	Capacity    *int64 `json:"capacity"`
 	Allocatable *int64 `json:"allocatable"`
 	TimeoutMs   int    `json:"timeout_ms"`
+	// bench_admit (resource too): the plugin's socket name in the
+	// device-plugin directory, the device ID bare calls ask for, and how
+	// many admissions to time after how many untimed ones.
+	Endpoint string `json:"endpoint"`
+	Device   string `json:"device"`
+	Count    int    `json:"count"`
+	Warmup   int    `json:"warmup"`
 }
 
 // logBuffer keeps the kubelet code's log lines until the next "logs" request.
@@ -280,13 +287,15 @@ func (o *oracle) handle(r *request) map[string]any {
 			return fail("%v", err)
 		}
 		return map[string]any{"ok": true, "exists": true, "bytes": b}
+	case "bench_admit":
+		return o.benchAdmit(r)
 	case "logs":
 		return map[string]any{"ok": true, "lines": logs.take()}
 	case "quit":
 		o.shutdown()
 		return map[string]any{"ok": true}
 	}
-	return fail("unknown op %q (start, admit, delete, restart, readmit, feature_gates, run_options, hints, state, wait, update_allocated, checkpoint, logs, quit)", r.Op)
+	return fail("unknown op %q (start, admit, delete, restart, readmit, feature_gates, run_options, hints, state, wait, update_allocated, checkpoint, logs, bench_admit, quit)", r.Op)
 }
 
 func (o *oracle) shutdown() {
