@@ -18,6 +18,10 @@ namespace devmgr::checkpoint {
 
 struct IncrementalEncoder::CachedEntry {
   PodDevicesEntry e;
+  // The caller's version of `e` (SetEntryRefs); 0: none.
+  uint64_t version = 0;
+  // False until Render renders `json` and `spew`.
+  bool rendered = false;
   std::string json;
   std::string spew;
 };
@@ -39,6 +43,10 @@ using EntryKey = std::tuple<std::string_view, std::string_view, std::string_view
 
 EntryKey KeyOf(const PodDevicesEntry& e) { return {e.pod_uid, e.container_name, e.resource_name}; }
 
+bool SameAllocResp(const std::optional<std::string>& cached, const std::string* given) {
+  return given == nullptr ? !cached.has_value() : cached.has_value() && *cached == *given;
+}
+
 uint32_t Hash(uint32_t h, std::string_view s) { return Fnv1a32Update(h, s.data(), s.size()); }
 
 uint32_t EntriesBaseState() {
@@ -51,50 +59,95 @@ uint32_t EntriesBaseState() {
 IncrementalEncoder::IncrementalEncoder() = default;
 IncrementalEncoder::~IncrementalEncoder() = default;
 
-void IncrementalEncoder::SetEntries(std::optional<std::vector<PodDevicesEntry>> entries) {
-  const bool nil = !entries.has_value();
-  std::vector<std::unique_ptr<CachedEntry>> old = std::move(entries_);
-  entries_.clear();
-  std::vector<const CachedEntry*> old_order;
-  old_order.reserve(old.size());
-  for (const auto& c : old) old_order.push_back(c.get());
-
-  // Old entries by key; duplicates of a key are chained through `next`.
-  absl::flat_hash_map<EntryKey, size_t> first;
-  std::vector<size_t> next(old.size(), SIZE_MAX);
-  first.reserve(old.size());
-  for (size_t j = old.size(); j-- > 0;) {
-    auto [it, inserted] = first.try_emplace(KeyOf(old[j]->e), j);
-    if (!inserted) {
-      next[j] = it->second;
-      it->second = j;
+// The previous entries by key, handed out once each to the new entries they
+// match.
+class IncrementalEncoder::Matcher {
+ public:
+  explicit Matcher(std::vector<std::unique_ptr<CachedEntry>> old) : old_(std::move(old)) {
+    order_.reserve(old_.size());
+    for (const auto& c : old_) order_.push_back(c.get());
+    // Duplicates of a key are chained through `next_`, first one first.
+    next_.assign(old_.size(), SIZE_MAX);
+    first_.reserve(old_.size());
+    for (size_t j = old_.size(); j-- > 0;) {
+      auto [it, inserted] = first_.try_emplace(KeyOf(old_[j]->e), j);
+      if (!inserted) {
+        next_[j] = it->second;
+        it->second = j;
+      }
     }
   }
 
+  // The first unclaimed previous entry under `key` that `same` accepts.
+  template <typename Same>
+  std::unique_ptr<CachedEntry> Take(const EntryKey& key, const Same& same) {
+    auto it = first_.find(key);
+    if (it == first_.end()) return nullptr;
+    for (size_t j = it->second; j != SIZE_MAX; j = next_[j]) {
+      if (old_[j] != nullptr && same(*old_[j])) return std::move(old_[j]);
+    }
+    return nullptr;
+  }
+
+  const std::vector<const CachedEntry*>& order() const { return order_; }
+
+ private:
+  std::vector<std::unique_ptr<CachedEntry>> old_;
+  std::vector<const CachedEntry*> order_;
+  absl::flat_hash_map<EntryKey, size_t> first_;
+  std::vector<size_t> next_;
+};
+
+void IncrementalEncoder::SetEntries(std::optional<std::vector<PodDevicesEntry>> entries) {
+  const bool nil = !entries.has_value();
+  Matcher old(std::move(entries_));
+  entries_.clear();
   if (!nil) {
     entries_.reserve(entries->size());
     for (PodDevicesEntry& e : *entries) {
-      std::unique_ptr<CachedEntry> reused;
-      if (auto it = first.find(KeyOf(e)); it != first.end()) {
-        for (size_t j = it->second; j != SIZE_MAX; j = next[j]) {
-          if (old[j] != nullptr && old[j]->e.device_ids == e.device_ids &&
-              old[j]->e.alloc_resp == e.alloc_resp) {
-            reused = std::move(old[j]);
-            break;
-          }
-        }
-      }
+      std::unique_ptr<CachedEntry> reused = old.Take(KeyOf(e), [&e](const CachedEntry& c) {
+        return c.e.device_ids == e.device_ids && c.e.alloc_resp == e.alloc_resp;
+      });
       if (reused == nullptr) {
         reused = std::make_unique<CachedEntry>();
         reused->e = std::move(e);
-        render::AppendJsonEntry(&reused->json, reused->e);
-        render::AppendSpewEntry(&reused->spew, reused->e);
-        ++stats_.entries_rendered;
       }
       entries_.push_back(std::move(reused));
     }
   }
+  FinishEntries(nil, old.order());
+}
 
+void IncrementalEncoder::SetEntryRefs(bool nil, const std::vector<EntryRef>& refs) {
+  assert(!nil || refs.empty());
+  Matcher old(std::move(entries_));
+  entries_.clear();
+  entries_.reserve(refs.size());
+  for (const EntryRef& r : refs) {
+    std::unique_ptr<CachedEntry> reused =
+        old.Take({r.pod_uid, r.container_name, r.resource_name},
+                 [&r](const CachedEntry& c) { return r.version != 0 && c.version == r.version; });
+    if (reused == nullptr) {
+      // A new version whose data did not change (the same allocation
+      // inserted again) keeps the renderings too.
+      reused = old.Take({r.pod_uid, r.container_name, r.resource_name}, [&r](const CachedEntry& c) {
+        return c.e.device_ids == *r.device_ids && SameAllocResp(c.e.alloc_resp, r.alloc_resp);
+      });
+    }
+    if (reused == nullptr) {
+      reused = std::make_unique<CachedEntry>();
+      reused->e = PodDevicesEntry{
+          std::string(r.pod_uid), std::string(r.container_name), std::string(r.resource_name),
+          *r.device_ids,
+          r.alloc_resp == nullptr ? std::nullopt : std::optional<std::string>(*r.alloc_resp)};
+    }
+    reused->version = r.version;
+    entries_.push_back(std::move(reused));
+  }
+  FinishEntries(nil, old.order());
+}
+
+void IncrementalEncoder::FinishEntries(bool nil, const std::vector<const CachedEntry*>& old_order) {
   // The spew states stay valid up to the first position whose entry is not
   // the same cached object. (Compared while every old entry is still
   // alive, so a new entry cannot have an old one's address.)
@@ -105,6 +158,16 @@ void IncrementalEncoder::SetEntries(std::optional<std::vector<PodDevicesEntry>> 
   }
   states_valid_ = std::min(states_valid_, same);
   entries_nil_ = nil;
+}
+
+void IncrementalEncoder::RenderPendingEntries() {
+  for (const auto& c : entries_) {
+    if (c->rendered) continue;
+    render::AppendJsonEntry(&c->json, c->e);
+    render::AppendSpewEntry(&c->spew, c->e);
+    c->rendered = true;
+    ++stats_.entries_rendered;
+  }
 }
 
 bool IncrementalEncoder::NeedsIds(std::string_view name, uint64_t version) const {
@@ -243,6 +306,7 @@ IncrementalEncoder::Output IncrementalEncoder::Render() {
   if (entries_nil_) {
     h = Hash(Hash(kFnv32Offset, render::kSpewHead), "<nil>");
   } else {
+    RenderPendingEntries();
     UpdateSpewStates();
     h = Hash(entries_.empty() ? EntriesBaseState() : states_.back(), "]");
   }
@@ -307,7 +371,11 @@ std::string IncrementalEncoder::SpewForTest() const {
     out.push_back('[');
     for (size_t i = 0; i < entries_.size(); ++i) {
       if (i != 0) out.push_back(' ');
-      out.append(entries_[i]->spew);
+      if (entries_[i]->rendered) {
+        out.append(entries_[i]->spew);
+      } else {
+        render::AppendSpewEntry(&out, entries_[i]->e);
+      }
     }
     out.push_back(']');
   }

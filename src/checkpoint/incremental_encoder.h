@@ -44,6 +44,19 @@ class IncrementalEncoder {
     std::optional<DeviceList> ids;
   };
 
+  // One entry of Data.PodDeviceEntries by reference (SetEntryRefs).
+  struct EntryRef {
+    std::string_view pod_uid;
+    std::string_view container_name;
+    std::string_view resource_name;
+    // Identifies the entry's device IDs and AllocResp: the caller gives a
+    // new version whenever they change, and never gives a version that
+    // stood for other data. 0 is no version (the data are compared).
+    uint64_t version = 0;
+    const DevicesPerNUMA* device_ids = nullptr;  // required
+    const std::string* alloc_resp = nullptr;     // nullptr: JSON null
+  };
+
   struct Output {
     std::string_view bytes;  // valid until the next call of a Set* method
     uint64_t checksum = 0;
@@ -66,6 +79,13 @@ class IncrementalEncoder {
   // to one cached under the same (pod, container, resource) keeps its
   // renderings.
   void SetEntries(std::optional<std::vector<PodDevicesEntry>> entries);
+  // The same by reference: an entry cached under the same key at the same
+  // version keeps its renderings and its data are neither copied nor
+  // compared, so that a write costs what changed, not the number of
+  // entries. Other entries' data are copied (and rendered by Render), so
+  // what `refs` point to need only live through this call. `nil`: JSON
+  // null (`refs` must be empty).
+  void SetEntryRefs(bool nil, const std::vector<EntryRef>& refs);
 
   // Data.RegisteredDevices. With `nil`, the map is nil and `resources` must
   // be empty. Otherwise `resources` are the map's keys, in bytewise order,
@@ -91,6 +111,11 @@ class IncrementalEncoder {
   struct CachedEntry;
   struct CachedResource;
 
+  class Matcher;
+  // After the entries were replaced (`old_order`: the previous ones, still
+  // alive): how far the spew states stay valid.
+  void FinishEntries(bool nil, const std::vector<const CachedEntry*>& old_order);
+  void RenderPendingEntries();
   void UpdateSpewStates();
   void AssembleJson();
 

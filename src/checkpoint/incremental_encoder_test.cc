@@ -267,6 +267,46 @@ TEST(IncrementalEncoderRandom, VersionedRegisteredListsMatchFromScratch) {
   EXPECT_GT(kept_lists, 100);
 }
 
+// The manager's path for entries (SetEntryRefs): every entry comes with a
+// version that changes when its data change (and sometimes when they do
+// not, or is 0), and is handed over by reference.
+TEST(IncrementalEncoderRandom, VersionedEntryRefsMatchFromScratch) {
+  int reused_by_version = 0;
+  for (uint32_t seed = 200; seed <= 240; ++seed) {
+    Gen g(seed);
+    CheckpointData data;
+    // An entry's whole spew text (key and data) -> its version.
+    std::map<std::string, uint64_t> versions;
+    uint64_t next_version = 1;
+    IncrementalEncoder enc;
+    for (int step = 0; step < 60; ++step) {
+      Mutate(g, &data);
+      if (g.Chance(30)) Mutate(g, &data);
+      std::vector<IncrementalEncoder::EntryRef> refs;
+      std::map<std::string, uint64_t> now;
+      if (data.pod_device_entries) {
+        for (const PodDevicesEntry& e : *data.pod_device_entries) {
+          const std::string id = SpewV2({{{e}}, {}});
+          auto it = versions.find(id);
+          uint64_t v = it == versions.end() || g.Chance(10) ? next_version++ : it->second;
+          if (g.Chance(5)) v = 0;
+          if (v != 0 && it != versions.end() && v == it->second) ++reused_by_version;
+          if (v != 0) now[id] = v;
+          refs.push_back({e.pod_uid, e.container_name, e.resource_name, v, &e.device_ids,
+                          e.alloc_resp ? &*e.alloc_resp : nullptr});
+        }
+      }
+      versions = std::move(now);
+      enc.SetEntryRefs(!data.pod_device_entries.has_value(), refs);
+      enc.SetRegisteredDevices(data.registered_devices);
+      ExpectSameAsScratch(enc, data,
+                          "seed " + std::to_string(seed) + " step " + std::to_string(step));
+      if (HasFailure()) return;
+    }
+  }
+  EXPECT_GT(reused_by_version, 1000);
+}
+
 PodDevicesEntry Alloc(const std::string& pod, const std::string& dev) {
   PodDevicesEntry e;
   e.pod_uid = pod;
@@ -314,6 +354,37 @@ TEST(IncrementalEncoderWork, AnAllocationRendersOneEntryAndNoRegisteredIds) {
   const size_t hashed = after.spew_bytes_hashed - before.spew_bytes_hashed;
   EXPECT_LT(hashed, entry_spew + SpewV2({std::nullopt, data.registered_devices}).size());
   EXPECT_GT(hashed, SpewV2({std::nullopt, data.registered_devices}).size() / 2);
+}
+
+// Through references: an allocation among 50 entries renders that one entry
+// and copies no other (the refs are gone before Render).
+TEST(IncrementalEncoderWork, AnAllocationByReferenceRendersOneEntry) {
+  std::vector<PodDevicesEntry> entries;
+  for (int i = 0; i < 50; ++i) entries.push_back(Alloc("pod-" + std::to_string(100 + i), "d"));
+  std::vector<uint64_t> versions;
+  for (int i = 0; i < 50; ++i) versions.push_back(static_cast<uint64_t>(i + 1));
+  IncrementalEncoder enc;
+  auto give = [&] {
+    // A copy that dies before Render: the encoder must not keep pointers.
+    const std::vector<PodDevicesEntry> copy = entries;
+    std::vector<IncrementalEncoder::EntryRef> refs;
+    for (size_t i = 0; i < copy.size(); ++i) {
+      refs.push_back({copy[i].pod_uid, copy[i].container_name, copy[i].resource_name, versions[i],
+                      &copy[i].device_ids, &*copy[i].alloc_resp});
+    }
+    enc.SetEntryRefs(false, refs);
+    enc.SetRegistered(false, {});
+  };
+  give();
+  CheckpointData data{entries, RegisteredDevices(std::in_place)};
+  ExpectSameAsScratch(enc, data, "50 entries");
+  const IncrementalEncoder::Stats before = enc.stats();
+  entries.insert(entries.begin() + 26, Alloc("pod-125a", "e"));
+  versions.insert(versions.begin() + 26, 99);
+  give();
+  data.pod_device_entries = entries;
+  ExpectSameAsScratch(enc, data, "51 entries");
+  EXPECT_EQ(enc.stats().entries_rendered - before.entries_rendered, 1u);
 }
 
 TEST(IncrementalEncoderWork, AnUnchangedWriteRendersNothing) {

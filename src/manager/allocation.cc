@@ -2,9 +2,10 @@
 // (GC) and the "none"-policy admission (shared/kubelet-device-manager.md
 // sections 6.1-6.3, 6.7 and 6.9).
 #include <algorithm>
-#include <set>
+#include <string_view>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/time/clock.h"
 #include "common/go_format.h"
 #include "common/logging.h"
@@ -192,15 +193,15 @@ void ManagerImpl::UpdateAllocatedDevices() {
   std::vector<std::string> active = ActivePodUids();
   absl::MutexLock l(&mu_);
   if (!SourcesReadyLocked()) return;
-  std::set<std::string> active_set(active.begin(), active.end());
+  absl::flat_hash_set<std::string_view> active_set(active.begin(), active.end());
   // 1.30/1.31: the pod being admitted counts as active, so that a pod
   // admitted before it appears in activePods keeps its devices.
   if (opts_.profile.pending_admission_pod_active && pending_admission_pod_.has_value()) {
     active_set.insert(*pending_admission_pod_);
   }
-  std::vector<std::string> to_remove;
-  for (const std::string& uid : pod_devices_.Pods()) {
-    if (active_set.count(uid) == 0) to_remove.push_back(uid);
+  std::vector<std::string> to_remove;  // in podDevices' (UID) order
+  for (const auto& [uid, containers] : pod_devices_.entries()) {
+    if (!active_set.contains(uid)) to_remove.push_back(uid);
   }
   if (to_remove.empty()) return;  // no rebuild
   DM_VINFO(3, "Pods to be removed", {"podUIDs", GoList(to_remove)});

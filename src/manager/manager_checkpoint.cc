@@ -101,11 +101,16 @@ absl::Status ManagerImpl::ReadCheckpoint() {
 
 absl::Status ManagerImpl::WriteCheckpoint() {
   absl::MutexLock w(&checkpoint_mu_);
-  std::optional<std::vector<checkpoint::PodDevicesEntry>> entries;
   std::vector<checkpoint::IncrementalEncoder::Resource> registered;
   {
     absl::MutexLock l(&mu_);
-    entries = pod_devices_.ToCheckpointData();
+    // The entries by reference: the encoder copies only those it has not
+    // rendered at their version (an allocation's one); rendering waits for
+    // Render, outside mu_.
+    bool nil = false;
+    const std::vector<checkpoint::IncrementalEncoder::EntryRef> entries =
+        pod_devices_.CheckpointEntryRefs(&nil);
+    encoder_.SetEntryRefs(nil, entries);
     // Every resource with a healthy key, unhealthy devices left out; an
     // empty set is written as [] (never null). A list is copied only when
     // its device sets changed since the last write: the encoder keeps the
@@ -118,7 +123,6 @@ absl::Status ManagerImpl::WriteCheckpoint() {
     }
   }
   // Rendered without mu_; the bytes equal Encode(MakeV2(data)).
-  encoder_.SetEntries(std::move(entries));
   encoder_.SetRegistered(/*nil=*/false, std::move(registered));
   const checkpoint::IncrementalEncoder::Output out = encoder_.Render();
   absl::Status s = store_.Write(checkpoint::kCheckpointName, out.bytes);

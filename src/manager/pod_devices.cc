@@ -1,6 +1,7 @@
 #include "manager/pod_devices.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "common/logging.h"
@@ -18,7 +19,9 @@ void PodDevices::Insert(const std::string& pod_uid, const std::string& container
                         const std::string& resource_name, DevicesPerNUMA device_ids,
                         std::optional<v1beta1::ContainerAllocateResponse> alloc_resp) {
   DeviceAllocateInfo& info = devs_[pod_uid][container_name][resource_name];
+  static std::atomic<uint64_t> last_version{0};
   info = DeviceAllocateInfo{std::move(device_ids), std::move(alloc_resp)};
+  info.version = last_version.fetch_add(1, std::memory_order_relaxed) + 1;
   if (info.alloc_resp.has_value()) {
     info.marshal_failed = !info.alloc_resp->SerializeToString(&info.alloc_resp_bytes);
   }
@@ -99,27 +102,54 @@ std::map<std::string, DeviceSet> PodDevices::Devices() const {
   return out;
 }
 
+namespace {
+
+// Whether toCheckpointData takes the entry; logs why not, as the kubelet.
+bool Checkpointable(const std::string& uid, const std::string& cname, const std::string& resource,
+                    const DeviceAllocateInfo& info) {
+  if (!info.alloc_resp.has_value()) {
+    DM_ERROR("", "Can't marshal allocResp, allocation response is missing", {"podUID", uid},
+             {"containerName", cname}, {"resourceName", resource});
+    return false;
+  }
+  if (info.marshal_failed) {
+    DM_ERROR("proto: Marshal failed", "Can't marshal allocResp", {"podUID", uid},
+             {"containerName", cname}, {"resourceName", resource});
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<std::vector<checkpoint::PodDevicesEntry>> PodDevices::ToCheckpointData() const {
   std::optional<std::vector<checkpoint::PodDevicesEntry>> out;
   for (const auto& [uid, containers] : devs_) {
     for (const auto& [cname, resources] : containers) {
       for (const auto& [resource, info] : resources) {
-        if (!info.alloc_resp.has_value()) {
-          DM_ERROR("", "Can't marshal allocResp, allocation response is missing", {"podUID", uid},
-                   {"containerName", cname}, {"resourceName", resource});
-          continue;
-        }
-        if (info.marshal_failed) {
-          DM_ERROR("proto: Marshal failed", "Can't marshal allocResp", {"podUID", uid},
-                   {"containerName", cname}, {"resourceName", resource});
-          continue;
-        }
+        if (!Checkpointable(uid, cname, resource, info)) continue;
         if (!out.has_value()) out.emplace();
         out->push_back(checkpoint::PodDevicesEntry{uid, cname, resource, info.device_ids,
                                                    info.alloc_resp_bytes});
       }
     }
   }
+  return out;
+}
+
+std::vector<checkpoint::IncrementalEncoder::EntryRef> PodDevices::CheckpointEntryRefs(
+    bool* nil) const {
+  std::vector<checkpoint::IncrementalEncoder::EntryRef> out;
+  for (const auto& [uid, containers] : devs_) {
+    for (const auto& [cname, resources] : containers) {
+      for (const auto& [resource, info] : resources) {
+        if (!Checkpointable(uid, cname, resource, info)) continue;
+        out.push_back(
+            {uid, cname, resource, info.version, &info.device_ids, &info.alloc_resp_bytes});
+      }
+    }
+  }
+  *nil = out.empty();
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/incremental_encoder.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "manager/device_set.h"
 #include "manager/run_container_options.h"
@@ -29,6 +30,10 @@ struct DeviceAllocateInfo {
   // the kubelet's toCheckpointData marshals it at each write.
   std::string alloc_resp_bytes;
   bool marshal_failed = false;
+  // Set by every Insert from one counter for the whole process, so that a
+  // version never stands for two different allocations (the checkpoint
+  // encoder keeps renderings by it).
+  uint64_t version = 0;
 };
 
 // resource -> allocation, for one container.
@@ -74,6 +79,10 @@ class PodDevices {
   // Checkpoint entries: one per triple with an Allocate response (others
   // are skipped and logged). nullopt (JSON null) when there are none.
   std::optional<std::vector<checkpoint::PodDevicesEntry>> ToCheckpointData() const;
+  // The same entries (and log lines) by reference with their versions, for
+  // IncrementalEncoder::SetEntryRefs; nil (JSON null) when there are none.
+  // The references are valid until the next Insert or Delete.
+  std::vector<checkpoint::IncrementalEncoder::EntryRef> CheckpointEntryRefs(bool* nil) const;
   // Inserts every entry whose AllocResp decodes (others are logged and
   // skipped). A null AllocResp decodes to an empty response, as in Go.
   void FromCheckpointData(const std::vector<checkpoint::PodDevicesEntry>& entries);

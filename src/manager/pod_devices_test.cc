@@ -66,6 +66,52 @@ TEST(PodDevicesTest, CheckpointDataSkipsMissingResponsesAndIsNullWhenEmpty) {
   EXPECT_EQ(*(*data)[0].alloc_resp, "");  // empty, not null
 }
 
+// The references the checkpoint encoder takes: the same entries as
+// ToCheckpointData, and a version that changes with every Insert (also of
+// the same allocation again, and across instances), never with a Delete of
+// another pod.
+TEST(PodDevicesTest, CheckpointEntryRefsMatchTheDataAndVersionEveryInsert) {
+  PodDevices pd;
+  bool nil = false;
+  EXPECT_THAT(pd.CheckpointEntryRefs(&nil), IsEmpty());
+  EXPECT_TRUE(nil);
+  pd.Insert("p", "c", "r2", Numa({{0, {"b"}}}), std::nullopt);  // not checkpointed
+  pd.Insert("p", "c", "r1", Numa({{-1, {"a"}}}), Resp("1"));
+  pd.Insert("q", "c", "r1", Numa({{0, {"c"}}}), Resp("2"));
+  std::vector<checkpoint::IncrementalEncoder::EntryRef> refs = pd.CheckpointEntryRefs(&nil);
+  EXPECT_FALSE(nil);
+  const std::optional<std::vector<checkpoint::PodDevicesEntry>> data = pd.ToCheckpointData();
+  ASSERT_TRUE(data.has_value());
+  ASSERT_EQ(refs.size(), data->size());
+  for (size_t i = 0; i < refs.size(); ++i) {
+    EXPECT_EQ(refs[i].pod_uid, (*data)[i].pod_uid);
+    EXPECT_EQ(refs[i].container_name, (*data)[i].container_name);
+    EXPECT_EQ(refs[i].resource_name, (*data)[i].resource_name);
+    EXPECT_EQ(*refs[i].device_ids, (*data)[i].device_ids);
+    ASSERT_NE(refs[i].alloc_resp, nullptr);
+    EXPECT_EQ(*refs[i].alloc_resp, *(*data)[i].alloc_resp);
+    EXPECT_NE(refs[i].version, 0u);
+  }
+  EXPECT_NE(refs[0].version, refs[1].version);
+  const uint64_t p_version = refs[0].version;
+  const uint64_t q_version = refs[1].version;
+
+  pd.Insert("p", "c", "r1", Numa({{-1, {"a"}}}), Resp("1"));  // the same again
+  pd.Delete({"nobody"});
+  refs = pd.CheckpointEntryRefs(&nil);
+  ASSERT_EQ(refs.size(), 2u);
+  EXPECT_GT(refs[0].version, q_version);
+  EXPECT_NE(refs[0].version, p_version);
+  EXPECT_EQ(refs[1].version, q_version);
+
+  PodDevices other;  // a second instance does not reuse versions
+  other.Insert("p", "c", "r1", Numa({{-1, {"a"}}}), Resp("1"));
+  const std::vector<checkpoint::IncrementalEncoder::EntryRef> other_refs =
+      other.CheckpointEntryRefs(&nil);
+  ASSERT_EQ(other_refs.size(), 1u);
+  EXPECT_GT(other_refs[0].version, refs[0].version);
+}
+
 TEST(PodDevicesTest, FromCheckpointDataRoundTripsAndSkipsUndecodableResponses) {
   std::vector<checkpoint::PodDevicesEntry> entries(3);
   entries[0] = {"p", "c", "r", Numa({{1, {"x"}}}), Resp("v").SerializeAsString()};
