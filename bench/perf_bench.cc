@@ -657,6 +657,17 @@ void RecordPair(Results& res, const std::string& prefix, const P1Pair& r) {
   res.Num(prefix + "admission_own_p50_us", r.own.p50);
 }
 
+// Why a Go binary that runs in a private mount namespace (a peer plugin,
+// the kubelet oracle) cannot run here, or "": `missing` when none was given.
+std::string WhyNotRunnable(const std::string& binary, const std::string& missing) {
+  if (binary.empty()) return missing;
+  if (::access(binary.c_str(), X_OK) != 0) return binary + " is not an executable";
+  if (absl::Status s = devmgr::node::CheckPrivateMountSupported(); !s.ok()) {
+    return std::string(s.message());
+  }
+  return "";
+}
+
 // P1 again with a real Go plugin (the kubernetes e2e sample device plugin):
 // grpc-go's server, fsnotify's watch of the directory. Skipped, with the
 // reason in the JSON, when the binary or a private mount namespace is
@@ -670,14 +681,8 @@ void RunP1Peer(const Args& a, int n, Results& res) {
       " real Go plugin (kubernetes e2e sample device plugin, %s), private mount namespace, "
       "dir on %s, fsync off:\n",
       a.peer.empty() ? "no binary" : a.peer.c_str(), FsType(a.tmp).c_str());
-  std::string why;
-  if (a.peer.empty()) {
-    why = "no --peer binary (tests/peers/build.sh builds it; needs Go and the module proxy)";
-  } else if (::access(a.peer.c_str(), X_OK) != 0) {
-    why = a.peer + " is not an executable";
-  } else if (absl::Status s = devmgr::node::CheckPrivateMountSupported(); !s.ok()) {
-    why = std::string(s.message());
-  }
+  const std::string why = WhyNotRunnable(
+      a.peer, "no --peer binary (tests/peers/build.sh builds it; needs Go and the module proxy)");
   if (!why.empty()) return not_measured(why);
   PeerPlugin peer;
   peer.binary = a.peer;
@@ -708,16 +713,9 @@ void RunP1Kubelet(const Args& a, int n, double devmgr_admit_p50, Results& res) {
       "%s, its fsync kept:\n",
       a.kubelet_oracle.empty() ? "no kubelet-oracle binary" : a.kubelet_oracle.c_str(),
       FsType(a.tmp).c_str());
-  std::string why;
-  if (a.kubelet_oracle.empty()) {
-    why =
-        "no --kubelet-oracle binary (make kubelet-oracle builds it; needs Go and the module "
-        "proxy)";
-  } else if (::access(a.kubelet_oracle.c_str(), X_OK) != 0) {
-    why = a.kubelet_oracle + " is not an executable";
-  } else if (absl::Status s = devmgr::node::CheckPrivateMountSupported(); !s.ok()) {
-    why = std::string(s.message());
-  }
+  const std::string why = WhyNotRunnable(
+      a.kubelet_oracle,
+      "no --kubelet-oracle binary (make kubelet-oracle builds it; needs Go and the module proxy)");
   if (!why.empty()) return not_measured(why);
   const std::string dir = MakeTempDir(a.tmp, "bench-kubelet");
   const std::string side = MakeTempDir(a.tmp, "bench-kubelet-side");
