@@ -127,12 +127,16 @@ void IncrementalEncoder::SetEntryRefs(bool nil, const std::vector<EntryRef>& ref
     std::unique_ptr<CachedEntry> reused =
         old.Take({r.pod_uid, r.container_name, r.resource_name},
                  [&r](const CachedEntry& c) { return r.version != 0 && c.version == r.version; });
-    if (reused == nullptr) {
+    if (reused != nullptr) {
+      ++stats_.entries_kept_by_version;
+    } else {
       // A new version whose data did not change (the same allocation
       // inserted again) keeps the renderings too.
-      reused = old.Take({r.pod_uid, r.container_name, r.resource_name}, [&r](const CachedEntry& c) {
-        return c.e.device_ids == *r.device_ids && SameAllocResp(c.e.alloc_resp, r.alloc_resp);
-      });
+      reused = old.Take(
+          {r.pod_uid, r.container_name, r.resource_name}, [this, &r](const CachedEntry& c) {
+            ++stats_.entries_compared;
+            return c.e.device_ids == *r.device_ids && SameAllocResp(c.e.alloc_resp, r.alloc_resp);
+          });
     }
     if (reused == nullptr) {
       reused = std::make_unique<CachedEntry>();

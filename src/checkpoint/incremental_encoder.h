@@ -65,6 +65,10 @@ class IncrementalEncoder {
   // Counters of re-rendering work since construction (tests and benches).
   struct Stats {
     size_t entries_rendered = 0;
+    // SetEntryRefs: entries kept because their version matched, and
+    // entries whose data were compared with a cached entry's.
+    size_t entries_kept_by_version = 0;
+    size_t entries_compared = 0;
     size_t lists_rendered = 0;
     size_t registered_ids_rendered = 0;
     size_t spew_bytes_hashed = 0;

@@ -271,7 +271,8 @@ TEST(IncrementalEncoderRandom, VersionedRegisteredListsMatchFromScratch) {
 // version that changes when its data change (and sometimes when they do
 // not, or is 0), and is handed over by reference.
 TEST(IncrementalEncoderRandom, VersionedEntryRefsMatchFromScratch) {
-  int reused_by_version = 0;
+  int reused_by_version = 0;   // entries given with the version they had before
+  size_t kept_by_version = 0;  // entries the encoder kept by their version
   for (uint32_t seed = 200; seed <= 240; ++seed) {
     Gen g(seed);
     CheckpointData data;
@@ -297,7 +298,9 @@ TEST(IncrementalEncoderRandom, VersionedEntryRefsMatchFromScratch) {
         }
       }
       versions = std::move(now);
+      const size_t kept_before = enc.stats().entries_kept_by_version;
       enc.SetEntryRefs(!data.pod_device_entries.has_value(), refs);
+      kept_by_version += enc.stats().entries_kept_by_version - kept_before;
       enc.SetRegisteredDevices(data.registered_devices);
       ExpectSameAsScratch(enc, data,
                           "seed " + std::to_string(seed) + " step " + std::to_string(step));
@@ -305,6 +308,7 @@ TEST(IncrementalEncoderRandom, VersionedEntryRefsMatchFromScratch) {
     }
   }
   EXPECT_GT(reused_by_version, 1000);
+  EXPECT_GT(kept_by_version, 1000u);
 }
 
 PodDevicesEntry Alloc(const std::string& pod, const std::string& dev) {
@@ -385,6 +389,9 @@ TEST(IncrementalEncoderWork, AnAllocationByReferenceRendersOneEntry) {
   data.pod_device_entries = entries;
   ExpectSameAsScratch(enc, data, "51 entries");
   EXPECT_EQ(enc.stats().entries_rendered - before.entries_rendered, 1u);
+  // The 50 others were kept by their versions, none compared field by field.
+  EXPECT_EQ(enc.stats().entries_kept_by_version - before.entries_kept_by_version, 50u);
+  EXPECT_EQ(enc.stats().entries_compared, before.entries_compared);
 }
 
 TEST(IncrementalEncoderWork, AnUnchangedWriteRendersNothing) {
