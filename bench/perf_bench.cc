@@ -55,6 +55,7 @@
 #include "plugin/sample_plugin.h"
 #include "pod/pod.h"
 #include "scenario/compare_kubelet_oracle.h"
+#include "scenario/plugin_host.h"
 #include "topology/topology_manager.h"
 #include "transport/grpc_plugin_client.h"
 
@@ -162,18 +163,7 @@ std::string MakeTempDir(const std::string& root, const std::string& tag) {
   return tmpl;
 }
 
-// A word for /bin/sh: single-quoted, quotes inside escaped.
-std::string ShellQuote(const std::string& s) {
-  std::string q = "'";
-  for (const char c : s) {
-    if (c == '\'') {
-      q += "'\\''";
-    } else {
-      q += c;
-    }
-  }
-  return q + "'";
-}
+using devmgr::scenario::ShellQuote;
 
 // The reference plugin as a process of its own, as a /bin/sh command.
 std::string SamplePluginCommand(const std::string& devmgr, const std::string& config,
@@ -657,6 +647,13 @@ void RecordPair(Results& res, const std::string& prefix, const P1Pair& r) {
   res.Num(prefix + "admission_own_p50_us", r.own.p50);
 }
 
+// A P1 figure that could not be measured: the reason, printed and under
+// `key` in the JSON.
+void NotMeasured(Results& res, const std::string& key, const std::string& why) {
+  std::printf("  not measured: %s\n", why.c_str());
+  res.Str(key, why);
+}
+
 // Why a Go binary that runs in a private mount namespace (a peer plugin,
 // the kubelet oracle) cannot run here, or "": `missing` when none was given.
 std::string WhyNotRunnable(const std::string& binary, const std::string& missing) {
@@ -673,10 +670,7 @@ std::string WhyNotRunnable(const std::string& binary, const std::string& missing
 // reason in the JSON, when the binary or a private mount namespace is
 // missing.
 void RunP1Peer(const Args& a, int n, Results& res) {
-  auto not_measured = [&](const std::string& why) {
-    std::printf("  not measured: %s\n", why.c_str());
-    res.Str("p1_peer_skipped", why);
-  };
+  auto not_measured = [&](const std::string& why) { NotMeasured(res, "p1_peer_skipped", why); };
   std::printf(
       " real Go plugin (kubernetes e2e sample device plugin, %s), private mount namespace, "
       "dir on %s, fsync off:\n",
@@ -704,15 +698,12 @@ void RunP1Peer(const Args& a, int n, Results& res) {
 // target: it shows where the kubelet's own code stands against its floor.
 // The kubelet always fsyncs the checkpoint (on tmpfs a no-op).
 void RunP1Kubelet(const Args& a, int n, double devmgr_admit_p50, Results& res) {
-  auto not_measured = [&](const std::string& why) {
-    std::printf("  not measured: %s\n", why.c_str());
-    res.Str("p1_kubelet_skipped", why);
-  };
+  auto not_measured = [&](const std::string& why) { NotMeasured(res, "p1_kubelet_skipped", why); };
+  const std::string fs = FsType(a.tmp);
   std::printf(
       " the kubelet's own device manager (%s), the same reference plugin process, dir on "
       "%s, its fsync kept:\n",
-      a.kubelet_oracle.empty() ? "no kubelet-oracle binary" : a.kubelet_oracle.c_str(),
-      FsType(a.tmp).c_str());
+      a.kubelet_oracle.empty() ? "no kubelet-oracle binary" : a.kubelet_oracle.c_str(), fs.c_str());
   const std::string why = WhyNotRunnable(
       a.kubelet_oracle,
       "no --kubelet-oracle binary (make kubelet-oracle builds it; needs Go and the module proxy)");
@@ -766,7 +757,7 @@ void RunP1Kubelet(const Args& a, int n, double devmgr_admit_p50, Results& res) {
       admit.p50 / bare.p50, admit.p99 / bare.p99, after.p50);
   // devmgr's headline runs with fsync off and the kubelet always fsyncs:
   // their admissions compare only where an fsync costs nothing (tmpfs).
-  const bool fsync_free = FsType(a.tmp) == "tmpfs";
+  const bool fsync_free = fs == "tmpfs";
   if (fsync_free) {
     std::printf("  devmgr's admission above is %.2fx the kubelet's\n",
                 devmgr_admit_p50 / admit.p50);
@@ -776,7 +767,7 @@ void RunP1Kubelet(const Args& a, int n, double devmgr_admit_p50, Results& res) {
         "kubelet's fsync costs what devmgr's fsync-off write does not\n");
   }
   res.Str("p1_kubelet", kubernetes);
-  res.Str("p1_kubelet_fs", FsType(a.tmp));
+  res.Str("p1_kubelet_fs", fs);
   res.Num("p1_kubelet_admission_p50_us", admit.p50);
   res.Num("p1_kubelet_admission_p99_us", admit.p99);
   res.Num("p1_kubelet_floor_p50_us", bare.p50);

@@ -123,16 +123,14 @@ bool Checkpointable(const std::string& uid, const std::string& cname, const std:
 }  // namespace
 
 std::optional<std::vector<checkpoint::PodDevicesEntry>> PodDevices::ToCheckpointData() const {
-  std::optional<std::vector<checkpoint::PodDevicesEntry>> out;
-  for (const auto& [uid, containers] : devs_) {
-    for (const auto& [cname, resources] : containers) {
-      for (const auto& [resource, info] : resources) {
-        if (!Checkpointable(uid, cname, resource, info)) continue;
-        if (!out.has_value()) out.emplace();
-        out->push_back(checkpoint::PodDevicesEntry{uid, cname, resource, info.device_ids,
-                                                   info.alloc_resp_bytes});
-      }
-    }
+  bool nil = false;
+  const std::vector<checkpoint::IncrementalEncoder::EntryRef> refs = CheckpointEntryRefs(&nil);
+  if (nil) return std::nullopt;
+  std::vector<checkpoint::PodDevicesEntry> out;
+  out.reserve(refs.size());
+  for (const checkpoint::IncrementalEncoder::EntryRef& r : refs) {
+    out.push_back({std::string(r.pod_uid), std::string(r.container_name),
+                   std::string(r.resource_name), *r.device_ids, *r.alloc_resp});
   }
   return out;
 }

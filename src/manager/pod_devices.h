@@ -76,13 +76,13 @@ class PodDevices {
   // key; only entries with an Allocate response contribute IDs.
   std::map<std::string, DeviceSet> Devices() const;
 
-  // Checkpoint entries: one per triple with an Allocate response (others
-  // are skipped and logged). nullopt (JSON null) when there are none.
-  std::optional<std::vector<checkpoint::PodDevicesEntry>> ToCheckpointData() const;
-  // The same entries (and log lines) by reference with their versions, for
-  // IncrementalEncoder::SetEntryRefs; nil (JSON null) when there are none.
-  // The references are valid until the next Insert or Delete.
+  // Checkpoint entries by reference with their versions, for
+  // IncrementalEncoder::SetEntryRefs: one per triple with an Allocate
+  // response (others are skipped and logged); `nil` (JSON null) when there
+  // are none. The references are valid until the next Insert or Delete.
   std::vector<checkpoint::IncrementalEncoder::EntryRef> CheckpointEntryRefs(bool* nil) const;
+  // The same entries copied; nullopt (JSON null) when there are none.
+  std::optional<std::vector<checkpoint::PodDevicesEntry>> ToCheckpointData() const;
   // Inserts every entry whose AllocResp decodes (others are logged and
   // skipped). A null AllocResp decodes to an empty response, as in Go.
   void FromCheckpointData(const std::vector<checkpoint::PodDevicesEntry>& entries);

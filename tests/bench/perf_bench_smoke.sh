@@ -37,6 +37,24 @@ python3 - "$root/p1.json" "$root/p4.json" "${peer_args[1]:-}" "${kubelet_args[1]
 import json, sys
 p1, p4 = (json.load(open(f)) for f in sys.argv[1:3])
 peer, kubelet = sys.argv[3:5]
+
+def missing(d, keys):
+    """The keys that are not a positive number in d."""
+    return [k for k in keys if not isinstance(d.get(k), (int, float)) or d[k] <= 0]
+
+def measured_unless_no_namespace(what, given, absent_reason, keys):
+    """A figure that needs a binary: without it, skipped with absent_reason; with it,
+    measured unless this machine cannot make a private mount namespace."""
+    skipped = p1.get(f"p1_{what}_skipped", "")
+    if not given:
+        if absent_reason not in skipped:
+            sys.exit(f"p1_{what}_skipped: {skipped!r}")
+        return False
+    if "private mount namespace" in skipped:
+        return False
+    if missing(p1, keys):
+        sys.exit(f"the {what} figures are missing: {missing(p1, keys)}; skipped {skipped!r}")
+    return True
 # Each P1 pair's figures (perf_bench's RecordPair), then the others.
 pair = ["admission_p50_us", "admission_p99_us", "floor_p50_us", "floor_p99_us",
         "bare_after_admission_p50_us", "ratio", "ratio_p99", "ratio_own_rpc", "bare_write_p50_us",
@@ -47,40 +65,25 @@ p1_keys = [pre + k for pre in ("p1_", "p1_inproc_") for k in pair] + [
     f"p1_{d}_{k}" for d in ("disk", "fsync")
     for k in ("admission_p50_us", "admission_p99_us", "bare_allocate_p50_us", "bare_write_p50_us")]
 want = [(p1, p1_keys), (p4, ["p4_cycles_s"])]
-bad = [k for d, keys in want for k in keys
-       if not isinstance(d.get(k), (int, float)) or d[k] <= 0]
+bad = [k for d, keys in want for k in missing(d, keys)]
 if bad:
     sys.exit(f"missing or not positive: {bad}")
 if p1.get("p1_plugin") != "own process":
     sys.exit(f"p1_plugin: {p1.get('p1_plugin')!r}, want 'own process'")
 if p4.get("p4_cycles") != 50:
     sys.exit(f"p4_cycles: {p4.get('p4_cycles')!r}, want 50")
-skipped = p1.get("p1_peer_skipped", "")
-if not peer:
-    # No --peer: the real plugin's figure is reported as not measured, with the reason.
-    if "no --peer binary" not in skipped:
-        sys.exit(f"p1_peer_skipped: {skipped!r}")
-elif "private mount namespace" not in skipped:
-    # Measured, unless this machine cannot make a private mount namespace.
-    missing = [k for k in ("p1_peer_" + k for k in pair)
-               if not isinstance(p1.get(k), (int, float)) or p1[k] <= 0]
-    if missing:
-        sys.exit(f"the real plugin's figures are missing: {missing}; p1_peer_skipped {skipped!r}")
-skipped = p1.get("p1_kubelet_skipped", "")
-if not kubelet:
-    if "no --kubelet-oracle binary" not in skipped:
-        sys.exit(f"p1_kubelet_skipped: {skipped!r}")
-elif "private mount namespace" not in skipped:
-    keys = ["p1_kubelet_" + k for k in ("admission_p50_us", "admission_p99_us", "floor_p50_us",
-            "floor_p99_us", "bare_after_admission_p50_us", "ratio")]
-    # Compared with devmgr's admission only where fsync is free (tmpfs).
-    if p1.get("p1_kubelet_fs") == "tmpfs":
-        keys.append("p1_devmgr_vs_kubelet_admission")
-    elif "p1_devmgr_vs_kubelet_admission" in p1:
+# The real plugin's pair (--peer) and the kubelet's own figure (--kubelet-oracle).
+measured_unless_no_namespace("peer", peer, "no --peer binary", ["p1_peer_" + k for k in pair])
+# Compared with devmgr's admission only where fsync is free (tmpfs).
+tmpfs = p1.get("p1_kubelet_fs") == "tmpfs"
+kubelet_keys = ["p1_kubelet_" + k for k in ("admission_p50_us", "admission_p99_us", "floor_p50_us",
+                "floor_p99_us", "bare_after_admission_p50_us", "ratio")]
+if measured_unless_no_namespace("kubelet", kubelet, "no --kubelet-oracle binary",
+                                kubelet_keys + (["p1_devmgr_vs_kubelet_admission"] if tmpfs else [])):
+    if not tmpfs and "p1_devmgr_vs_kubelet_admission" in p1:
         sys.exit(f"p1_devmgr_vs_kubelet_admission on {p1.get('p1_kubelet_fs')!r}")
-    missing = [k for k in keys if not isinstance(p1.get(k), (int, float)) or p1[k] <= 0]
-    if missing or not p1.get("p1_kubelet", "").startswith("v1.37."):
-        sys.exit(f"the kubelet's figures are missing: {missing}; p1_kubelet {p1.get('p1_kubelet')!r}")
+    if not p1.get("p1_kubelet", "").startswith("v1.37."):
+        sys.exit(f"p1_kubelet {p1.get('p1_kubelet')!r}")
 PY
 grep -q "reference plugin in its own process" "$root/p1.out"
 
