@@ -13,8 +13,11 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <optional>
+#include <string_view>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/ascii.h"
 #include "common/logging.h"
 #include "fmt/format.h"
 
@@ -46,6 +49,61 @@ bool CanPrefixExec(const std::string& command) {
     const bool ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
                     (i > 0 && c >= '0' && c <= '9');
     if (!ok) return true;
+  }
+  return false;
+}
+
+// The program of a simple command, when written as an absolute path, plain
+// or in single quotes (as ShellQuote writes it), after an optional `exec`;
+// `rest` is the command after it, verbatim. nullopt for anything else (a
+// program found through PATH, a relative path, an assignment first).
+struct LeadingProgram {
+  std::string path;
+  std::string rest;
+};
+std::optional<LeadingProgram> ParseLeadingProgram(std::string_view command) {
+  const auto skip_blanks = [&command](size_t i) {
+    while (i < command.size() && (command[i] == ' ' || command[i] == '\t')) ++i;
+    return i;
+  };
+  size_t i = skip_blanks(0);
+  if (command.substr(i, 5) == "exec " || command.substr(i, 5) == "exec\t") i = skip_blanks(i + 5);
+  LeadingProgram lead;
+  while (i < command.size() && command[i] != ' ' && command[i] != '\t') {
+    const char c = command[i];
+    if (c == '\'') {
+      const size_t close = command.find('\'', i + 1);
+      if (close == std::string_view::npos) return std::nullopt;
+      lead.path.append(command.substr(i + 1, close - i - 1));
+      i = close + 1;
+    } else if (c == '\\' && command.substr(i, 2) == "\\'") {
+      lead.path += '\'';
+      i += 2;
+    } else if (absl::ascii_isalnum(c) || std::string_view("/._+-=:,@%").find(c) != std::string_view::npos) {
+      lead.path += c;
+      ++i;
+    } else {
+      return std::nullopt;  // $, `, ", *, ~ ...: the shell's to expand
+    }
+  }
+  if (lead.path.empty() || lead.path[0] != '/') return std::nullopt;
+  lead.rest = std::string(command.substr(i));
+  return lead;
+}
+
+// True when `path` is `dir` or lies below it.
+bool PathUnder(std::string_view path, std::string_view dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);
+  if (path.substr(0, dir.size()) != dir) return false;
+  return path.size() == dir.size() || path[dir.size()] == '/' || dir == "/";
+}
+
+// True when the private mounts cover `path`: the tmpfs on /var/lib/kubelet,
+// or an extra bind (a plugin under /tmp with a private /tmp bound in).
+bool HiddenByPrivateMounts(const std::string& path, const PluginProcessOptions& o) {
+  if (PathUnder(path, kKubeletRoot)) return true;
+  for (const auto& [src, dst] : o.extra_binds) {
+    if (PathUnder(path, dst)) return true;
   }
   return false;
 }
@@ -189,8 +247,8 @@ std::string SetUpPrivateMounts(const PluginProcessOptions& o, const std::string&
 // output pipe; then the private mounts, working directory and environment,
 // and exec. A failure before exec goes back on the status pipe.
 [[noreturn]] void ExecChild(const PluginProcessOptions& opts, const std::string& staging,
-                            const std::string& shell_cmd, pid_t parent, const int out_pipe[2],
-                            const int status_pipe[2]) {
+                            const std::string& shell_cmd, int program_fd, pid_t parent,
+                            const int out_pipe[2], const int status_pipe[2]) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);
   setpgid(0, 0);
@@ -208,6 +266,8 @@ std::string SetUpPrivateMounts(const PluginProcessOptions& o, const std::string&
   if (!opts.working_dir.empty() && chdir(opts.working_dir.c_str()) != 0) {
     ChildFail(status_pipe[1], Errno("chdir " + opts.working_dir));
   }
+  // Kept open across the shell's exec, which execs /proc/self/fd/N.
+  if (program_fd >= 0) fcntl(program_fd, F_SETFD, 0);
   for (const auto& [k, v] : opts.env) setenv(k.c_str(), v.c_str(), 1);
   sigset_t none;
   sigemptyset(&none);
@@ -254,8 +314,23 @@ absl::Status PluginProcess::Start() {
   // compound one, or one that starts with exec or an assignment, runs as
   // written (signals go to the whole group).
   const bool compound = opts_.command.find_first_of(";&|\n()") != std::string::npos;
-  const std::string shell_cmd =
+  std::string shell_cmd =
       compound || !CanPrefixExec(opts_.command) ? opts_.command : "exec " + opts_.command;
+  // A program under a path the private mounts cover (a clone under /tmp
+  // with a private /tmp bound in) is opened here, before the mounts, and
+  // exec'ed through its descriptor; when it cannot be opened, the shell
+  // reports it as before.
+  int program_fd = -1;
+  if (opts_.private_mount && !compound) {
+    if (auto lead = ParseLeadingProgram(opts_.command);
+        lead && HiddenByPrivateMounts(lead->path, opts_)) {
+      program_fd = open(lead->path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (program_fd >= 0) shell_cmd = fmt::format("exec /proc/self/fd/{}{}", program_fd, lead->rest);
+    }
+  }
+  absl::Cleanup close_program = [program_fd] {
+    if (program_fd >= 0) close(program_fd);
+  };
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
@@ -263,7 +338,7 @@ absl::Status PluginProcess::Start() {
     for (const int fd : {out_pipe[0], out_pipe[1], status_pipe[0], status_pipe[1]}) close(fd);
     return err;
   }
-  if (pid == 0) ExecChild(opts_, staging, shell_cmd, parent, out_pipe, status_pipe);
+  if (pid == 0) ExecChild(opts_, staging, shell_cmd, program_fd, parent, out_pipe, status_pipe);
   close(out_pipe[1]);
   close(status_pipe[1]);
   // EOF on the status pipe means exec succeeded (the pipe is close-on-exec).

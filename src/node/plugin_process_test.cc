@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -100,6 +101,48 @@ TEST(PluginProcessTest, PrivateMountShowsTheEmulatorDirAtTheKubeletPath) {
   EXPECT_EQ(stat(kKubeletRoot, &st) == 0, host_had_kubelet);
   EXPECT_NE(stat("/var/lib/kubelet/device-plugins/from-plugin", &st), 0);
   std::system(("rm -rf " + dir).c_str());
+}
+
+// A bind over the directory that holds the plugin (a clone under /tmp, run
+// with a private /tmp) must not hide the program: it is opened before the
+// mounts. Plain and quoted paths, a space in the path, arguments kept.
+TEST(PluginProcessTest, PrivateMountRunsAProgramUnderABoundOverDirectory) {
+  if (!CheckPrivateMountSupported().ok()) GTEST_SKIP() << "no mount namespaces here";
+  const std::string host = TempDir();
+  const std::string hidden = host + "/clone with space";
+  const std::string plain = host + "/clone";
+  for (const std::string& d : {hidden, plain}) {
+    ASSERT_EQ(mkdir(d.c_str(), 0755), 0);
+    std::ofstream(d + "/plugin.sh") << "#!/bin/sh\necho \"ran $1 $2\"\n";
+    ASSERT_EQ(chmod((d + "/plugin.sh").c_str(), 0755), 0);
+  }
+  const std::string private_tmp = TempDir();
+  std::ofstream(private_tmp + "/private-marker") << "x";
+  const std::string plugin_dir = TempDir();
+  for (const std::string& command :
+       {"exec '" + hidden + "/plugin.sh' 'a b' c", plain + "/plugin.sh x y"}) {
+    PluginProcess p({.command = command,
+                     .private_mount = true,
+                     .plugin_dir = plugin_dir,
+                     .extra_binds = {{private_tmp, host}}});
+    ASSERT_OK(p.Start());
+    ASSERT_TRUE(p.WaitExit(absl::Seconds(10)));
+    p.Stop();
+    EXPECT_EQ(p.exit_code(), 0) << command << ": " << ::testing::PrintToString(p.OutputTail(10));
+    EXPECT_THAT(p.OutputTail(10),
+                Contains(absl::StrContains(command, "'a b'") ? "ran a b c" : "ran x y"));
+  }
+  // The bind was in place while the plugin ran: it saw the private directory.
+  PluginProcess look({.command = "ls " + host,
+                      .private_mount = true,
+                      .plugin_dir = plugin_dir,
+                      .extra_binds = {{private_tmp, host}}});
+  ASSERT_OK(look.Start());
+  ASSERT_TRUE(look.WaitExit(absl::Seconds(10)));
+  EXPECT_THAT(look.OutputTail(10), Contains("private-marker"));
+  for (const std::string& d : {host, private_tmp, plugin_dir}) {
+    std::system(("rm -rf '" + d + "'").c_str());
+  }
 }
 
 }  // namespace

@@ -14,7 +14,13 @@ root=$(mktemp -d "${TMPDIR:-/tmp}/devmgr-bench-smoke.XXXXXX")
 # The real Go plugin's figure, when `make test` built the peer (tests/peers/build.sh).
 peer=$(dirname "$bench")/peers/e2e-sample-v1.37.2
 peer_args=()
-[ -x "$peer" ] && peer_args=(--peer "$peer")
+# Run from a copy under /tmp, in a directory whose name has a space: the bench binds a
+# private /tmp over the peer's, and a plugin under /tmp (a clone there) must still start.
+if [ -x "$peer" ]; then
+  mkdir "$root/a clone"
+  cp "$peer" "$root/a clone/"
+  peer_args=(--peer "$root/a clone/$(basename "$peer")")
+fi
 # The kubelet's own figure, when `make test` built the oracle (tests/kubelet-oracle/build.sh).
 kubelet=$(dirname "$bench")/kubelet-oracle/kubelet-oracle-1.37
 kubelet_args=()

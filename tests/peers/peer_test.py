@@ -17,9 +17,11 @@ Environment: DEVMGR_BIN, PEERS_DIR (where build.sh put the binaries).
 Exit 77 (skipped) when the peer was not built (no Go toolchain or module
 proxy) or when this machine cannot make a private mount namespace.
 """
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,11 +36,18 @@ def skip(why):
 
 
 def peer_binary(peer, release):
+    """The peer's binary, run from a copy under /tmp in a directory whose name
+    has a space: a clone under /tmp (where the plugin's private /tmp is bound
+    over the host's) and a path with a space must work as any other."""
     peers_dir = os.environ.get("PEERS_DIR", os.path.join(HERE, "..", "..", "build", "peers"))
     path = os.path.join(peers_dir, f"{peer}-{release}")
     if not os.access(path, os.X_OK):
         skip(f"{path} was not built (tests/peers/build.sh: no Go toolchain or module proxy?)")
-    return path
+    copy_dir = tempfile.mkdtemp(prefix="dmpeer bin-", dir="/tmp")
+    atexit.register(shutil.rmtree, copy_dir, ignore_errors=True)
+    copy = os.path.join(copy_dir, os.path.basename(path))
+    shutil.copy2(path, copy)
+    return copy
 
 
 def private_mount_unavailable(output):
