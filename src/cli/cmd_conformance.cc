@@ -22,9 +22,9 @@
 #include "conformance/version_matrix.h"
 #include "fmt/format.h"
 #include "metrics/kubelet_metrics.h"
-#include "node/plugin_process.h"
 #include "node/status_file.h"
 #include "podresources/options.h"
+#include "process/plugin_process.h"
 
 namespace devmgr::cli {
 namespace {

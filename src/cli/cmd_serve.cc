@@ -26,9 +26,9 @@
 #include "node/pod_manager.h"
 #include "node/static_pods.h"
 #include "node/status_loop.h"
-#include "node/supervisor.h"
 #include "pod/static_pod_dir.h"
 #include "podresources/observability.h"
+#include "process/supervisor.h"
 
 namespace devmgr::cli {
 namespace {
