@@ -19,8 +19,8 @@
 
 #include "cli/commands.h"
 #include "common/logging.h"
-#include "common/profile.h"
 #include "fmt/format.h"
+#include "kubelet/profile.h"
 #include "node/node.h"
 #include "node/node_options.h"
 #include "node/pod_manager.h"

@@ -20,7 +20,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/fs.h"
-#include "common/profile.h"
+#include "kubelet/profile.h"
 #include "manager/plugin_client.h"
 #include "manager/resource_health.h"
 #include "manager/run_container_options.h"

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "common/profile.h"
+#include "kubelet/profile.h"
 #include "metrics/registry.h"
 
 namespace devmgr::metrics {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/profile.h"
+#include "kubelet/profile.h"
 
 namespace devmgr::podresources {
 
@@ -36,7 +36,7 @@ struct Options {
 Options OptionsForProfile(const Profile& profile);
 
 // Applies a kubelet --feature-gates value ("A=true,B=false") for the gates
-// above, without knowing the version: any gate of common/feature_gates.h is
+// above, without knowing the version: any gate of kubelet/feature_gates.h is
 // accepted, the others are ignored here. Errors use component-base's texts
 // ("unrecognized feature gate: %s", "missing bool value for %s", "invalid
 // value of %s=%s, err: %v").

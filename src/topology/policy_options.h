@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/profile.h"
+#include "kubelet/profile.h"
 
 namespace devmgr::topology {
 

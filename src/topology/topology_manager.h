@@ -18,7 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "common/profile.h"
+#include "kubelet/profile.h"
 #include "pod/pod.h"
 #include "topology/admit_result.h"
 #include "topology/affinity_store.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/feature_gates.h"
+#include "kubelet/feature_gates.h"
 
 namespace devmgr {
 
