@@ -1,5 +1,5 @@
 // perf_bench: devmgr's costs beside their physical floors, measured in the
-// same run (issue #15; method in docs/performance.md). One part per process,
+// same run (method in docs/performance.md). One part per process,
 // so that each part's peak RSS is its own:
 //
 //   perf_bench p1 --devmgr BIN [--tmp DIR] [--disk DIR] [--n N] [--peer BIN]

@@ -1,5 +1,5 @@
 // What the kubelet's PodResources v1 server does differently per version and
-// feature gate (shared/kubelet-device-manager.md section 1.3).
+// feature gate (pkg/kubelet/apis/podresources server_v1.go).
 #ifndef DEVMGR_PODRESOURCES_OPTIONS_H_
 #define DEVMGR_PODRESOURCES_OPTIONS_H_
 
