@@ -1,5 +1,5 @@
 // perf_bench: devmgr's costs beside their physical floors, measured in the
-// same run (issue #15; method in docs/performance.md). One part per process,
+// same run (method in docs/performance.md). One part per process,
 // so that each part's peak RSS is its own:
 //
 //   perf_bench p1 --devmgr BIN [--tmp DIR] [--disk DIR] [--n N] [--peer BIN]
@@ -40,20 +40,20 @@
 #include "checkpoint/file_store.h"
 #include "checkpoint_fixture.h"
 #include "common/clock.h"
-#include "common/profile.h"
 #include "common/status_util.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "grpcpp/client_context.h"
+#include "kubelet/profile.h"
 #include "manager/fake_plugin_client.h"
 #include "manager/manager_impl.h"
 #include "node/node.h"
-#include "node/plugin_process.h"
 #include "node/pod_manager.h"
 #include "plugin/config.h"
 #include "plugin/sample_plugin.h"
 #include "pod/pod.h"
+#include "process/plugin_process.h"
 #include "scenario/compare_kubelet_oracle.h"
 #include "scenario/plugin_host.h"
 #include "topology/topology_manager.h"

@@ -7,7 +7,7 @@ devices). Each line is one figure of the `scaling` part of perf_bench:
 the re-sent ListAndWatch update (apply + checkpoint write), the allocation
 of one device (whole admission path with an in-memory plugin), its floor
 (the checkpoint's go-spew text hashed + its bytes written), and rendering
-the same checkpoint from scratch (what every write cost before issue #15,
+the same checkpoint from scratch (what every write cost before the incremental encoder,
 and what the kubelet does on every write).
 
 usage: plot.py results.json out.png

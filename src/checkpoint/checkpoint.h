@@ -1,7 +1,7 @@
 // The kubelet's device-manager checkpoint (kubelet_internal_checkpoint):
 // typed data mirroring the kubelet's Go structs, with Go's nil-vs-empty
 // distinction kept (it is hashed), plus decode/encode/checksum entry points.
-// Format details: shared/checkpoint/README.md, docs/checkpoint_format.md.
+// Format details: docs/checkpoint_format.md.
 #ifndef DEVMGR_CHECKPOINT_CHECKPOINT_H_
 #define DEVMGR_CHECKPOINT_CHECKPOINT_H_
 

@@ -1,4 +1,4 @@
-// The 60 golden files from shared/checkpoint (copied to tests/testdata):
+// The 60 golden checkpoint files of tests/testdata/checkpoint:
 // verdict, format, stored and computed checksum, spew text, and exact
 // re-encoding of the files json.Marshal wrote.
 #include <string>

@@ -1,6 +1,6 @@
 // go-spew "%#v" rendering of checkpointData (V2) and checkpointDataV1 (V1,
 // renamed as a 1.20+ kubelet does), streamed into a string or into FNV-1a.
-// Grammar: shared/checkpoint/README.md and docs/checkpoint_format.md.
+// Grammar: docs/checkpoint_format.md.
 #include "checkpoint/checksum.h"
 
 #include <array>

@@ -1,5 +1,5 @@
-// The reference's golden checksum rows (kubelet-device-manager.md 8.5, 8.6)
-// built from typed data, plus rendering details.
+// Known-good checksums of the current and the V1 format
+// (docs/checkpoint_format.md) built from typed data, plus rendering details.
 #include "checkpoint/checksum.h"
 
 #include <string>

@@ -1,5 +1,5 @@
-// Differential tests against the Go checksum oracle (shared/checkpoint/
-// oracle). They run only when the oracle binary exists
+// Differential tests against the Go checksum oracle
+// (docs/checkpoint_format.md). They run only when the oracle binary exists
 // ($DEVMGR_ORACLE or /tmp/oracle/bin/checksum-oracle) and skip otherwise.
 #include <sys/wait.h>
 #include <unistd.h>

@@ -14,17 +14,17 @@
 #include "cli/commands.h"
 #include "common/fs.h"
 #include "common/logging.h"
-#include "common/profile.h"
-#include "common/version_matrix.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
 #include "conformance/target.h"
 #include "conformance/version_matrix.h"
 #include "fmt/format.h"
+#include "kubelet/profile.h"
+#include "kubelet/version_matrix.h"
 #include "metrics/kubelet_metrics.h"
-#include "node/plugin_process.h"
 #include "node/status_file.h"
 #include "podresources/options.h"
+#include "process/plugin_process.h"
 
 namespace devmgr::cli {
 namespace {

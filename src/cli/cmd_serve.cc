@@ -19,16 +19,16 @@
 
 #include "cli/commands.h"
 #include "common/logging.h"
-#include "common/profile.h"
 #include "fmt/format.h"
+#include "kubelet/profile.h"
 #include "node/node.h"
 #include "node/node_options.h"
 #include "node/pod_manager.h"
 #include "node/static_pods.h"
 #include "node/status_loop.h"
-#include "node/supervisor.h"
 #include "pod/static_pod_dir.h"
 #include "podresources/observability.h"
+#include "process/supervisor.h"
 
 namespace devmgr::cli {
 namespace {

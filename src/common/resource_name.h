@@ -1,6 +1,6 @@
 // Extended resource names: the kubelet's v1helper.IsExtendedResourceName,
 // which decides whether a device plugin may register a resource
-// (shared/kubelet-device-manager.md section 3.2). Reproduced exactly,
+// (pkg/apis/core/v1/helper IsExtendedResourceName). Reproduced exactly,
 // including its quirks (any "kubernetes.io/" substring rejects).
 #ifndef DEVMGR_COMMON_RESOURCE_NAME_H_
 #define DEVMGR_COMMON_RESOURCE_NAME_H_

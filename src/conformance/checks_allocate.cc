@@ -1,5 +1,6 @@
 // allocate.*, preferred.*, prestart.*: the answers the kubelet turns into
-// container options (kubelet-device-manager.md 6.3, 6.6, 7).
+// container options (devicemanager allocateContainerResources,
+// callGetPreferredAllocationIfAvailable, GetDeviceRunContainerOptions).
 #include <atomic>
 #include <set>
 #include <thread>
@@ -263,8 +264,8 @@ Outcome ListUnchanged(Session& s) {
       fmt::format("{} message(s) after Allocate, list unchanged", msgs.size() - before));
 }
 
-// GetPreferredAllocation as a kubelet sends it (kubelet-device-manager.md
-// 6.4, 6.6): available = every free healthy device (here: all of them, no
+// GetPreferredAllocation as a kubelet sends it (devicemanager devicesToAllocate):
+// available = every free healthy device (here: all of them, no
 // pod holds any), must-include = the devices the container already has,
 // allocation_size = the container's whole request.
 enum class Situation {

@@ -1,6 +1,6 @@
 // restart.*, law.reconnect, latency.*: how the plugin lives through kubelet
-// restarts, its own restarts and client disconnects (kubelet-device-manager.md
-// 3.3, 4), and what its RPCs cost.
+// restarts, its own restarts and client disconnects (devicemanager
+// re-registration, Start and Stop), and what its RPCs cost.
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>

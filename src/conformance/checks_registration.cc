@@ -1,5 +1,6 @@
 // registration.* and options.*: what the plugin sends in Register and how
-// it answers the kubelet's dial-back (kubelet-device-manager.md 3.1, 3.2).
+// it answers the kubelet's dial-back (devicemanager/plugin/v1beta1 server.go
+// and handler.go, IsExtendedResourceName).
 #include <sys/stat.h>
 
 #include "common/go_format.h"

@@ -1,5 +1,5 @@
 // law.*: the ListAndWatch stream as the kubelet reads it
-// (kubelet-device-manager.md 1.1, 5.1, 5.2).
+// (devicemanager/plugin/v1beta1 client.go Run, genericDeviceUpdateCallback).
 #include <map>
 #include <optional>
 #include <set>

@@ -10,10 +10,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/profile.h"
 #include "conformance/check.h"
 #include "conformance/session.h"
 #include "conformance/target.h"
+#include "kubelet/profile.h"
 
 namespace devmgr::conformance {
 

@@ -12,10 +12,10 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "common/profile.h"
 #include "conformance/probe.h"
 #include "conformance/target.h"
 #include "conformance/test_kubelet.h"
+#include "kubelet/profile.h"
 
 namespace devmgr::metrics {
 class KubeletMetrics;

@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "fmt/format.h"
-#include "node/plugin_process.h"
 #include "plugin/sample_plugin.h"
+#include "process/plugin_process.h"
 
 namespace devmgr::conformance {
 namespace {

@@ -1,15 +1,15 @@
 // `devmgr conformance --kubelet-version LIST`: one RunReport per profile,
 // merged into one report whose check ids name the version ("registration
 // [1.37]") for JUnit/JSON, and the per-version verdict table and
-// differences (common/version_matrix.h).
+// differences (kubelet/version_matrix.h).
 #ifndef DEVMGR_CONFORMANCE_VERSION_MATRIX_H_
 #define DEVMGR_CONFORMANCE_VERSION_MATRIX_H_
 
 #include <string>
 #include <vector>
 
-#include "common/version_matrix.h"
 #include "conformance/runner.h"
+#include "kubelet/version_matrix.h"
 
 namespace devmgr::conformance {
 

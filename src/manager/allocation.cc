@@ -1,6 +1,6 @@
 // ManagerImpl: Allocate, allocateContainerResources, UpdateAllocatedDevices
-// (GC) and the "none"-policy admission (shared/kubelet-device-manager.md
-// sections 6.1-6.3, 6.7 and 6.9).
+// (GC) and the "none"-policy admission, as the kubelet's
+// pkg/kubelet/cm/devicemanager/manager.go.
 #include <algorithm>
 #include <string_view>
 #include <utility>

@@ -1,6 +1,5 @@
 // Allocation at the domain level: Allocate, devicesToAllocate,
-// GetPreferredAllocation, GC, admission (shared/kubelet-device-manager.md
-// section 6; issue 4's "Done when" list).
+// GetPreferredAllocation, GC, admission (devicemanager manager.go).
 #include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,5 +1,5 @@
 // ManagerImpl: GetDeviceRunContainerOptions and PreStartContainer
-// (shared/kubelet-device-manager.md section 7).
+// (devicemanager manager.go and pod_devices.go).
 #include <utility>
 
 #include "common/logging.h"

@@ -1,5 +1,5 @@
 // GetDeviceRunContainerOptions, PreStartContainer and the merge of runtime
-// options (shared/kubelet-device-manager.md section 7).
+// options (devicemanager manager.go and pod_devices.go).
 #include <filesystem>
 
 #include "common/status_testutil.h"

@@ -18,7 +18,7 @@ void DeviceSets::Replace(const std::string& resource_name,
   Resource& r = resources_[resource_name];
   // The version (what the checkpoint's cached rendering of the healthy IDs
   // is keyed on) moves only when the healthy set, or the map's iteration
-  // order, may have changed: a re-sent identical list keeps it (issue #15).
+  // order, may have changed: a re-sent identical list keeps it.
   bool changed = !r.has_healthy;
   r.has_all = r.has_healthy = r.has_unhealthy = true;
   if (r.all.size() < static_cast<size_t>(devices.size())) {

@@ -8,7 +8,7 @@
 // Representation: set membership is a pair of flags on each allDevices
 // entry (the kubelet's sets only ever hold IDs of allDevices[r]), so that a
 // 100,000-device update costs one hash lookup per device.
-// See shared/kubelet-device-manager.md sections 5.2 and 5.3.
+// As devicemanager genericDeviceUpdateCallback and PluginDisconnected.
 #ifndef DEVMGR_MANAGER_DEVICE_SETS_H_
 #define DEVMGR_MANAGER_DEVICE_SETS_H_
 

@@ -1,5 +1,5 @@
 // ManagerImpl: devicesToAllocate and callGetPreferredAllocationIfAvailable
-// (shared/kubelet-device-manager.md sections 6.4-6.6).
+// (devicemanager manager.go, with filterByAffinity).
 #include <utility>
 
 #include "common/go_format.h"
@@ -123,7 +123,7 @@ absl::StatusOr<DeviceSet> ManagerImpl::DevicesToAllocate(const std::string& pod_
   // node, no GetPreferredAllocation): the devices are then any `needed`
   // healthy ones not in use, in the set's unspecified order, as with the
   // kubelet's available.UnsortedList(). It costs O(needed + in use) rather
-  // than O(pool): no copy of the available set (issue #15, 1M-device pools).
+  // than O(pool): no copy of the available set (1M-device pools).
   if (auto ep = endpoints_.find(resource_name);
       ep != endpoints_.end() &&
       (!ep->second.opts.has_value() || !ep->second.opts->get_preferred_allocation_available())) {

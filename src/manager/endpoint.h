@@ -1,7 +1,7 @@
 // Endpoint: the manager's handle on one registered device plugin
 // (the kubelet's devicemanager endpointImpl): the plugin client, the stop
 // time, and the RPC wrappers that refuse to talk to a stopped endpoint.
-// See shared/kubelet-device-manager.md section 3.5.
+// As devicemanager endpoint.go.
 #ifndef DEVMGR_MANAGER_ENDPOINT_H_
 #define DEVMGR_MANAGER_ENDPOINT_H_
 

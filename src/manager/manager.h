@@ -1,7 +1,7 @@
 // Manager: the kubelet's device manager (pkg/kubelet/cm/devicemanager
 // ManagerImpl) without the kubelet around it: device sets per resource,
 // endpoints, podDevices, allocation and the checkpoint.
-// See shared/kubelet-device-manager.md sections 2-8.
+// As the kubelet's pkg/kubelet/cm/devicemanager.
 #ifndef DEVMGR_MANAGER_MANAGER_H_
 #define DEVMGR_MANAGER_MANAGER_H_
 
@@ -20,7 +20,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/fs.h"
-#include "common/profile.h"
+#include "kubelet/profile.h"
 #include "manager/plugin_client.h"
 #include "manager/resource_health.h"
 #include "manager/run_container_options.h"

@@ -1,5 +1,5 @@
-// ManagerImpl: Start, Stop and the checkpoint (shared/kubelet-device-manager.md
-// sections 4, 8.2 and 8.4).
+// ManagerImpl: Start, Stop and the checkpoint (devicemanager manager.go
+// writeCheckpoint and readCheckpoint; docs/checkpoint_format.md).
 #include <utility>
 
 #include "checkpoint/checkpoint.h"

@@ -1,5 +1,5 @@
 // Start/Stop and the checkpoint: when it is written, what it holds, and how
-// Start restores from it (shared/kubelet-device-manager.md sections 4, 8).
+// Start restores from it (devicemanager manager.go; docs/checkpoint_format.md).
 #include <sys/stat.h>
 
 #include <filesystem>

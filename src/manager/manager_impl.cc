@@ -1,6 +1,5 @@
 // ManagerImpl: plugin connection, ListAndWatch updates, disconnection,
-// GetCapacity and snapshots (shared/kubelet-device-manager.md sections 3.1,
-// 5.2-5.4).
+// GetCapacity and snapshots (devicemanager manager.go).
 #include "manager/manager_impl.h"
 
 #include <algorithm>

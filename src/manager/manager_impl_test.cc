@@ -1,5 +1,5 @@
 // Device state: connect, ListAndWatch, disconnect, GetCapacity, Stop
-// (shared/kubelet-device-manager.md sections 3.1, 5).
+// (devicemanager manager.go).
 #include "manager/manager_impl.h"
 
 #include <thread>

@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/profile.h"
 #include "common/status_testutil.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "gtest/gtest.h"
+#include "kubelet/profile.h"
 #include "manager/fake_plugin_client.h"
 #include "manager/manager_impl.h"
 #include "pod/pod.h"

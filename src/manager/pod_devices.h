@@ -1,7 +1,7 @@
 // PodDevices: which devices each (pod, container, resource) holds and the
 // plugin's Allocate response for it (the kubelet's podDevices), with the
 // conversions to and from checkpoint entries.
-// See shared/kubelet-device-manager.md sections 2, 6.3, 7 and 8.
+// As devicemanager pod_devices.go.
 #ifndef DEVMGR_MANAGER_POD_DEVICES_H_
 #define DEVMGR_MANAGER_POD_DEVICES_H_
 

@@ -19,8 +19,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/profile.h"
 #include "deviceplugin/v1beta1/api.pb.h"
+#include "kubelet/profile.h"
 #include "manager/device_sets.h"
 #include "manager/pod_devices.h"
 

@@ -1,7 +1,7 @@
 // RunContainerOptions: what the device manager hands the container runtime
 // for one container (the kubelet's DeviceRunContainerOptions), and the merge
 // of the per-resource Allocate responses into it (podDevices.
-// deviceRunContainerOptions). See shared/kubelet-device-manager.md section 7.
+// deviceRunContainerOptions in devicemanager pod_devices.go).
 #ifndef DEVMGR_MANAGER_RUN_CONTAINER_OPTIONS_H_
 #define DEVMGR_MANAGER_RUN_CONTAINER_OPTIONS_H_
 

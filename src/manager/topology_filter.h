@@ -1,6 +1,6 @@
 // filterByAffinity: splits the available devices of a resource into those
 // on NUMA nodes of the container's affinity, those on other nodes, and those
-// without topology. See shared/kubelet-device-manager.md section 6.5.
+// without topology (devicemanager filterByAffinity).
 #ifndef DEVMGR_MANAGER_TOPOLOGY_FILTER_H_
 #define DEVMGR_MANAGER_TOPOLOGY_FILTER_H_
 

@@ -1,5 +1,5 @@
 // ManagerImpl: the device manager's topology hints, GetTopologyHints and
-// GetPodTopologyHints (shared/kubelet-device-manager.md section 9.1).
+// GetPodTopologyHints (devicemanager topology_hints.go).
 #include <cstdint>
 #include <map>
 #include <set>

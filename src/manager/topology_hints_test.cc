@@ -1,5 +1,5 @@
-// The device manager's topology hints (shared/kubelet-device-manager.md
-// section 9.1): GetTopologyHints, GetPodTopologyHints and the mask order.
+// The device manager's topology hints (devicemanager topology_hints.go): GetTopologyHints,
+// GetPodTopologyHints and the mask order.
 #include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

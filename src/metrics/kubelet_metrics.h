@@ -1,8 +1,7 @@
 // The kubelet metrics devmgr reproduces, with the kubelet's names, labels,
-// HELP texts, stability levels and buckets (shared/kubelet-device-manager.md
-// sections 10 and 9.2): device-plugin registrations and Allocate durations,
-// the PodResources endpoint counters, and the topology manager's admission
-// metrics.
+// HELP texts, stability levels and buckets (pkg/kubelet/metrics/metrics.go): device-plugin
+// registrations and Allocate durations, the PodResources endpoint counters, and the topology
+// manager's admission metrics.
 #ifndef DEVMGR_METRICS_KUBELET_METRICS_H_
 #define DEVMGR_METRICS_KUBELET_METRICS_H_
 
@@ -12,7 +11,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "common/profile.h"
+#include "kubelet/profile.h"
 #include "metrics/registry.h"
 
 namespace devmgr::metrics {

@@ -16,7 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/fs.h"
-#include "common/profile.h"
+#include "kubelet/profile.h"
 #include "manager/manager.h"
 #include "node/pod_status_sync.h"
 #include "node/status_file.h"

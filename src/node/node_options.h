@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "common/profile.h"
+#include "kubelet/profile.h"
 #include "node/node.h"
 #include "topology/hint_provider.h"
 

@@ -121,7 +121,7 @@ class PodManager {
   // Every pod ever added (deleted ones too; a re-added UID replaces its
   // record), in admission order. A list, so that the indexes below stay
   // valid; lookups by UID and the active set cost O(1) and O(active), not
-  // O(pods ever added) (issue #15, P4).
+  // O(pods ever added).
   std::list<Slot> pods_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, SlotIt> by_uid_ ABSL_GUARDED_BY(mu_);
   // The active records (see Active in the .cc), by admission sequence.

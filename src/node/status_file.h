@@ -14,6 +14,7 @@
 #include "manager/manager.h"
 #include "nlohmann/json.hpp"
 #include "node/pod_manager.h"
+#include "process/supervisor.h"
 
 namespace devmgr::node {
 
@@ -25,14 +26,6 @@ struct NodeResources {
   std::map<std::string, int64_t> allocatable;
   // Applies one GetCapacity result as nodestatus.MachineInfo does.
   void Apply(const manager::CapacityResult& r);
-};
-
-struct PluginProcessStatus {
-  std::string command;
-  int pid = -1;
-  bool running = false;
-  int restarts = 0;
-  std::optional<int> last_exit_code;
 };
 
 struct StatusInput {

@@ -14,7 +14,7 @@
 #include "absl/time/time.h"
 #include "node/node.h"
 #include "node/pod_manager.h"
-#include "node/supervisor.h"
+#include "process/supervisor.h"
 
 namespace devmgr::node {
 

@@ -1,6 +1,6 @@
 // The PodResources v1 answers, computed in process from a Node and its
 // PodManager: what the kubelet's v1PodResourcesServer returns for List,
-// GetAllocatableResources and Get (shared/kubelet-device-manager.md 1.3).
+// GetAllocatableResources and Get (pkg/kubelet/apis/podresources).
 // The gRPC server (server.h) is a thin shell over this; scenario
 // expectations can call it directly.
 #ifndef DEVMGR_PODRESOURCES_LISTER_H_

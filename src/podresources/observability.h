@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/profile.h"
+#include "kubelet/profile.h"
 #include "metrics/http_server.h"
 #include "metrics/kubelet_metrics.h"
 #include "node/node.h"

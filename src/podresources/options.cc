@@ -1,6 +1,6 @@
 #include "podresources/options.h"
 
-#include "common/feature_gates.h"
+#include "kubelet/feature_gates.h"
 
 namespace devmgr::podresources {
 

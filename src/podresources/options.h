@@ -1,12 +1,12 @@
 // What the kubelet's PodResources v1 server does differently per version and
-// feature gate (shared/kubelet-device-manager.md section 1.3).
+// feature gate (pkg/kubelet/apis/podresources server_v1.go).
 #ifndef DEVMGR_PODRESOURCES_OPTIONS_H_
 #define DEVMGR_PODRESOURCES_OPTIONS_H_
 
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/profile.h"
+#include "kubelet/profile.h"
 
 namespace devmgr::podresources {
 
@@ -36,7 +36,7 @@ struct Options {
 Options OptionsForProfile(const Profile& profile);
 
 // Applies a kubelet --feature-gates value ("A=true,B=false") for the gates
-// above, without knowing the version: any gate of common/feature_gates.h is
+// above, without knowing the version: any gate of kubelet/feature_gates.h is
 // accepted, the others are ignored here. Errors use component-base's texts
 // ("unrecognized feature gate: %s", "missing bool value for %s", "invalid
 // value of %s=%s, err: %v").

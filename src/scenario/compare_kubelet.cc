@@ -16,8 +16,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "checkpoint/checkpoint.h"
-#include "common/feature_gates.h"
 #include "fmt/format.h"
+#include "kubelet/feature_gates.h"
 #include "scenario/compare_kubelet_oracle.h"
 #include "scenario/compare_kubelet_snapshot.h"
 #include "scenario/expectations.h"
@@ -766,7 +766,7 @@ class Comparison {
     }
   }
 
-  // devmgr's feature-gate table (common/feature_gates.h) for this profile
+  // devmgr's feature-gate table (kubelet/feature_gates.h) for this profile
   // against the release's own.
   absl::Status CompareGates(StepResult* r) {
     absl::StatusOr<Json> o = oracle_.FeatureGates();

@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "nlohmann/json.hpp"
-#include "node/plugin_process.h"
+#include "process/plugin_process.h"
 #include "scenario/scenario.h"
 
 namespace devmgr::scenario {

@@ -26,7 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "common/profile.h"
+#include "kubelet/profile.h"
 #include "manager/manager.h"
 #include "node/node.h"
 #include "node/pod_manager.h"

@@ -12,7 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "common/profile.h"
+#include "kubelet/profile.h"
 #include "metrics/kubelet_metrics.h"
 #include "node/node.h"
 

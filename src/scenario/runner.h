@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/profile.h"
+#include "kubelet/profile.h"
 #include "scenario/result.h"
 #include "scenario/run_metrics.h"
 #include "scenario/scenario.h"

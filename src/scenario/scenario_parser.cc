@@ -10,9 +10,9 @@
 #include <set>
 #include <sstream>
 
-#include "common/profile.h"
 #include "common/status_util.h"
 #include "fmt/format.h"
+#include "kubelet/profile.h"
 #include "plugin/config.h"
 #include "pod/manifest_parser.h"
 #include "podresources/options.h"
@@ -191,7 +191,7 @@ class Parser : public ScenarioReader {
     return absl::OkStatus();
   }
   // A version list: a scalar or a sequence of entries, each a version, a
-  // range ("1.34-1.36") or "all" (common/profile.h ExpandVersionList).
+  // range ("1.34-1.36") or "all" (kubelet/profile.h ExpandVersionList).
   absl::Status Versions(const YAML::Node& n, const std::string& where,
                         std::vector<std::string>* out) const {
     auto one = [&](const YAML::Node& e) -> absl::Status {

@@ -5,7 +5,7 @@
 #include <array>
 
 #include "fmt/format.h"
-#include "node/plugin_process.h"
+#include "process/plugin_process.h"
 #include "scenario/expectations.h"
 
 namespace devmgr::scenario {

@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "absl/strings/str_join.h"
-#include "common/profile.h"
-#include "common/version_matrix.h"
+#include "kubelet/profile.h"
+#include "kubelet/version_matrix.h"
 #include "podresources/options.h"
 #include "scenario/report.h"
 #include "scenario/scenario_parser.h"

@@ -1,6 +1,6 @@
 // `devmgr run --kubelet-version LIST`: which (scenario, profile) runs a
 // version list makes, honouring node.kubelet_versions and applies_to, and
-// the per-version report (common/version_matrix.h) built from the results.
+// the per-version report (kubelet/version_matrix.h) built from the results.
 #ifndef DEVMGR_SCENARIO_VERSION_MATRIX_H_
 #define DEVMGR_SCENARIO_VERSION_MATRIX_H_
 
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/profile.h"
-#include "common/version_matrix.h"
+#include "kubelet/profile.h"
+#include "kubelet/version_matrix.h"
 #include "scenario/result.h"
 #include "scenario/scenario.h"
 

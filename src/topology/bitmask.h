@@ -1,6 +1,6 @@
 // BitMask: a set of NUMA node ids as one 64-bit word, with the operations
 // and the orderings of the kubelet's topologymanager/bitmask package
-// (shared/kubelet-device-manager.md section 9).
+// (pkg/kubelet/cm/topologymanager/bitmask).
 #ifndef DEVMGR_TOPOLOGY_BITMASK_H_
 #define DEVMGR_TOPOLOGY_BITMASK_H_
 

@@ -1,5 +1,5 @@
 // The topology manager's policies and their merge of hints
-// (shared/kubelet-device-manager.md section 9.2): filterProvidersHints, the
+// (pkg/kubelet/cm/topologymanager policy.go): filterProvidersHints, the
 // permutations of one hint per dimension, mergePermutation, the HintMerger's
 // comparison rules, and the best-effort / restricted / single-numa-node
 // admission decisions. The "none" policy never merges (the scope allocates

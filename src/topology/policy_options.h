@@ -1,7 +1,7 @@
 // The topology manager's policy options (--topology-manager-policy-options):
 // prefer-closest-numa-nodes and max-allowable-numa-nodes, their feature
 // gates and their availability per kubelet profile, with the kubelet's error
-// texts (shared/kubelet-device-manager.md section 9.2).
+// texts (topologymanager policy_options.go).
 #ifndef DEVMGR_TOPOLOGY_POLICY_OPTIONS_H_
 #define DEVMGR_TOPOLOGY_POLICY_OPTIONS_H_
 
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/profile.h"
+#include "kubelet/profile.h"
 
 namespace devmgr::topology {
 

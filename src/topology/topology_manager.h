@@ -1,5 +1,5 @@
 // TopologyManager: the kubelet's topology manager as the pod admit handler
-// that allocates (shared/kubelet-device-manager.md sections 6.1 and 9.2):
+// that allocates (pkg/kubelet/cm/topologymanager):
 // its policy and scope, the hint providers (the device manager first, then
 // any static stand-ins for the CPU and memory managers), the merge, the
 // TopologyAffinityError rejection, and the store of the affinity chosen per
@@ -18,7 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "common/profile.h"
+#include "kubelet/profile.h"
 #include "pod/pod.h"
 #include "topology/admit_result.h"
 #include "topology/affinity_store.h"

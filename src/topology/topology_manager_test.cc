@@ -1,6 +1,6 @@
 // TopologyManager: construction errors per profile and the admission flow of
-// every policy under both scopes (shared/kubelet-device-manager.md sections
-// 6.1 and 9.2), with fake hint providers.
+// every policy under both scopes (pkg/kubelet/cm/topologymanager), with fake
+// hint providers.
 #include "topology/topology_manager.h"
 
 #include "common/status_testutil.h"

@@ -1,6 +1,6 @@
 // CleanupPluginDirectory: what the kubelet's registration server removes
-// from the device-plugin directory at start (shared/kubelet-device-manager.md
-// section 4), per profile.
+// from the device-plugin directory at start (devicemanager/plugin/v1beta1
+// server.go), per profile.
 #ifndef DEVMGR_TRANSPORT_PLUGIN_DIR_CLEANUP_H_
 #define DEVMGR_TRANSPORT_PLUGIN_DIR_CLEANUP_H_
 

@@ -1,6 +1,6 @@
 // PluginWatcher: the kubelet's plugin manager (pkg/kubelet/pluginmanager:
 // watcher, reconciler, operation generator) reduced to what device plugins
-// see in "probe mode" (shared/kubelet-device-manager.md section 3.4): sockets
+// see in "probe mode": sockets
 // appearing under the plugins_registry directory are asked GetInfo, handed
 // to the DevicePlugin handler's ValidatePlugin/RegisterPlugin and told the
 // outcome with NotifyRegistrationStatus; a socket that disappears is

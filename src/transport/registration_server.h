@@ -5,7 +5,6 @@
 // (ClientHandler) and runs its ListAndWatch on a thread of its own. Also the
 // DevicePlugin handler of the plugin watcher ("probe mode"), which it starts
 // when a plugins_registry directory is configured.
-// Behaviour: shared/kubelet-device-manager.md sections 3 and 4.
 #ifndef DEVMGR_TRANSPORT_REGISTRATION_SERVER_H_
 #define DEVMGR_TRANSPORT_REGISTRATION_SERVER_H_
 
@@ -23,8 +22,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/profile.h"
 #include "deviceplugin/v1beta1/api.pb.h"
+#include "kubelet/profile.h"
 #include "manager/plugin_client.h"
 #include "transport/grpc_plugin_client.h"
 #include "transport/plugin_watcher.h"

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "common/logging.h"
-#include "common/profile.h"
 #include "fuzz_check.h"
 #include "fuzz_temp_dir.h"
+#include "kubelet/profile.h"
 #include "manager/fake_plugin_client.h"
 #include "manager/manager_impl.h"
 #include "pod/pod.h"

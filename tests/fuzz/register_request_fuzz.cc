@@ -9,9 +9,9 @@
 #include <string>
 
 #include "common/logging.h"
-#include "common/profile.h"
 #include "fuzz_check.h"
 #include "fuzz_temp_dir.h"
+#include "kubelet/profile.h"
 #include "transport/go_path.h"
 #include "transport/registration_server.h"
 #include "transport/utf8_fields.h"

@@ -4,7 +4,7 @@
 Runs the real device manager of one kubernetes release (a kubelet-oracle
 binary, see docs/oracle.md) against `devmgr sample-plugin` processes and
 checks what that release is expected to do (the table in
-/work/shared/kubelet-1.34-1.37.md as settled in docs/oracle.md).
+docs/profiles.md, as settled in docs/oracle.md).
 
 usage: facts_test.py PROFILE [PROFILE...]
   env ORACLE_DIR   directory with kubelet-oracle-<profile> (default build/kubelet-oracle)

@@ -1,4 +1,4 @@
-#include "node/plugin_process.h"
+#include "process/plugin_process.h"
 
 #include <dirent.h>
 #include <fcntl.h>

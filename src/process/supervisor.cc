@@ -1,4 +1,4 @@
-#include "node/supervisor.h"
+#include "process/supervisor.h"
 
 #include <algorithm>
 

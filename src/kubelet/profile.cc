@@ -1,4 +1,4 @@
-#include "common/profile.h"
+#include "kubelet/profile.h"
 
 #include <algorithm>
 #include <charconv>

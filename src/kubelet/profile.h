@@ -1,7 +1,6 @@
 // Kubelet behaviour profiles: one per kubelet minor version that devmgr
 // emulates (1.30 to 1.37), each a set of switches for the behaviours that
-// differ between versions (shared/kubelet-device-manager.md section 0,
-// shared/kubelet-1.34-1.37.md section 10) plus the version's feature gates.
+// differ between versions, plus the version's feature gates.
 // docs/profiles.md has the table with sources.
 #ifndef DEVMGR_COMMON_PROFILE_H_
 #define DEVMGR_COMMON_PROFILE_H_
@@ -11,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/feature_gates.h"
+#include "kubelet/feature_gates.h"
 
 namespace devmgr {
 

@@ -1,4 +1,4 @@
-#include "common/version_matrix.h"
+#include "kubelet/version_matrix.h"
 
 #include <algorithm>
 #include <set>

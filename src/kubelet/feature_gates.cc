@@ -1,4 +1,4 @@
-#include "common/feature_gates.h"
+#include "kubelet/feature_gates.h"
 
 #include "fmt/format.h"
 

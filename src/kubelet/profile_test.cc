@@ -1,10 +1,10 @@
-#include "common/profile.h"
+#include "kubelet/profile.h"
 
-#include "common/feature_gates.h"
 #include "common/status_testutil.h"
-#include "common/version_matrix.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kubelet/feature_gates.h"
+#include "kubelet/version_matrix.h"
 
 namespace devmgr {
 namespace {

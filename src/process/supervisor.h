@@ -3,16 +3,27 @@
 #ifndef DEVMGR_NODE_SUPERVISOR_H_
 #define DEVMGR_NODE_SUPERVISOR_H_
 
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "node/plugin_process.h"
-#include "node/status_file.h"
+#include "process/plugin_process.h"
 
 namespace devmgr::node {
+
+// One supervised process as the `serve --status-file` document shows it.
+struct PluginProcessStatus {
+  std::string command;
+  int pid = -1;
+  bool running = false;
+  int restarts = 0;
+  std::optional<int> last_exit_code;
+};
 
 // Thread-safe.
 class Supervisor {
