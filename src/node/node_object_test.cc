@@ -38,6 +38,13 @@ class TempDir {
   std::string path_;
 };
 
+using Counts = std::map<std::string, int64_t>;
+
+void ExpectNode(const NodeResources& n, const Counts& capacity, const Counts& allocatable) {
+  EXPECT_EQ(n.capacity, capacity);
+  EXPECT_EQ(n.allocatable, allocatable);
+}
+
 TEST(ShouldResetExtendedResourcesTest, OnlyAnEmptyDirectory) {
   TempDir t;
   EXPECT_TRUE(ShouldResetExtendedResources(t.path()));
@@ -68,11 +75,10 @@ TEST(NodeResourcesTest, ApplyKeepsWhatNoPluginReports) {
   r.capacity = {{"example.com/gpu", 3}};
   r.allocatable = {{"example.com/gpu", 3}};
   n.Apply(r);
-  EXPECT_EQ(n.capacity,
-            (std::map<std::string, int64_t>{{"example.com/fpga", 1}, {"example.com/gpu", 3}}));
-  // A resource left on the Node follows its capacity (no plugin value).
-  EXPECT_EQ(n.allocatable,
-            (std::map<std::string, int64_t>{{"example.com/fpga", 1}, {"example.com/gpu", 3}}));
+  // A resource left on the Node keeps its capacity, and its allocatable
+  // follows that capacity (no plugin value).
+  ExpectNode(n, {{"example.com/fpga", 1}, {"example.com/gpu", 3}},
+             {{"example.com/fpga", 1}, {"example.com/gpu", 3}});
 }
 
 TEST(NodeResourcesTest, ZeroExtendedKeepsTheEntries) {
@@ -80,8 +86,7 @@ TEST(NodeResourcesTest, ZeroExtendedKeepsTheEntries) {
   n.capacity = {{"example.com/gpu", 2}};
   n.allocatable = {{"example.com/gpu", 1}};
   n.ZeroExtended();
-  EXPECT_EQ(n.capacity, (std::map<std::string, int64_t>{{"example.com/gpu", 0}}));
-  EXPECT_EQ(n.allocatable, (std::map<std::string, int64_t>{{"example.com/gpu", 0}}));
+  ExpectNode(n, {{"example.com/gpu", 0}}, {{"example.com/gpu", 0}});
 }
 
 NodeResources Existing() {
@@ -108,26 +113,20 @@ NodeResources StatusAfterStart(const std::string& dir, std::optional<NodeResourc
 TEST(NodeObjectTest, RestartOnACorruptCheckpointKeepsTheNodesValues) {
   TempDir t;
   t.Write(checkpoint::kCheckpointName, "{\"Data\":\"x\",\"Checksum\":1}");
-  const NodeResources r = StatusAfterStart(t.path(), Existing());
-  EXPECT_EQ(r.capacity, Existing().capacity);
-  EXPECT_EQ(r.allocatable, Existing().allocatable);
+  ExpectNode(StatusAfterStart(t.path(), Existing()), Existing().capacity, Existing().allocatable);
 }
 
 TEST(NodeObjectTest, RestartWithNoCheckpointAtAllZeroesThem) {
   TempDir t;
-  const NodeResources r = StatusAfterStart(t.path(), Existing());
-  EXPECT_EQ(r.capacity,
-            (std::map<std::string, int64_t>{{"example.com/gone", 0}, {"example.com/gpu", 0}}));
-  EXPECT_EQ(r.allocatable,
-            (std::map<std::string, int64_t>{{"example.com/gone", 0}, {"example.com/gpu", 0}}));
+  ExpectNode(StatusAfterStart(t.path(), Existing()),
+             {{"example.com/gone", 0}, {"example.com/gpu", 0}},
+             {{"example.com/gone", 0}, {"example.com/gpu", 0}});
 }
 
 TEST(NodeObjectTest, ANewNodeStartsEmpty) {
   TempDir t;
   t.Write(checkpoint::kCheckpointName, "{}");
-  const NodeResources r = StatusAfterStart(t.path(), std::nullopt);
-  EXPECT_TRUE(r.capacity.empty());
-  EXPECT_TRUE(r.allocatable.empty());
+  ExpectNode(StatusAfterStart(t.path(), std::nullopt), {}, {});
 }
 
 TEST(StatusFileNodeTest, ARestartedServeTakesTheNodeOver) {
@@ -137,8 +136,7 @@ TEST(StatusFileNodeTest, ARestartedServeTakesTheNodeOver) {
   t.Write("status.json", BuildStatus(in).dump(2));
   std::optional<NodeResources> n = ReadStatusFileNode(t.path() + "/status.json");
   ASSERT_TRUE(n.has_value());
-  EXPECT_EQ(n->capacity, Existing().capacity);
-  EXPECT_EQ(n->allocatable, Existing().allocatable);
+  ExpectNode(*n, Existing().capacity, Existing().allocatable);
   EXPECT_FALSE(ReadStatusFileNode(t.path() + "/missing.json").has_value());
   t.Write("bad.json", "{\"node\": {\"capacity\": {\"example.com/gpu\": \"two\"}}}");
   EXPECT_FALSE(ReadStatusFileNode(t.path() + "/bad.json").has_value());

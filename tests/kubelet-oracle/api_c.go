@@ -83,9 +83,3 @@ func (x *managers) affinity(podUID, name string) []int {
 	}
 	return h.NUMANodeAffinity.GetBits()
 }
-
-// Whether the kubelet would zero the Node's extended resources when it
-// registers the node now: no checkpoint (no file at all) in the directory.
-func (x *managers) shouldResetExtendedResources() bool {
-	return x.m.ShouldResetExtendedResourceCapacity()
-}

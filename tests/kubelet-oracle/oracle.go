@@ -194,7 +194,7 @@ func (o *oracle) startManagers(running bool) error {
 	if err != nil {
 		return err
 	}
-	o.resetExtended = m.shouldResetExtendedResources()
+	o.resetExtended = m.m.ShouldResetExtendedResourceCapacity()
 	initial := containermap.NewContainerMap()
 	runningSet := sets.New[string]()
 	o.mu.Lock()
