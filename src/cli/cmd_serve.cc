@@ -205,6 +205,8 @@ int RunServe(const ServeOptions& o) {
   absl::StatusOr<node::NodeOptions> no = NodeOptionsFor(o, dir, profile);
   if (!no.ok()) return Fail({kExitUsage, std::string(no.status().message())});
   (*observe)->Hook(&*no);
+  // The status file stands for the Node object, which outlives the kubelet.
+  if (!o.status_file.empty()) no->existing_node = node::ReadStatusFileNode(o.status_file);
   node::Node n(*no);
   node::PodManager pods(&n);
   if (absl::Status s = n.Start(pods.MakeStartOptions(/*node_rebooted=*/false)); !s.ok()) {

@@ -107,6 +107,17 @@ absl::Status Node::Start(manager::StartOptions start) {
   auto server = transport::RegistrationServer::Create(std::move(so), manager_.get());
   if (!server.ok()) return server.status();
   server_ = std::move(*server);
+  // The kubelet registers its Node (and, for one that exists, reconciles
+  // its extended resources) before the device manager starts.
+  if (opts_.existing_node.has_value()) {
+    node_ = *opts_.existing_node;
+    if (ShouldResetExtendedResources(opts_.plugin_dir)) {
+      for (const auto& [name, v] : node_.capacity) {
+        DM_INFO("Zero out resource capacity in existing node", {"resourceName", name});
+      }
+      node_.ZeroExtended();
+    }
+  }
   // ManagerImpl.Start: readCheckpoint first (errors only logged), then
   // server.Start (directory cleanup, listen).
   if (absl::Status s = manager_->Start(std::move(start)); !s.ok()) return s;

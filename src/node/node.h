@@ -64,6 +64,11 @@ struct NodeOptions {
   // PodStatusSyncOptions); periodic pod syncs follow `clock`.
   absl::Duration sync_frequency = kDefaultSyncFrequency;
   std::function<double()> resync_jitter;
+  // The Node object's extended resources as the previous kubelet left them
+  // (the Node outlives the kubelet). Start takes them over, zeroed when
+  // ShouldResetExtendedResources holds for the directory; later passes
+  // merge GetCapacity into them. nullopt: a new Node.
+  std::optional<NodeResources> existing_node;
 };
 
 // Thread-safe. Stop is idempotent and run by the destructor.

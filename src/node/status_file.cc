@@ -1,5 +1,9 @@
 #include "node/status_file.h"
 
+#include <dirent.h>
+
+#include <fstream>
+
 #include "common/fs.h"
 #include "common/go_format.h"
 #include "fmt/format.h"
@@ -174,6 +178,43 @@ void NodeResources::Apply(const manager::CapacityResult& r) {
     allocatable[name] = it != r.allocatable.end() ? it->second : v;
   }
   for (const auto& name : r.removed) allocatable[name] = 0;
+}
+
+void NodeResources::ZeroExtended() {
+  for (auto& [name, v] : capacity) v = 0;
+  for (auto& [name, v] : allocatable) v = 0;
+}
+
+bool ShouldResetExtendedResources(const std::string& plugin_dir) {
+  DIR* d = opendir(plugin_dir.c_str());
+  if (d == nullptr) return false;
+  bool empty = true;
+  while (const dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') {
+      empty = false;
+      break;
+    }
+  }
+  closedir(d);
+  return empty;
+}
+
+std::optional<NodeResources> ReadStatusFileNode(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("node") || !doc["node"].is_object()) return std::nullopt;
+  NodeResources n;
+  for (const auto& [key, dest] :
+       {std::pair{"capacity", &n.capacity}, {"allocatable", &n.allocatable}}) {
+    const nlohmann::json& m = doc["node"].value(key, nlohmann::json::object());
+    if (!m.is_object()) return std::nullopt;
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      if (!it.value().is_number_integer()) return std::nullopt;
+      (*dest)[it.key()] = it.value().get<int64_t>();
+    }
+  }
+  return n;
 }
 
 nlohmann::ordered_json BuildStatus(const StatusInput& in) {

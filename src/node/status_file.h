@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,29 @@ namespace devmgr::node {
 struct NodeResources {
   std::map<std::string, int64_t> capacity;
   std::map<std::string, int64_t> allocatable;
-  // Applies one GetCapacity result as nodestatus.MachineInfo does.
+  // Applies one GetCapacity result as nodestatus.MachineInfo does: the
+  // entries it names are set, the others stay as they are on the Node
+  // (a resource no device plugin reports any more keeps its last value).
   void Apply(const manager::CapacityResult& r);
+  // The kubelet's reconcileExtendedResource when it resets: every extended
+  // resource already on the Node gets capacity and allocatable 0.
+  void ZeroExtended();
 };
+
+// ShouldResetExtendedResourceCapacity of the device manager, asked when a
+// starting kubelet registers a Node that already exists: true only when
+// the device-plugin directory exists and lists no entry at all (no
+// checkpoint and no socket; names starting with "." are the checkpoint
+// store's temporary files and do not count). A missing or unreadable
+// directory answers false. The kubelet registers the Node before its device
+// manager starts (and cleans the directory of sockets), so stale sockets of
+// running plugins count too.
+bool ShouldResetExtendedResources(const std::string& plugin_dir);
+
+// The Node object a previous `serve --status-file` run left in `path` (its
+// "node" section), which a restarted serve takes over as the kubelet does
+// the Node in the API server. nullopt: no file, or no readable section.
+std::optional<NodeResources> ReadStatusFileNode(const std::string& path);
 
 struct StatusInput {
   std::string kubelet_version;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -108,6 +109,16 @@ Json DevmgrSnapshot(RunContext& ctx) {
     if (!pc.empty()) allocations[p.pod_uid] = pc;
   }
   s["allocations"] = allocations;
+  s["affinity"] = compare::HolderAffinities(
+      allocations, [&ctx](const std::string& uid, const std::string& name) {
+        Json nodes = Json::array();
+        std::optional<uint64_t> bits = ctx.node->NumaAffinity(uid, name);
+        if (!bits.has_value()) return Json();
+        for (int i = 0; i < 64; ++i) {
+          if ((*bits >> i) & 1) nodes.push_back(i);
+        }
+        return nodes;
+      });
   Json calls = Json::object();
   for (const auto& h : ctx.hosts) {
     if (h->has_call_log()) calls[h->spec().name] = compare::CallsJson(h->CallsSinceMark());
@@ -269,6 +280,22 @@ class OracleSide {
   }
 
   const std::string& kubernetes() const { return oracle_.kubernetes(); }
+
+  // The pods in admission order, each with its containers in the order
+  // the kubelet allocates them.
+  std::vector<compare::PodOrder> AdmissionOrder() const {
+    std::vector<compare::PodOrder> out;
+    for (const OraclePod& p : pods_) {
+      compare::PodOrder po{p.pod.uid, {}};
+      for (const pod::Container* c : pod::AllContainersInKubeletOrder(p.pod)) {
+        bool init = false;
+        for (const pod::Container& ic : p.pod.init_containers) init |= &ic == c;
+        po.containers.emplace_back(c->name, init && !c->restartable);
+      }
+      out.push_back(std::move(po));
+    }
+    return out;
+  }
 
   // The release's own table of the gates devmgr knows:
   // {name: {stage, default, locked}}, a gate it lacks absent.
@@ -436,6 +463,11 @@ class OracleSide {
       if (p.value().is_object() && !p.value().empty()) allocations[p.key()] = p.value();
     }
     s["allocations"] = allocations;
+    const Json& aff = st->contains("affinity") ? (*st)["affinity"] : Json::object();
+    s["affinity"] = compare::HolderAffinities(
+        allocations, [&aff](const std::string& uid, const std::string& name) {
+          return aff.contains(uid) && aff[uid].contains(name) ? aff[uid][name] : Json();
+        });
     Json calls = Json::object();
     for (const auto& h : hosts_) {
       if (h->has_call_log()) calls[h->spec().name] = compare::CallsJson(h->CallsSinceMark());
@@ -551,11 +583,19 @@ class OracleSide {
     }
   }
 
+  // The Node object outlives the kubelet (node_ is kept); a restarting
+  // kubelet zeroes its extended resources when the new device manager's
+  // ShouldResetExtendedResourceCapacity says so.
+  void ReconcileNode(const Json& restarted) {
+    if (restarted.value("reset_extended_resources", false)) node_.ZeroExtended();
+  }
+
   absl::StatusOr<std::string> Restart(bool rebooted, const Json& devmgr_after) {
     if (!rebooted) {
       absl::StatusOr<Json> r =
           Call({{"op", "restart"}, {"containers_running", true}, {"readmit", true}});
       if (!r.ok()) return r.status();
+      ReconcileNode(*r);
       Readmitted(r->value("readmitted", Json::array()));
       return std::string();
     }
@@ -571,6 +611,7 @@ class OracleSide {
     }
     absl::StatusOr<Json> r = Call({{"op", "restart"}, {"containers_running", false}});
     if (!r.ok()) return r.status();
+    ReconcileNode(*r);
     for (PluginHost* h : restart) {
       if (absl::Status s = StartAndWait(*h, true); !s.ok()) return s;
     }
@@ -810,27 +851,21 @@ class Comparison {
     const absl::Duration settle = std::max(absl::Seconds(5), sc_.timeouts.expect);
     const absl::Time deadline = absl::Now() + settle;
     std::vector<Failure> diffs;
-    compare::DeviceMap map;
+    compare::Pairing pairing;
+    Json last_oracle;
+    bool crossed = false;
     for (;;) {
       absl::StatusOr<Json> o = oracle_.Snapshot();
       if (!o.ok()) return o.status();
-      map = map_;
+      last_oracle = *o;
+      pairing = pairing_;
       // Under the "none" policy no device has an affinity: the kubelet's
       // pick ignores NUMA nodes, so the pairing does too.
       const bool numa_blind = sc_.node.topology_policy == "none";
-      compare::ExtendFromAllocations(*o, d, numa_blind, &map);
-      Json renamed = *o;
-      for (const char* k : {"allocations", "options", "calls", "checkpoint"}) {
-        if (!renamed.contains(k)) continue;
-        if (std::string(k) == "checkpoint" && renamed[k].is_object() &&
-            renamed[k].contains("entries")) {
-          map.RenameJson(&renamed[k]["entries"]);
-          compare::SortStringArrays(&renamed[k]);
-        } else if (std::string(k) != "checkpoint") {
-          map.RenameJson(&renamed[k]);
-        }
-      }
-      compare::SortStringArrays(&renamed);
+      compare::PairStep(prev_oracle_ ? &*prev_oracle_ : nullptr, *o,
+                        prev_devmgr_ ? &*prev_devmgr_ : nullptr, d, oracle_.AdmissionOrder(),
+                        numa_blind, &pairing);
+      Json renamed = compare::RenameOracle(pairing, *o, d, &crossed);
       // Every device either side has listed so far in this run.
       known_ids_.merge(compare::DeviceIds(d));
       known_ids_.merge(compare::DeviceIds(*o));
@@ -838,6 +873,14 @@ class Comparison {
       if (numa_blind) {
         compare::FlattenCheckpointNuma(&renamed);
         compare::FlattenCheckpointNuma(&dn);
+      }
+      // Once an equally valid pick has put devices on other NUMA nodes than
+      // the oracle's, the two nodes' free devices differ in NUMA nodes and
+      // so may the affinities the topology manager stores: from then on
+      // the affinities only classify devices for the pairing.
+      if (numa_diverged_ || crossed) {
+        renamed.erase("affinity");
+        dn.erase("affinity");
       }
       compare::SortIdLists(&renamed, known_ids_);
       compare::SortIdLists(&dn, known_ids_);
@@ -849,7 +892,15 @@ class Comparison {
       if (explained || absl::Now() >= deadline) break;
       absl::SleepFor(absl::Milliseconds(50));
     }
-    map_ = map;
+    pairing_ = std::move(pairing);
+    if (!numa_diverged_ && crossed) {
+      numa_diverged_ = true;
+      r->notes.push_back(
+          "an equally valid pick put devices on other NUMA nodes than the kubelet's; container "
+          "affinities are no longer compared");
+    }
+    prev_oracle_ = std::move(last_oracle);
+    prev_devmgr_ = d;
     Keep(std::move(diffs), r);
     return absl::OkStatus();
   }
@@ -891,7 +942,10 @@ class Comparison {
   const ScenarioResult& devmgr_;
   const std::map<int, Json>& snaps_;
   OracleSide oracle_;
-  compare::DeviceMap map_;
+  compare::Pairing pairing_;
+  // The observations after the last compared step (the pairing's "before").
+  std::optional<Json> prev_oracle_, prev_devmgr_;
+  bool numa_diverged_ = false;
   std::set<std::string> known_ids_;
   ScenarioResult result_;
 };

@@ -13,14 +13,6 @@ const std::vector<ExplainedDifference>& ExplainedDifferences() {
       {".*", "1.30,1.31,1.32,1.33", R"(^feature_gates\['KubeletPodResourcesListUseActivePods'\]$)",
        "devmgr accepts the gate before 1.34 (default off, stage DEVMGR) for a patch backport "
        "that may carry it; the release's own table has no such gate"},
-      {"^topology-best-effort( \\[|$)", "",
-       R"(^(allocations\['[^']+'\]\['app'\]\['example\.com/gpu'\]|)"
-       R"(checkpoint\['entries'\]\[\d+\]\['devices'\]\['[01]'\]|)"
-       R"(calls\['gpu'\]\['received'\]\[\d+\]\['args'\]\['container_requests'\]\[0\]\['devices_ids'\])$)",
-       "3 of 4 devices that all lie in the merged affinity {0,1}: the kubelet takes them from a "
-       "Go set (allocateRemainingFrom over the aligned set, map order), so whether NUMA node 0 "
-       "or 1 gives two devices varies from run to run, on both sides; the pairing of devices "
-       "keeps NUMA nodes, so a different split shows here"},
       {"^upstream-container-options-any-order( \\[|$)", "",
        R"(^(options\['[^']+'\]\['app'\]|checkpoint\['entries'\]\[\d+\]\['alloc_resp'\])\['devices'\]\[[01]\]\['host_path'\]$)",
        "the plugin numbers device specs by their position in the Allocate request "

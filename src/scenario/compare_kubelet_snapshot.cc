@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <set>
 #include <tuple>
 
@@ -185,37 +186,55 @@ Json CallsJson(const std::vector<nlohmann::json>& records) {
 
 void DeviceMap::Extend(const std::string& resource, const std::map<std::string, std::string>& o,
                        const std::map<std::string, std::string>& d) {
-  auto& o2d = o2d_[resource];
-  auto& d2o = d2o_[resource];
+  std::map<std::string, std::string>& o2d = o2d_[resource];
+  std::map<std::string, std::string> next;  // the new pairing of `resource`
+  std::set<std::string> taken;              // devmgr IDs in `next`
+  // Earlier pairs whose devices still look alike.
+  for (const auto& [oid, did] : o2d) {
+    auto os = o.find(oid);
+    auto ds = d.find(did);
+    if (os == o.end() || ds == d.end() || os->second != ds->second) continue;
+    next[oid] = did;
+    taken.insert(did);
+  }
   std::map<std::string, std::vector<std::string>> og, dg;  // signature -> unpaired ids
   for (const auto& [id, sig] : o) {
-    if (!o2d.count(id)) og[sig].push_back(id);
+    if (!next.count(id)) og[sig].push_back(id);
   }
   for (const auto& [id, sig] : d) {
-    if (!d2o.count(id)) dg[sig].push_back(id);
+    if (!taken.count(id)) dg[sig].push_back(id);
   }
-  bool changed = false;
   for (auto& [sig, ids] : og) {
     auto it = dg.find(sig);
     if (it == dg.end() || it->second.size() != ids.size()) continue;
     std::vector<std::string> rest_o, rest_d = it->second;
     for (const std::string& id : ids) {
       auto same = std::find(rest_d.begin(), rest_d.end(), id);
-      if (same != rest_d.end() && !d2o.count(id)) {
-        o2d[id] = id;
-        d2o[id] = id;
+      if (same != rest_d.end()) {
+        next[id] = id;
         rest_d.erase(same);
       } else {
         rest_o.push_back(id);
       }
     }
-    for (size_t i = 0; i < rest_o.size() && i < rest_d.size(); ++i) {
-      o2d[rest_o[i]] = rest_d[i];
-      d2o[rest_d[i]] = rest_o[i];
-    }
-    changed = true;
+    for (size_t i = 0; i < rest_o.size() && i < rest_d.size(); ++i) next[rest_o[i]] = rest_d[i];
   }
-  if (changed) Rebuild();
+  // Devices neither side lists any more keep their pairs (strings of
+  // earlier steps may still name them).
+  for (const auto& [oid, did] : o2d) {
+    if (!o.count(oid) && !d.count(did) && !next.count(oid)) next[oid] = did;
+  }
+  if (next != o2d) {
+    o2d = std::move(next);
+    Rebuild();
+  }
+}
+
+std::string DeviceMap::Partner(const std::string& resource, const std::string& id) const {
+  auto r = o2d_.find(resource);
+  if (r == o2d_.end()) return "";
+  auto it = r->second.find(id);
+  return it == r->second.end() ? "" : it->second;
 }
 
 void DeviceMap::Rebuild() {
@@ -344,46 +363,333 @@ void DeviceMap::RenameJson(Json* j) const {
 
 namespace {
 
-// resource -> device -> "pod/container,..." (+ "|numa" unless numa_blind).
-std::map<std::string, std::map<std::string, std::string>> Signatures(const Json& snap,
-                                                                     bool numa_blind) {
-  std::map<std::string, std::map<std::string, std::set<std::string>>> holders;
-  const Json& alloc = snap.contains("allocations") ? snap.at("allocations") : Json::object();
+// resource -> device -> the containers ("pod/name") holding it.
+using Holders = std::map<std::string, std::map<std::string, std::set<std::string>>>;
+
+Holders HoldersOf(const Json* snap) {
+  Holders out;
+  if (snap == nullptr || !snap->is_object() || !snap->contains("allocations")) return out;
+  const Json& alloc = snap->at("allocations");
   for (auto p = alloc.begin(); p != alloc.end(); ++p) {
     for (auto c = p.value().begin(); c != p.value().end(); ++c) {
       for (auto r = c.value().begin(); r != c.value().end(); ++r) {
         for (const Json& id : r.value()) {
-          holders[r.key()][id.get<std::string>()].insert(p.key() + "/" + c.key());
+          out[r.key()][id.get<std::string>()].insert(p.key() + "/" + c.key());
         }
       }
-    }
-  }
-  const Json& devs = snap.contains("devices") ? snap.at("devices") : Json::object();
-  std::map<std::string, std::map<std::string, std::string>> out;
-  for (const auto& [res, ids] : holders) {
-    for (const auto& [id, hs] : ids) {
-      std::string sig;
-      for (const std::string& h : hs) sig += h + ",";
-      if (!numa_blind && devs.contains(res) && devs.at(res).contains(id)) {
-        sig += "|" + devs.at(res).at(id).value("numa", Json::array()).dump();
-      }
-      out[res][id] = sig;
     }
   }
   return out;
 }
 
+// The device's NUMA nodes as listed by `snap`'s device sets (null: not
+// listed, e.g. unhealthy).
+Json NumaOf(const Json* snap, const std::string& res, const std::string& id) {
+  if (snap == nullptr || !snap->is_object() || !snap->contains("devices")) return Json();
+  const Json& devs = snap->at("devices");
+  if (!devs.contains(res) || !devs.at(res).contains(id)) return Json();
+  return devs.at(res).at(id).value("numa", Json::array());
+}
+
+// The stored affinity of "pod/name" (null: none).
+Json AffinityOf(const Json& snap, const std::string& holder) {
+  const size_t slash = holder.find('/');
+  const std::string uid = holder.substr(0, slash), name = holder.substr(slash + 1);
+  if (!snap.contains("affinity") || !snap.at("affinity").contains(uid)) return Json();
+  const Json& pod = snap.at("affinity").at(uid);
+  return pod.contains(name) ? pod.at(name) : Json();
+}
+
+// filterByAffinity's three sets: a NUMA node inside the affinity, only
+// nodes outside it, no NUMA node; with no affinity every device is alike.
+std::string AffinityClass(const Json& numa, const Json& affinity) {
+  if (!affinity.is_array()) return "*";
+  if (!numa.is_array() || numa.empty()) return "none";
+  for (const Json& n : numa) {
+    if (std::find(affinity.begin(), affinity.end(), n) != affinity.end()) return "in";
+  }
+  return "out";
+}
+
+using NumaFn = std::function<Json(const std::string& res, const std::string& id)>;
+
+std::string Join(const std::set<std::string>& s) {
+  std::string out;
+  for (const std::string& x : s) out += x + ",";
+  return out;
+}
+
+// One side of a step being paired.
+struct Side {
+  const Json* before;
+  const Json* after;
+  Holders pre, post;
+  // resource -> every device the two observations name
+  std::map<std::string, std::set<std::string>> ids;
+  NumaFn own;   // the device's own NUMA nodes
+  Holders cur;  // the holdings replayed so far
+  // pod -> resource -> its devices later containers take first
+  std::map<std::string, std::map<std::string, std::set<std::string>>> reuse;
+
+  Side(const Json* b, const Json& a)
+      : before(b), after(&a), pre(HoldersOf(b)), post(HoldersOf(&a)) {
+    for (const Holders* h : {&pre, &post}) {
+      for (const auto& [res, m] : *h) {
+        for (const auto& [id, hs] : m) ids[res].insert(id);
+      }
+    }
+    for (const Json* snap : {b, &a}) {
+      if (snap == nullptr || !snap->is_object() || !snap->contains("devices")) continue;
+      const Json& devs = snap->at("devices");
+      for (auto r = devs.begin(); r != devs.end(); ++r) {
+        for (auto d = r.value().begin(); d != r.value().end(); ++d) ids[r.key()].insert(d.key());
+      }
+    }
+    own = [this](const std::string& res, const std::string& id) {
+      Json n = NumaOf(after, res, id);
+      return n.is_null() ? NumaOf(before, res, id) : n;
+    };
+    cur = pre;
+  }
+
+  // The devices of `res` the container "uid/name" holds after the step.
+  std::set<std::string> Took(const std::string& res, const std::string& holder) const {
+    std::set<std::string> out;
+    auto r = post.find(res);
+    if (r == post.end()) return out;
+    for (const auto& [id, hs] : r->second) {
+      if (hs.count(holder)) out.insert(id);
+    }
+    return out;
+  }
+  bool Held(const std::string& res, const std::string& id) const {
+    auto r = cur.find(res);
+    if (r == cur.end()) return false;
+    auto it = r->second.find(id);
+    return it != r->second.end() && !it->second.empty();
+  }
+  // Whether "uid/name" got devices in this step.
+  bool Picked(const std::string& holder) const {
+    for (const auto& [res, m] : post) {
+      for (const auto& [id, hs] : m) {
+        if (!hs.count(holder)) continue;
+        auto r = pre.find(res);
+        if (r == pre.end() || !r->second.count(id) || !r->second.at(id).count(holder)) return true;
+      }
+    }
+    return false;
+  }
+};
+
+// The pods holding `id` after the step.
+std::string PodsHolding(const Holders& h, const std::string& res, const std::string& id) {
+  std::set<std::string> pods;
+  auto r = h.find(res);
+  if (r != h.end() && r->second.count(id)) {
+    for (const std::string& c : r->second.at(id)) pods.insert(c.substr(0, c.find('/')));
+  }
+  return Join(pods);
+}
+
 }  // namespace
 
-void ExtendFromAllocations(const Json& oracle, const Json& devmgr, bool numa_blind,
-                           DeviceMap* map) {
+const DeviceMap& Pairing::For(const std::string& uid, const std::string& name) const {
+  auto it = containers.find(uid + "/" + name);
+  return it == containers.end() ? global : it->second;
+}
+
+void PairStep(const Json* oracle_before, const Json& oracle, const Json* devmgr_before,
+              const Json& devmgr, const std::vector<PodOrder>& order, bool numa_blind, Pairing* p) {
   if (!oracle.is_object() || !devmgr.is_object()) return;
-  auto os = Signatures(oracle, numa_blind);
-  auto ds = Signatures(devmgr, numa_blind);
-  for (const auto& [res, sigs] : os) {
-    auto it = ds.find(res);
-    if (it != ds.end()) map->Extend(res, sigs, it->second);
+  Side o(oracle_before, oracle), d(devmgr_before, devmgr);
+  DeviceMap& map = p->global;
+  std::set<std::string> resources;
+  for (const Side* side : {&o, &d}) {
+    for (const auto& [res, ids] : side->ids) resources.insert(res);
   }
+  // A device held before keeps its partner; the oracle's side names the
+  // partner, devmgr's the device itself.
+  auto fixed = [&map](const std::string& res, const std::string& id, bool oracle_side) {
+    if (!oracle_side) return "=" + id;
+    const std::string partner = map.Partner(res, id);
+    return partner.empty() ? "=?" + id : "=" + partner;
+  };
+  // Each container that got devices, in the kubelet's order.
+  for (const PodOrder& pod : order) {
+    for (const auto& [name, reuses] : pod.containers) {
+      const std::string holder = pod.uid + "/" + name;
+      if (!o.Picked(holder) && !d.Picked(holder)) continue;
+      for (const std::string& res : resources) {
+        std::map<std::string, std::string> sigs[2];
+        for (int i = 0; i < 2; ++i) {
+          Side& side = i == 0 ? o : d;
+          const std::set<std::string> took = side.Took(res, holder);
+          const std::set<std::string>& reusable = side.reuse[pod.uid][res];
+          const Json affinity = AffinityOf(*side.after, holder);
+          for (const std::string& id : side.ids[res]) {
+            std::string sig;
+            if (reusable.count(id)) {
+              sig = "reuse";
+            } else if (side.Held(res, id)) {
+              sig = fixed(res, id, i == 0);
+            } else {
+              sig = "free:" + (numa_blind ? "*" : AffinityClass(side.own(res, id), affinity));
+            }
+            if (took.count(id)) sig += "|took";
+            sigs[i][id] = sig;
+          }
+          for (const std::string& id : took) side.cur[res][id].insert(holder);
+          std::set<std::string>& next = side.reuse[pod.uid][res];
+          for (const std::string& id : took) {
+            if (reuses) {
+              next.insert(id);
+            } else {
+              next.erase(id);
+            }
+          }
+        }
+        map.Extend(res, sigs[0], sigs[1]);
+      }
+      p->containers[holder] = map;
+    }
+  }
+  // The step's other changes.
+  const NumaFn o_numa = [&](const std::string& res, const std::string& id) {
+    const std::string partner = map.Partner(res, id);
+    return partner.empty() ? o.own(res, id) : d.own(res, partner);
+  };
+  for (const std::string& res : resources) {
+    std::map<std::string, std::string> sigs[2];
+    for (int i = 0; i < 2; ++i) {
+      Side& side = i == 0 ? o : d;
+      for (const std::string& id : side.ids[res]) {
+        std::string sig;
+        if (side.Held(res, id)) {
+          sig = fixed(res, id, i == 0);
+        } else {
+          sig = "free:" + (numa_blind ? std::string("*")
+                                      : (i == 0 ? o_numa(res, id) : d.own(res, id)).dump());
+        }
+        sigs[i][id] = sig + "|" + PodsHolding(side.post, res, id);
+      }
+    }
+    map.Extend(res, sigs[0], sigs[1]);
+  }
+}
+
+Json RenameOracle(const Pairing& p, const Json& oracle, const Json& devmgr, bool* crossed_numa) {
+  Json out = oracle;
+  // Container-owned data.
+  if (out.contains("allocations")) {
+    for (auto pod = out["allocations"].begin(); pod != out["allocations"].end(); ++pod) {
+      for (auto c = pod.value().begin(); c != pod.value().end(); ++c) {
+        p.For(pod.key(), c.key()).RenameJson(&c.value());
+      }
+    }
+  }
+  if (out.contains("options")) {
+    for (auto pod = out["options"].begin(); pod != out["options"].end(); ++pod) {
+      for (auto c = pod.value().begin(); c != pod.value().end(); ++c) {
+        p.For(pod.key(), c.key()).RenameJson(&c.value());
+      }
+    }
+  }
+  // Which devices of which partner: devmgr ID -> its NUMA nodes, for the
+  // pairs whose oracle device lies elsewhere.
+  std::map<std::string, Json> crossed;
+  auto note = [&](const DeviceMap& m) {
+    for (const auto& [res, pairs] : m.pairs()) {
+      for (const auto& [oid, did] : pairs) {
+        const Json mine = NumaOf(&oracle, res, oid), theirs = NumaOf(&devmgr, res, did);
+        if (!mine.is_null() && !theirs.is_null() && mine != theirs) crossed[did] = theirs;
+      }
+    }
+  };
+  note(p.global);
+  for (const auto& [holder, m] : p.containers) note(m);
+  if (crossed_numa != nullptr) *crossed_numa = !crossed.empty();
+  if (out.contains("checkpoint") && out["checkpoint"].is_object() &&
+      out["checkpoint"].contains("entries")) {
+    for (Json& e : out["checkpoint"]["entries"]) {
+      const DeviceMap& m = p.For(e.value("pod", ""), e.value("container", ""));
+      for (const char* k : {"devices", "alloc_resp"}) {
+        if (e.contains(k)) m.RenameJson(&e[k]);
+      }
+      if (crossed.empty()) continue;
+      std::map<std::string, std::set<std::string>> by_numa;
+      for (auto it = e["devices"].begin(); it != e["devices"].end(); ++it) {
+        for (const Json& id : it.value()) {
+          const std::string s = id.get<std::string>();
+          auto c = crossed.find(s);
+          if (c == crossed.end()) {
+            by_numa[it.key()].insert(s);
+          } else if (c->second.empty()) {
+            by_numa["-1"].insert(s);
+          } else {
+            for (const Json& n : c->second) by_numa[n.dump()].insert(s);
+          }
+        }
+      }
+      Json devs = Json::object();
+      for (const auto& [k, v] : by_numa) {
+        devs[k] = Json(std::vector<std::string>(v.begin(), v.end()));
+      }
+      e["devices"] = devs;
+    }
+  }
+  // RPCs: an Allocate call is renamed as the container whose devices it
+  // asks for; everything else globally.
+  if (out.contains("calls")) {
+    const Json& alloc = oracle.contains("allocations") ? oracle["allocations"] : Json::object();
+    std::set<std::string> used;
+    for (auto plugin = out["calls"].begin(); plugin != out["calls"].end(); ++plugin) {
+      for (auto list = plugin.value().begin(); list != plugin.value().end(); ++list) {
+        for (Json& call : list.value()) {
+          const DeviceMap* m = &p.global;
+          if (call.value("method", "") == "Allocate" && call.contains("args") &&
+              call["args"].contains("container_requests") &&
+              call["args"]["container_requests"].size() == 1) {
+            std::set<std::string> asked;
+            for (const Json& id :
+                 call["args"]["container_requests"][0].value("devices_ids", Json::array())) {
+              asked.insert(id.get<std::string>());
+            }
+            for (const auto& [holder, cm] : p.containers) {
+              if (used.count(holder)) continue;
+              const size_t slash = holder.find('/');
+              const std::string uid = holder.substr(0, slash), name = holder.substr(slash + 1);
+              if (!alloc.contains(uid) || !alloc[uid].contains(name)) continue;
+              bool match = false;
+              for (auto r = alloc[uid][name].begin(); r != alloc[uid][name].end(); ++r) {
+                std::set<std::string> ids;
+                for (const Json& id : r.value()) ids.insert(id.get<std::string>());
+                match |= ids == asked;
+              }
+              if (!match) continue;
+              used.insert(holder);
+              m = &cm;
+              break;
+            }
+          }
+          m->RenameJson(&call);
+        }
+      }
+    }
+  }
+  SortStringArrays(&out);
+  return out;
+}
+
+Json HolderAffinities(const Json& allocations,
+                      const std::function<Json(const std::string&, const std::string&)>& affinity) {
+  Json out = Json::object();
+  for (auto p = allocations.begin(); p != allocations.end(); ++p) {
+    for (auto c = p.value().begin(); c != p.value().end(); ++c) {
+      Json a = affinity(p.key(), c.key());
+      if (!a.is_null()) out[p.key()][c.key()] = std::move(a);
+    }
+  }
+  return out;
 }
 
 void FlattenCheckpointNuma(Json* snapshot) {

@@ -73,6 +73,116 @@ TEST(DeviceMapTest, RenameJsonSortsStringArrays) {
   EXPECT_EQ(j["env"], "a,b");
 }
 
+// A snapshot with devices {id: numa node}, allocations and affinities.
+Json Snap(const std::map<std::string, int>& devices, Json allocations,
+          Json affinity = Json::object()) {
+  Json devs = Json::object();
+  for (const auto& [id, numa] : devices) devs["r"][id] = {{"numa", Json::array({numa})}};
+  return {{"devices", devs}, {"allocations", std::move(allocations)}, {"affinity", affinity}};
+}
+
+// The oracle's allocations renamed through the pairing of one step.
+Json RenamedAllocations(compare::Pairing* p, const Json* o_before, const Json& o,
+                        const Json* d_before, const Json& d,
+                        const std::vector<compare::PodOrder>& order, bool* crossed = nullptr) {
+  compare::PairStep(o_before, o, d_before, d, order, /*numa_blind=*/false, p);
+  return compare::RenameOracle(*p, o, d, crossed)["allocations"];
+}
+
+const std::map<std::string, int> kTwoByTwo = {{"a0", 0}, {"b0", 0}, {"c1", 1}, {"d1", 1}};
+const std::vector<compare::PodOrder> kApps = {{"p", {{"app", false}}}, {"q", {{"app", false}}}};
+
+TEST(GoSetPickTest, AlignedSetSpanningNumaNodesAnySplit) {
+  // Best effort, 3 of 4 devices, the affinity {0,1}: the kubelet takes 3
+  // from the aligned set in map order, 2+1 or 1+2 over the NUMA nodes.
+  const Json aff = {{"p", {{"app", {0, 1}}}}};
+  Json o = Snap(kTwoByTwo, {{"p", {{"app", {{"r", {"a0", "b0", "c1"}}}}}}}, aff);
+  Json d = Snap(kTwoByTwo, {{"p", {{"app", {{"r", {"a0", "c1", "d1"}}}}}}}, aff);
+  o["checkpoint"] = {
+      {"entries",
+       {{{"pod", "p"}, {"container", "app"}, {"devices", {{"0", {"a0", "b0"}}, {"1", {"c1"}}}}}}}};
+  const Json before = Snap(kTwoByTwo, Json::object());
+  compare::Pairing p;
+  bool crossed = false;
+  EXPECT_EQ(RenamedAllocations(&p, &before, o, &before, d, kApps, &crossed), d["allocations"]);
+  EXPECT_TRUE(crossed);
+  // The checkpoint's per-NUMA lists follow devmgr's partners.
+  EXPECT_EQ(compare::RenameOracle(p, o, d, nullptr)["checkpoint"]["entries"][0]["devices"],
+            Json({{"0", {"a0"}}, {"1", {"c1", "d1"}}}));
+  // The next pod gets the free device, on NUMA node 1 on the oracle's
+  // side and on node 0 on devmgr's, each inside its own affinity.
+  Json o2 = o, d2 = d;
+  o2["allocations"]["q"] = {{"app", {{"r", {"d1"}}}}};
+  o2["affinity"]["q"] = {{"app", {1}}};
+  d2["allocations"]["q"] = {{"app", {{"r", {"b0"}}}}};
+  d2["affinity"]["q"] = {{"app", {0}}};
+  EXPECT_EQ(RenamedAllocations(&p, &o, o2, &d, d2, kApps), d2["allocations"]);
+}
+
+TEST(GoSetPickTest, APickOutsideTheAffinityStillDiffers) {
+  // Single NUMA node affinity {0}: 2 devices must both come from node 0.
+  const Json aff = {{"p", {{"app", {0}}}}};
+  const Json o = Snap(kTwoByTwo, {{"p", {{"app", {{"r", {"a0", "b0"}}}}}}}, aff);
+  const Json d = Snap(kTwoByTwo, {{"p", {{"app", {{"r", {"a0", "c1"}}}}}}}, aff);
+  const Json before = Snap(kTwoByTwo, Json::object());
+  compare::Pairing p;
+  EXPECT_NE(RenamedAllocations(&p, &before, o, &before, d, kApps), d["allocations"]);
+}
+
+const std::map<std::string, int> kFive = {{"a", 0}, {"b", 0}, {"c", 0}, {"d", 0}, {"e", 0}};
+// init1 takes 1, init2 2 (init1's and another), app1 and app2 1 each from
+// those two: TestInitContainerDeviceAllocation's pod.
+const std::vector<compare::PodOrder> kInitPod = {
+    {"p0", {{"app", false}}},
+    {"p", {{"init1", true}, {"init2", true}, {"app1", false}, {"app2", false}}}};
+
+Json InitPod(const std::vector<std::string>& init1, const std::vector<std::string>& init2,
+             const std::vector<std::string>& app1, const std::vector<std::string>& app2) {
+  return Snap(kFive, {{"p",
+                       {{"init1", {{"r", init1}}},
+                        {"init2", {{"r", init2}}},
+                        {"app1", {{"r", app1}}},
+                        {"app2", {{"r", app2}}}}}});
+}
+
+TEST(GoSetPickTest, InitContainerReuseAnyOfItsDevicesAfterEarlierPairs) {
+  // An earlier pod held a, b, c on both sides (paired with themselves).
+  const Json first = Snap(kFive, {{"p0", {{"app", {{"r", {"a", "b", "c"}}}}}}});
+  const Json empty = Snap(kFive, Json::object());
+  compare::Pairing p;
+  EXPECT_EQ(RenamedAllocations(&p, nullptr, first, nullptr, first, kInitPod), first["allocations"]);
+  RenamedAllocations(&p, &first, empty, &first, empty, kInitPod);
+  // Whether app1 gets init1's device or the other one is map order; init1's
+  // device is map order too.
+  const Json o = InitPod({"a"}, {"a", "b"}, {"a"}, {"b"});
+  for (const Json& d :
+       {InitPod({"a"}, {"a", "b"}, {"b"}, {"a"}), InitPod({"c"}, {"c", "d"}, {"d"}, {"c"})}) {
+    compare::Pairing q = p;
+    EXPECT_EQ(RenamedAllocations(&q, &empty, o, &empty, d, kInitPod), d["allocations"]);
+  }
+}
+
+TEST(GoSetPickTest, NoReuseOfTheInitContainersDevicesStillDiffers) {
+  const Json empty = Snap(kFive, Json::object());
+  const Json o = InitPod({"a"}, {"a", "b"}, {"a"}, {"b"});
+  for (const Json& d : {InitPod({"a"}, {"a", "b"}, {"c"}, {"d"}),     // fresh devices
+                        InitPod({"a"}, {"b", "c"}, {"b"}, {"c"}),     // init2 not reusing
+                        InitPod({"a"}, {"a", "b"}, {"a"}, {"a"})}) {  // one device twice
+    compare::Pairing p;
+    EXPECT_NE(RenamedAllocations(&p, &empty, o, &empty, d, kInitPod), d["allocations"]);
+  }
+}
+
+TEST(GoSetPickTest, ARunningContainerKeepsItsDevices) {
+  // After the pick, devmgr's container must not swap to other devices.
+  const Json empty = Snap(kFive, Json::object());
+  const Json o = Snap(kFive, {{"p", {{"app", {{"r", {"a"}}}}}}});
+  compare::Pairing p;
+  EXPECT_EQ(RenamedAllocations(&p, &empty, o, &empty, o, kApps), o["allocations"]);
+  const Json d = Snap(kFive, {{"p", {{"app", {{"r", {"b"}}}}}}});
+  EXPECT_NE(RenamedAllocations(&p, &o, o, &o, d, kApps), d["allocations"]);
+}
+
 TEST(SortIdListsTest, SortsListsOfKnownDeviceIdsOnly) {
   Json j = {{"a", "gpu-2,gpu-0"}, {"b", "x,gpu-0"}, {"c", "gpu-1 gpu-0"}, {"d", "gpu-2"}};
   compare::SortIdLists(&j, {"gpu-0", "gpu-1", "gpu-2"});

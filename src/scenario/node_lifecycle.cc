@@ -140,7 +140,7 @@ absl::Status RunContext::StartPlugins() {
   return absl::OkStatus();
 }
 
-std::unique_ptr<node::Node> RunContext::MakeNode() {
+std::unique_ptr<node::Node> RunContext::MakeNode(std::optional<node::NodeResources> existing_node) {
   node::NodeOptionsBuilder b(env.plugin_dir, profile);
   b.RegistryDir(env.registry_dir)
       .WithClock(&clock)
@@ -158,6 +158,7 @@ std::unique_ptr<node::Node> RunContext::MakeNode() {
     b.AddHintProvider(std::move(sp));
   }
   node::NodeOptions o = b.options();
+  o.existing_node = std::move(existing_node);
   if (opts.metrics != nullptr) opts.metrics->Hook(&o);
   auto n = std::make_unique<node::Node>(o);
   n->manager().SetChangeCallback([this] { changes.Notify(); });
@@ -165,8 +166,9 @@ std::unique_ptr<node::Node> RunContext::MakeNode() {
   return n;
 }
 
-absl::Status RunContext::StartNode(manager::StartOptions start) {
-  node = MakeNode();
+absl::Status RunContext::StartNode(manager::StartOptions start,
+                                   std::optional<node::NodeResources> existing_node) {
+  node = MakeNode(std::move(existing_node));
   return BootNode(std::move(start));
 }
 
@@ -221,7 +223,8 @@ absl::Status RunContext::StartKubelet(bool rebooted, const std::vector<PluginHos
   // The stopped node lives until the new one has taken over its pods.
   std::unique_ptr<node::Node> old = std::move(node);
   kubelet_stopped_ = false;
-  if (absl::Status s = StartNode(std::move(start)); !s.ok()) return s;
+  // The Node object outlives the kubelet: the new one starts from it.
+  if (absl::Status s = StartNode(std::move(start), old->node_resources()); !s.ok()) return s;
   for (PluginHost* h : restart) {
     if (absl::Status s = StartHost(*h, wait); !s.ok()) return s;
   }

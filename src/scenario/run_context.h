@@ -134,8 +134,11 @@ class RunContext {
   absl::Status NeedKubelet(const char* what) const;
 
  private:
-  std::unique_ptr<node::Node> MakeNode();
-  absl::Status StartNode(manager::StartOptions start);
+  // `existing_node`: the Node object's extended resources a restarting
+  // kubelet finds (NodeOptions::existing_node); nullopt: a new Node.
+  std::unique_ptr<node::Node> MakeNode(std::optional<node::NodeResources> existing_node = {});
+  absl::Status StartNode(manager::StartOptions start,
+                         std::optional<node::NodeResources> existing_node = {});
   // Starts the already made `node` and its PodResources server.
   absl::Status BootNode(manager::StartOptions start);
   // Whether the worker thread finished within `timeout`.

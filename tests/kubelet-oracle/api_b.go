@@ -71,3 +71,13 @@ func (x *managers) podHints(pod *v1.Pod) map[string][]topologymanager.TopologyHi
 }
 
 func (x *managers) updateAllocated() { x.m.UpdateAllocatedDevices() }
+
+// The NUMA affinity the topology manager stored for the container at its
+// admission (nil: none stored, or no affinity).
+func (x *managers) affinity(podUID, name string) []int {
+	h := x.tm.GetAffinity(podUID, name)
+	if h.NUMANodeAffinity == nil {
+		return nil
+	}
+	return h.NUMANodeAffinity.GetBits()
+}

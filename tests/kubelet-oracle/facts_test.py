@@ -160,6 +160,34 @@ def exp_restart(o):
             "second_admitted": second["admitted"], "disjoint": not set(got) & set(first)}
 
 
+def exp_reset_extended(o):
+    """ShouldResetExtendedResourceCapacity on a restart (the kubelet then
+    zeroes the Node's extended resources): only for a directory that lists
+    nothing; a corrupt checkpoint or a running plugin's socket keeps them."""
+    o.call("start")
+    p = o.plugin(DEVMGR, plugin_config("a.sock", ["d0"]), "a")
+    o.call("wait", resource=RES, capacity=1, allocatable=1)
+    o.call("admit", pod=pod("p1", 1))
+    cp = os.path.join(o.dir, "kubelet_internal_checkpoint")
+    with open(cp, "r+b") as f:  # a corrupt checkpoint: its checksum changed
+        data = f.read().replace(b'"Checksum":', b'"Checksum":1')
+        f.seek(0)
+        f.write(data)
+        f.truncate()
+    corrupt = o.call("restart")["reset_extended_resources"]
+    # The plugin registers again (its device list writes a checkpoint).
+    o.call("wait", resource=RES, capacity=1, allocatable=1)
+    os.unlink(cp)
+    plugin_running = o.call("restart")["reset_extended_resources"]
+    o.call("wait", resource=RES, capacity=1, allocatable=1)
+    p.stop()
+    o.call("wait", resource=RES, allocatable=0)
+    if os.path.exists(cp):
+        os.unlink(cp)
+    empty = o.call("restart")["reset_extended_resources"]
+    return {"corrupt_checkpoint": corrupt, "plugin_socket": plugin_running, "empty_dir": empty}
+
+
 def exp_grace_log(o):
     """#133724: the log line at grace-period expiry (needs 5 min of wall clock)."""
     o.call("start")
@@ -197,6 +225,8 @@ EXPERIMENTS = [
     ("restart", exp_restart, lambda m: {"restored": True, "second_admitted": True, "disjoint": True,
                                         "checkpoint_same_after_reregistration": True}),
     ("empty_preferred", exp_empty_preferred, lambda m: {"admitted": True, "devices": 2}),
+    ("reset_extended", exp_reset_extended, lambda m: {"corrupt_checkpoint": False,
+                                                      "plugin_socket": False, "empty_dir": True}),
 ]
 SLOW = [
     ("grace_log", exp_grace_log, lambda m: {"deleted": [RES], "out_of_sync_logged": m <= 34}),

@@ -142,6 +142,11 @@ type oracle struct {
 	// sourcesNotReady: sourcesReady.AllReady() answers false (while a
 	// restart re-admits the pods that already existed).
 	sourcesNotReady atomic.Bool
+	// resetExtended: ShouldResetExtendedResourceCapacity of the newest
+	// managers, asked before their Start (when the kubelet registers its
+	// Node with the API server, which it does before the device manager
+	// starts and cleans the directory).
+	resetExtended bool
 }
 
 func newOracle(dir string) *oracle {
@@ -189,6 +194,7 @@ func (o *oracle) startManagers(running bool) error {
 	if err != nil {
 		return err
 	}
+	o.resetExtended = m.m.ShouldResetExtendedResourceCapacity()
 	initial := containermap.NewContainerMap()
 	runningSet := sets.New[string]()
 	o.mu.Lock()
@@ -235,7 +241,7 @@ func (o *oracle) handle(r *request) map[string]any {
 		if err := o.startManagers(running); err != nil {
 			return fail("%v", err)
 		}
-		resp := map[string]any{"ok": true}
+		resp := map[string]any{"ok": true, "reset_extended_resources": o.resetExtended}
 		if r.Readmit {
 			// As the kubelet after a restart: the pods that already existed
 			// are admitted again before the pod sources report ready (the
@@ -557,11 +563,20 @@ func (o *oracle) state() map[string]any {
 		}
 	}
 	pods := map[string]any{}
+	affinity := map[string]map[string][]int{}
 	for _, p := range o.activePods() {
 		pods[string(p.UID)] = o.podDevices(p)
+		for _, c := range append(append([]v1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+			if a := o.mgr.affinity(string(p.UID), c.Name); a != nil {
+				if affinity[string(p.UID)] == nil {
+					affinity[string(p.UID)] = map[string][]int{}
+				}
+				affinity[string(p.UID)][c.Name] = a
+			}
+		}
 	}
 	return map[string]any{"ok": true, "capacity": counts(capacity), "allocatable": counts(allocatable),
-		"deleted": deleted, "allocatable_devices": devs, "pods": pods}
+		"deleted": deleted, "allocatable_devices": devs, "pods": pods, "affinity": affinity}
 }
 
 // wait polls GetCapacity (as the kubelet's node status loop calls it) until
