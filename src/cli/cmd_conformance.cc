@@ -51,6 +51,7 @@ struct ConformanceOptions {
   double register_timeout = 30;
   double first_list_timeout = 30;
   double observe = 3;
+  double list_window = 12;
   double prestart_timeout = 30;
   double reregister_timeout = 30;
   double prompt_within = 10;
@@ -141,6 +142,7 @@ int RunOptionsFromFlags(const ConformanceOptions& o, bool quiet_notice,
   t.serve_wait = std::min(absl::Seconds(10), Secs(o.register_timeout));
   t.first_list_within = Secs(o.first_list_timeout);
   t.observe = Secs(o.observe);
+  t.list_window = Secs(o.list_window);
   t.prestart = Secs(o.prestart_timeout);
   t.reregister_within = Secs(o.reregister_timeout);
   t.prompt_within = Secs(o.prompt_within);
@@ -265,11 +267,14 @@ void AddConformanceCommand(CLI::App& app, int* exit_code) {
       "conformance",
       "Check a device plugin against what the kubelet needs: registration, options,\n"
       "ListAndWatch, Allocate, GetPreferredAllocation, PreStartContainer, restarts and\n"
-      "latency, each check in a fresh emulated kubelet. Exit 0 when every MUST check\n"
-      "passes, 1 otherwise, 2 usage, 3 environment. See docs/conformance.md.");
+      "latency, against an emulated kubelet. The checks share one plugin session; the\n"
+      "restart checks get a fresh one each. Exit 0 when every MUST check passes, 1\n"
+      "otherwise, 2 usage, 3 environment. See docs/conformance.md.");
   cmd->add_option("--plugin", o->plugin,
-                  "Plugin command line, run with /bin/sh -c and restarted for every check; "
-                  "$DEVMGR_PLUGIN_DIR holds the device-plugin directory");
+                  "Plugin command line, run with /bin/sh -c (started anew for each session). "
+                  "$DEVMGR_PLUGIN_DIR is set to the emulated kubelet's device-plugin directory "
+                  "(where kubelet.sock is); pass it to the plugin, e.g. --plugin "
+                  "'./my-plugin --socket-dir \"$DEVMGR_PLUGIN_DIR\"'");
   cmd->add_flag("--private-mount", o->private_mount,
                 "Run --plugin in a private mount namespace where the directory is bind-mounted "
                 "over /var/lib/kubelet/device-plugins");
@@ -278,7 +283,7 @@ void AddConformanceCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--resource", o->resource,
                   "Test the plugin that registers this resource in --dir on its own");
   cmd->add_option("--dir", o->dir,
-                  "Device-plugin directory for the emulated kubelet (wiped before every check). "
+                  "Device-plugin directory for the emulated kubelet (wiped before every session). "
                   "Default: a new temporary directory");
   cmd->add_option("--junit", o->junit, "Write a JUnit XML report here");
   cmd->add_option("--json", o->json, "Write a JSON report here");
@@ -315,7 +320,14 @@ void AddConformanceCommand(CLI::App& app, int* exit_code) {
                   "upstream node e2e waits 30)")
       ->capture_default_str();
   cmd->add_option("--observe", o->observe,
-                  "Observation window for stream, re-send and list-change checks (s)")
+                  "allocate.list-unchanged: how long to watch for a list change after its "
+                  "Allocate calls (s)")
+      ->capture_default_str();
+  cmd->add_option("--list-window", o->list_window,
+                  "The law.* checks judge every device list received within this long of the "
+                  "first one, and law.stream-open wants the stream open through it (s; covers "
+                  "the 5-10 s re-send periods of real plugins, up to the kubelet's 10 s "
+                  "nodeStatusUpdateFrequency)")
       ->capture_default_str();
   cmd->add_option("--prestart-timeout", o->prestart_timeout,
                   "PreStartContainer deadline (s; the kubelet's is 30)")

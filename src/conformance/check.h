@@ -64,7 +64,17 @@ enum Need : unsigned {
   kNeedRegistration = 1u << 0,
   // The tester starts the plugin itself (--plugin, or in-process).
   kNeedStartedByTester = 1u << 1,
+  // A device list. Checks with a session of their own that need one are
+  // skipped at no cost when the shared session got none (law.first-list's
+  // finding).
+  kNeedDeviceList = 1u << 2,
 };
+
+// Where a check runs. Checks that leave the plugin as they found it run one
+// after another in a single shared session (one plugin start, one
+// registration); a check that restarts the kubelet or the plugin gets a
+// fresh session of its own.
+enum class SessionUse { kShared, kOwn };
 
 using CheckFn = std::function<Outcome(Session&)>;
 
@@ -86,6 +96,11 @@ struct CheckInfo {
   unsigned needs = kNeedNothing;
   CheckFn run;
   std::optional<CompanionInfo> companion;
+  SessionUse session = SessionUse::kShared;
+  // Run order inside the shared session, lower first, ties in catalogue
+  // order (catalogue.cc says why each rank is where it is). Reports keep
+  // catalogue order.
+  int shared_rank = 0;
 };
 
 struct CheckResult {

@@ -49,12 +49,20 @@ std::optional<Outcome> AwaitReRegistration(Session& s, const std::string& after,
                                            size_t connections_before, absl::Duration* took,
                                            bool list_required = true) {
   TestKubelet* k = s.kubelet();
-  const std::optional<size_t> i = k->WaitForRegistrationSince(since, s.t().reregister_within);
+  // In slices, so that a plugin the tester started that has exited non-zero
+  // (it cannot register any more) is not waited for the whole window.
+  const MonoTime deadline = MonoDeadline(s.t().reregister_within);
+  std::optional<size_t> i;
+  int code = 0;
+  while (!(i = k->WaitForRegistrationSince(since, absl::Milliseconds(100)))) {
+    if (MonoNow() >= deadline || (s.target().Exited(&code) && code != 0)) break;
+  }
   if (!i) {
-    Outcome o =
-        Outcome::Fail(fmt::format("no Register call within {} after {}; the resource "
-                                  "stays at 0 on the node until the plugin registers again",
-                                  Dur(s.t().reregister_within), after));
+    Outcome o = Outcome::Fail(fmt::format(
+        "{} after {}; the resource stays at 0 on the node until the plugin registers again",
+        code != 0 ? fmt::format("the plugin exited with code {} before it registered again", code)
+                  : fmt::format("no Register call within {}", Dur(s.t().reregister_within)),
+        after));
     for (auto& l : s.PluginOutput(5)) o.Evidence(l);
     return o;
   }
@@ -269,7 +277,7 @@ std::vector<CheckInfo> LifecycleChecks() {
        "The plugin stops on SIGTERM and comes back with the same devices",
        Level::kMust,
        {"[Disruptive]"},
-       kNeedRegistration | kNeedStartedByTester,
+       kNeedRegistration | kNeedStartedByTester | kNeedDeviceList,
        PluginRestart},
       {"latency.rpcs", "RPC latency (p50/p99) per RPC", Level::kInfo, {}, kNeedNothing, Latency},
   };

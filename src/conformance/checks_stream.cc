@@ -1,5 +1,6 @@
 // law.*: the ListAndWatch stream as the kubelet reads it
 // (devicemanager/plugin/v1beta1 client.go Run, genericDeviceUpdateCallback).
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -41,7 +42,7 @@ Outcome FirstList(Session& s) {
   StreamRecorder* r = s.KubeletStream();
   if (r == nullptr)
     return Outcome::Skip("no ListAndWatch stream: the plugin's socket was not found");
-  if (!r->WaitForMessages(1, s.t().first_list_within)) {
+  if (!s.KubeletListArrived()) {
     int code = 0;
     if (r->end_status().has_value() || s.target().Exited(&code)) {
       return Outcome::Fail(s.NoListReason(r) +
@@ -95,8 +96,10 @@ std::optional<Outcome> UnreadableList(Session& s, const StreamRecorder& r) {
 
 Outcome StreamOpen(Session& s) {
   StreamRecorder* r = s.KubeletStream();
-  if (r == nullptr || !r->WaitForMessages(1, s.t().first_list_within)) return NoList(s);
-  const bool ended = r->WaitForEnd(s.t().observe);
+  if (r == nullptr || !s.KubeletListArrived()) return NoList(s);
+  // The kubelet's stream is the list stream here: the window is its own.
+  const size_t lists = s.WindowLists().size();
+  const bool ended = r->ended() && r->ended_at() <= s.ListWindowEnd();
   if (std::optional<Outcome> o = UnreadableList(s, *r)) return *o;
   if (ended) {
     return Outcome::Fail(
@@ -105,44 +108,116 @@ Outcome StreamOpen(Session& s) {
                     "(allocatable 0) until the plugin registers again",
                     EndText(*r), r->MessageCount()));
   }
-  return Outcome::Pass(fmt::format("still open after {}", Dur(s.t().observe)));
+  return Outcome::Pass(fmt::format("still open {} after the first list ({} list(s))",
+                                   Dur(s.t().list_window), lists));
+}
+
+// One list of the window as a kubelet reads it.
+struct WindowList {
+  size_t index = 0;  // from 1
+  size_t of = 0;
+  absl::Duration after;  // since the stream opened
+  const v1beta1::ListAndWatchResponse* resp = nullptr;
+  std::string Name() const {
+    return fmt::format("list {} of {} (after {})", index, of, Dur(after));
+  }
+};
+
+// Every list of the window that a kubelet reads: from 1.34 a later list it
+// cannot unmarshal ends its stream (law.stream-open's finding), so the lists
+// from there on are not judged. The first list always is.
+std::vector<WindowList> ReadLists(Session& s) {
+  std::vector<WindowList> out;
+  const auto msgs = s.WindowLists();
+  StreamRecorder* r = s.ListStream();
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    if (i > 0 && s.profile().validates_utf8 && transport::FirstInvalidUtf8Field(msgs[i]->resp)) {
+      break;
+    }
+    out.push_back({i + 1, msgs.size(), MonoSub(msgs[i]->at, r->opened_at()), &msgs[i]->resp});
+  }
+  // Messages() keeps them alive; the pointers above stay valid as long as
+  // the stream does (the session's).
+  return out;
+}
+
+// Judges every list of the window with `problems` (one line per problem
+// found in a list). Fails naming the first list with a problem, `what(n,
+// list)` saying what its n problems are; the evidence names the list of
+// every line. A pass says `pass()` (called after every list was judged).
+template <typename Problems, typename What, typename Pass>
+Outcome JudgeLists(Session& s, Problems problems, What what, const std::string& consequence,
+                   Pass pass) {
+  const std::vector<WindowList> lists = ReadLists(s);
+  if (lists.empty()) return NoList(s);
+  std::vector<std::string> evidence;
+  size_t bad_lists = 0;
+  std::optional<Outcome> first_bad;
+  for (const WindowList& l : lists) {
+    std::vector<std::string> found = problems(*l.resp);
+    if (found.empty()) continue;
+    ++bad_lists;
+    if (!first_bad) {
+      first_bad = Outcome::Fail(
+          fmt::format("{}: {}; {}", l.Name(), what(found.size(), *l.resp), consequence));
+    }
+    for (const std::string& f : found) evidence.push_back(l.Name() + ": " + f);
+  }
+  if (!first_bad) {
+    return Outcome::Pass(fmt::format("{} in {} list(s) within {} of the first", pass(),
+                                     lists.size(), Dur(s.t().list_window)));
+  }
+  for (size_t i = 0; i < evidence.size() && i < kMaxEvidence; ++i) first_bad->Evidence(evidence[i]);
+  if (evidence.size() > kMaxEvidence) {
+    first_bad->Evidence(fmt::format("... and {} more", evidence.size() - kMaxEvidence));
+  }
+  if (bad_lists > 1) {
+    first_bad->Evidence(fmt::format("{} of {} list(s) within {} have it", bad_lists, lists.size(),
+                                    Dur(s.t().list_window)));
+  }
+  return *first_bad;
 }
 
 template <typename Pred>
 Outcome PerDevice(Session& s, Pred bad, const std::string& what, const std::string& consequence) {
-  const v1beta1::ListAndWatchResponse* list = s.DeviceList();
-  if (list == nullptr) return NoList(s);
-  std::vector<std::string> found;
-  for (const auto& d : list->devices()) {
-    std::string why = bad(d);
-    if (!why.empty()) found.push_back(why);
-  }
-  if (found.empty())
-    return Outcome::Pass(fmt::format("{} device(s) checked", list->devices_size()));
-  Outcome o = Outcome::Fail(fmt::format("{} of {} device(s) {}; {}", found.size(),
-                                        list->devices_size(), what, consequence));
-  for (size_t i = 0; i < found.size() && i < kMaxEvidence; ++i) o.Evidence(found[i]);
-  if (found.size() > kMaxEvidence)
-    o.Evidence(fmt::format("... and {} more", found.size() - kMaxEvidence));
-  return o;
+  int most = 0;
+  auto problems = [&](const v1beta1::ListAndWatchResponse& list) {
+    most = std::max(most, list.devices_size());
+    std::vector<std::string> found;
+    for (const auto& d : list.devices()) {
+      std::string why = bad(d);
+      if (!why.empty()) found.push_back(why);
+    }
+    return found;
+  };
+  return JudgeLists(
+      s, problems,
+      [&](size_t n, const v1beta1::ListAndWatchResponse& l) {
+        return fmt::format("{} of {} device(s) {}", n, l.devices_size(), what);
+      },
+      consequence, [&] { return fmt::format("{} device(s) checked", most); });
 }
 
 Outcome IdsUnique(Session& s) {
-  const v1beta1::ListAndWatchResponse* list = s.DeviceList();
-  if (list == nullptr) return NoList(s);
-  std::map<std::string, int> counts;
-  for (const auto& d : list->devices()) ++counts[d.id()];
-  std::vector<std::string> dups;
-  for (const auto& [id, n] : counts) {
-    if (n > 1) dups.push_back(fmt::format("ID {} appears {} times", GoQuote(id), n));
-  }
-  if (dups.empty()) return Outcome::Pass(fmt::format("{} distinct ID(s)", counts.size()));
-  Outcome o = Outcome::Fail(fmt::format(
-      "{} ID(s) appear more than once; a kubelet keeps only the last entry, so capacity is lower "
-      "than the list and a duplicate with mixed health counts as both healthy and unhealthy",
-      dups.size()));
-  for (size_t i = 0; i < dups.size() && i < kMaxEvidence; ++i) o.Evidence(dups[i]);
-  return o;
+  std::set<std::string> ids;
+  auto problems = [&](const v1beta1::ListAndWatchResponse& list) {
+    std::map<std::string, int> counts;
+    for (const auto& d : list.devices()) ++counts[d.id()];
+    std::vector<std::string> dups;
+    for (const auto& [id, n] : counts) {
+      ids.insert(id);
+      if (n > 1) dups.push_back(fmt::format("ID {} appears {} times", GoQuote(id), n));
+    }
+    return dups;
+  };
+  return JudgeLists(
+      s, problems,
+      [](size_t n, const v1beta1::ListAndWatchResponse&) {
+        return fmt::format("{} ID(s) appear more than once", n);
+      },
+      "a kubelet keeps only the last entry, so capacity is lower than the list and a duplicate "
+      "with mixed health counts as both healthy and unhealthy",
+      [&] { return fmt::format("{} distinct ID(s)", ids.size()); });
 }
 
 Outcome IdsNonEmpty(Session& s) {
@@ -194,12 +269,16 @@ Outcome NumaIds(Session& s) {
 }
 
 Outcome Size(Session& s) {
-  const v1beta1::ListAndWatchResponse* list = s.DeviceList();
-  if (list == nullptr) return NoList(s);
-  int64_t biggest = static_cast<int64_t>(list->ByteSizeLong());
-  if (StreamRecorder* r = s.KubeletStream()) {
-    for (const auto& m : r->Messages()) biggest = std::max(biggest, m->bytes);
+  const auto msgs = s.WindowLists();
+  if (msgs.empty()) return NoList(s);
+  size_t largest = 0;
+  for (size_t i = 1; i < msgs.size(); ++i) {
+    if (msgs[i]->bytes > msgs[largest]->bytes) largest = i;
   }
+  const int64_t biggest = msgs[largest]->bytes;
+  const int devices = msgs[largest]->resp.devices_size();
+  const std::string which =
+      fmt::format("list {} of {} within {}", largest + 1, msgs.size(), Dur(s.t().list_window));
   const int64_t headroom = kKubeletMaxRecvMsgSize - biggest;
   Outcome o;
   o.figures.push_back({"largest ListAndWatch message", FormatBytes(biggest)});
@@ -207,38 +286,56 @@ Outcome Size(Session& s) {
   if (biggest > kKubeletMaxRecvMsgSize) {
     o.status = Status::kFail;
     o.message = fmt::format(
-        "the largest ListAndWatch message is {}, over the kubelet's 4 MiB receive limit by {}; "
-        "the kubelet's stream fails and the resource reads 0",
-        FormatBytes(biggest), FormatBytes(-headroom));
-    o.Evidence(fmt::format("{} device(s), about {} bytes each", list->devices_size(),
-                           list->devices_size() == 0 ? 0 : biggest / list->devices_size()));
+        "the largest ListAndWatch message ({}) is {}, over the kubelet's 4 MiB receive limit by "
+        "{}; the kubelet's stream fails and the resource reads 0",
+        which, FormatBytes(biggest), FormatBytes(-headroom));
+    o.Evidence(fmt::format("{} device(s), about {} bytes each", devices,
+                           devices == 0 ? 0 : biggest / devices));
   } else {
-    o.message = fmt::format("largest message {}, headroom {} ({:.1f}%)", FormatBytes(biggest),
-                            FormatBytes(headroom),
+    o.message = fmt::format("largest message {} ({}), headroom {} ({:.1f}%)", FormatBytes(biggest),
+                            which, FormatBytes(headroom),
                             100.0 * static_cast<double>(headroom) / kKubeletMaxRecvMsgSize);
   }
   return o;
 }
 
+// Re-sends are judged over the list window, which every session spends
+// anyway; the period is the mean gap between a list and its unchanged
+// repeat.
 Outcome NoResend(Session& s) {
-  StreamRecorder* r = s.KubeletStream();
-  if (r == nullptr || !r->WaitForMessages(1, s.t().first_list_within)) return NoList(s);
-  r->WaitForEnd(s.t().observe);  // bounded observation window
-  auto msgs = r->Messages();
-  int repeats = 0;
+  const auto msgs = s.WindowLists();
+  if (msgs.empty()) return NoList(s);
+  StreamRecorder* r = s.ListStream();
+  std::vector<absl::Duration> gaps;
+  std::vector<std::string> evidence;
   for (size_t i = 1; i < msgs.size(); ++i) {
-    if (DeviceListKey(msgs[i]->resp) == DeviceListKey(msgs[i - 1]->resp)) ++repeats;
+    if (DeviceListKey(msgs[i]->resp) != DeviceListKey(msgs[i - 1]->resp)) continue;
+    gaps.push_back(MonoSub(msgs[i]->at, msgs[i - 1]->at));
+    if (evidence.size() < kMaxEvidence) {
+      evidence.push_back(fmt::format("list {} (after {}) repeats list {} {} later", i + 1,
+                                     Dur(MonoSub(msgs[i]->at, r->opened_at())), i,
+                                     Dur(gaps.back())));
+    }
   }
-  if (repeats == 0) {
-    return Outcome::Pass(
-        fmt::format("{} message(s) in {}, none repeated", msgs.size(), Dur(s.t().observe)));
+  if (gaps.empty()) {
+    return Outcome::Pass(fmt::format("{} message(s) in {} after the first, none repeated",
+                                     msgs.size(), Dur(s.t().list_window)));
   }
-  const absl::Duration span = MonoSub(msgs.back()->at, msgs.front()->at);
-  return Outcome::Fail(
-      fmt::format("{} of {} message(s) in {} re-sent an unchanged list (every "
-                  "~{}); each one makes the kubelet rebuild the device sets and "
-                  "write its checkpoint",
-                  repeats, msgs.size(), Dur(s.t().observe), Dur(span / std::max(1, repeats))));
+  absl::Duration sum, lo = gaps[0], hi = gaps[0];
+  for (absl::Duration g : gaps) {
+    sum += g;
+    lo = std::min(lo, g);
+    hi = std::max(hi, g);
+  }
+  const absl::Duration period = sum / static_cast<int64_t>(gaps.size());
+  Outcome o = Outcome::Fail(fmt::format(
+      "{} of {} message(s) within {} of the first re-sent an unchanged list, every {}{}; "
+      "each one makes the kubelet rebuild the device sets and write its checkpoint",
+      gaps.size(), msgs.size(), Dur(s.t().list_window), Dur(period),
+      lo == hi ? "" : fmt::format(" ({} to {})", Dur(lo), Dur(hi))));
+  o.figures.push_back({"re-send period", Dur(period)});
+  for (auto& e : evidence) o.Evidence(e);
+  return o;
 }
 
 }  // namespace

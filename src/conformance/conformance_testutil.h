@@ -20,6 +20,7 @@ inline Timeouts FastTimeouts() {
   t.serve_wait = absl::Milliseconds(500);
   t.first_list_within = absl::Milliseconds(500);
   t.observe = absl::Milliseconds(400);
+  t.list_window = absl::Milliseconds(400);
   t.prestart = absl::Seconds(1);
   t.reregister_within = absl::Seconds(3);
   // The SHOULD companions: as wide as the widest MUST window here, so that a

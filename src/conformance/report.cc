@@ -55,10 +55,10 @@ std::string SummaryTable(const RunReport& report) {
   const int should_fail = report.Count(Level::kShould, Status::kFail);
   out += fmt::format(
       "\n{} checks: {} passed, {} failed ({} MUST, {} SHOULD, {} INFO), {} skipped "
-      "in {:.1f}s\n",
+      "in {:.1f}s (wall time, {} plugin session(s))\n",
       report.results.size(), report.Count(Status::kPass), report.Count(Status::kFail), must_fail,
       should_fail, report.Count(Level::kInfo, Status::kFail), report.Count(Status::kSkip),
-      absl::ToDoubleSeconds(report.duration));
+      absl::ToDoubleSeconds(report.duration), report.sessions);
   out += must_fail == 0 ? "RESULT: PASS (every MUST check passed)\n"
                         : fmt::format("RESULT: FAIL ({} MUST check(s) failed)\n", must_fail);
   return out;
@@ -144,6 +144,7 @@ std::string JsonReport(const RunReport& report) {
       {"kubeletVersion", report.kubelet_version},
       {"started", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", report.started, absl::UTCTimeZone())},
       {"durationSeconds", absl::ToDoubleSeconds(report.duration)},
+      {"sessions", report.sessions},
       {"passed", report.MustPassed()},
       {"summary",
        {{"total", report.results.size()},

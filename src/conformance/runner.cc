@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
@@ -68,7 +70,15 @@ const CheckInfo* FindCheck(const std::string& id) {
   return nullptr;
 }
 
-// Runs checks one by one, each in a session of its own, into `report`.
+// A check to run, and the selected check it runs for ("" when it was
+// selected itself).
+struct Planned {
+  const CheckInfo* check;
+  std::string prerequisite_of;
+};
+
+// Runs checks into `report`: those that share the plugin in one session, the
+// rest in a session each (CheckInfo::session).
 class Runner {
  public:
   // `runnable`: the checks --skip leaves (prerequisites are run only from
@@ -83,34 +93,35 @@ class Runner {
         progress_(progress),
         runnable_(std::move(runnable)) {}
 
-  // Runs `c` and reports it, and its companion unless `prerequisite_of` is
-  // set: then `c` runs only because that selected check depends on it, and
-  // its message says so. False on an environment error (see env()).
-  bool Run(const CheckInfo* c, const std::string& prerequisite_of) {
-    CheckResult r{c->id, c->title, c->level, c->tags, {}, absl::ZeroDuration()};
-    const MonoTime start = MonoNow();
-    if (std::string why = UnmetNeed(*c, target_); !why.empty()) {
-      r.outcome = Outcome::Skip(why);
-    } else {
-      Session s(&target_, SessionOptions{dir_, opts_.timeouts, opts_.profile, opts_.metrics});
-      env_ = s.Begin(seen_registration_ || (c->needs & kNeedRegistration) != 0);
-      if (!env_.ok()) return false;
-      if (target_.Registers()) seen_registration_ = s.FirstRegistration().has_value();
-      r.outcome = c->run(s);
-      s.End();
+  // Runs `plan`: first the shared checks in one session, by shared_rank,
+  // then each of the others in a session of its own. An own-session check
+  // whose need the shared session already showed unmet (no registration, no
+  // device list) is skipped without a session. False on an environment
+  // error (see env()).
+  bool RunAll(std::vector<Planned> plan) {
+    std::vector<Planned> shared, own;
+    for (Planned& p : plan) {
+      if (std::string why = UnmetNeed(*p.check, target_); !why.empty()) {
+        Report(p, Outcome::Skip(why), absl::ZeroDuration());
+      } else {
+        (p.check->session == SessionUse::kShared ? shared : own).push_back(std::move(p));
+      }
     }
-    DM_VINFO(1, "Conformance check done", {"check", c->id},
-             {"result", StatusName(r.outcome.status)});
-    r.duration = MonoSub(MonoNow(), start);
-    std::optional<CheckResult> companion;
-    if (c->companion && prerequisite_of.empty()) companion = CompanionResult(*c, r.outcome);
-    r.outcome.companion = nullptr;
-    if (!prerequisite_of.empty()) {
-      r.outcome.message = fmt::format("(not selected; run because {} depends on it) {}",
-                                      prerequisite_of, r.outcome.message);
+    std::stable_sort(shared.begin(), shared.end(), [](const Planned& a, const Planned& b) {
+      return a.check->shared_rank < b.check->shared_rank;
+    });
+    if (!shared.empty()) {
+      bool needs_list = false;
+      for (const Planned& p : own) needs_list |= (p.check->needs & kNeedDeviceList) != 0;
+      if (!RunSession(shared, needs_list)) return false;
     }
-    Add(r);
-    if (companion) Add(*companion);
+    for (const Planned& p : own) {
+      if (std::string why = KnownUnmet(*p.check); !why.empty()) {
+        Report(p, Outcome::Skip(why), absl::ZeroDuration());
+      } else if (!RunSession({p}, false)) {
+        return false;
+      }
+    }
     return true;
   }
 
@@ -119,20 +130,98 @@ class Runner {
   // the defect unreported: that check runs too (and so on). A check --skip
   // names stays skipped.
   void RunPrerequisites() {
-    for (size_t i = 0; env_.ok() && i < report_.results.size(); ++i) {
-      if (report_.results[i].outcome.status != Status::kSkip) continue;
-      const std::string skipped = report_.results[i].id;  // results grow below
-      for (const std::string& id : PrerequisitesOf(report_.results[i].outcome.message, target_)) {
-        const CheckInfo* p = FindCheck(id);
-        if (p == nullptr || run_ids_.count(p->id) != 0 || runnable_.count(p) == 0) continue;
-        if (!Run(p, skipped)) return;
+    size_t scanned = 0;
+    while (env_.ok() && scanned < report_.results.size()) {
+      std::vector<Planned> plan;
+      std::set<std::string> planned;
+      for (; scanned < report_.results.size(); ++scanned) {
+        const CheckResult& r = report_.results[scanned];
+        if (r.outcome.status != Status::kSkip) continue;
+        for (const std::string& id : PrerequisitesOf(r.outcome.message, target_)) {
+          const CheckInfo* p = FindCheck(id);
+          if (p == nullptr || run_ids_.count(p->id) != 0 || runnable_.count(p) == 0 ||
+              !planned.insert(p->id).second) {
+            continue;
+          }
+          plan.push_back({p, r.id});
+        }
       }
+      if (plan.empty() || !RunAll(std::move(plan))) return;
     }
+  }
+
+  // The results in catalogue order (companions right after their check), the
+  // checks run as prerequisites after the selected ones.
+  void SortResults() {
+    std::map<std::string, size_t> position;
+    for (const CatalogueEntry& e : CatalogueEntries()) position.emplace(e.id, position.size());
+    std::stable_sort(report_.results.begin(), report_.results.end(),
+                     [&](const CheckResult& a, const CheckResult& b) {
+                       return std::make_pair(prerequisite_.count(a.id), position[a.id]) <
+                              std::make_pair(prerequisite_.count(b.id), position[b.id]);
+                     });
   }
 
   const absl::Status& env() const { return env_; }
 
  private:
+  // One session for `checks`, run in that order. The session's start is
+  // counted in the first check's time.
+  bool RunSession(const std::vector<Planned>& checks, bool learn_list) {
+    MonoTime start = MonoNow();
+    bool expect_registration = seen_registration_;
+    for (const Planned& p : checks)
+      expect_registration |= (p.check->needs & kNeedRegistration) != 0;
+    Session s(&target_, SessionOptions{dir_, opts_.timeouts, opts_.profile, opts_.metrics});
+    env_ = s.Begin(expect_registration);
+    if (!env_.ok()) return false;
+    ++report_.sessions;
+    if (target_.Registers()) seen_registration_ = s.FirstRegistration().has_value();
+    for (const Planned& p : checks) {
+      Outcome o = p.check->run(s);
+      DM_VINFO(1, "Conformance check done", {"check", p.check->id},
+               {"result", StatusName(o.status)});
+      const MonoTime now = MonoNow();
+      Report(p, std::move(o), MonoSub(now, start));
+      start = now;
+    }
+    if (checks.size() > 1 || checks.front().check->session == SessionUse::kShared) {
+      registered_ = !target_.Registers() || s.FirstRegistration().has_value();
+      if (learn_list && *registered_) listed_ = s.DeviceList() != nullptr;
+    }
+    s.End();
+    return true;
+  }
+
+  // Why an own-session check cannot run, as the shared session showed: the
+  // same skip the check would give after starting a session.
+  std::string KnownUnmet(const CheckInfo& c) const {
+    if ((c.needs & kNeedRegistration) && registered_.has_value() && !*registered_) {
+      return "the plugin never registered (see registration.timely)";
+    }
+    if ((c.needs & kNeedDeviceList) && listed_.has_value() && !*listed_) {
+      return "the plugin sent no device list (see law.first-list)";
+    }
+    return "";
+  }
+
+  // Reports `c`'s outcome, and its companion's unless it runs as a
+  // prerequisite: then its message says which selected check needs it.
+  void Report(const Planned& p, Outcome outcome, absl::Duration took) {
+    const CheckInfo& c = *p.check;
+    CheckResult r{c.id, c.title, c.level, c.tags, std::move(outcome), took};
+    std::optional<CheckResult> companion;
+    if (c.companion && p.prerequisite_of.empty()) companion = CompanionResult(c, r.outcome);
+    r.outcome.companion = nullptr;
+    if (!p.prerequisite_of.empty()) {
+      r.outcome.message = fmt::format("(not selected; run because {} depends on it) {}",
+                                      p.prerequisite_of, r.outcome.message);
+      prerequisite_.insert(c.id);
+    }
+    Add(r);
+    if (companion) Add(*companion);
+  }
+
   static CheckResult CompanionResult(const CheckInfo& c, const Outcome& main) {
     CheckResult out{c.companion->id,     c.companion->title, c.companion->level, c.tags, {},
                     absl::ZeroDuration()};
@@ -160,7 +249,11 @@ class Runner {
   const std::set<const CheckInfo*> runnable_;
   absl::Status env_;
   bool seen_registration_ = true;  // until a session shows otherwise
+  // What the last shared session showed (unset before one ran).
+  std::optional<bool> registered_;
+  std::optional<bool> listed_;
   std::set<std::string> run_ids_;
+  std::set<std::string> prerequisite_;
 };
 
 }  // namespace
@@ -236,10 +329,10 @@ absl::StatusOr<RunReport> RunConformance(Target& target, const RunOptions& opts,
   report.started = absl::Now();  // wall clock: only printed
   const MonoTime run_start = MonoNow();
   Runner runner(target, opts, dir, report, progress, {unskipped->begin(), unskipped->end()});
-  for (const CheckInfo* c : *selected) {
-    if (!runner.Run(c, "")) break;
-  }
-  runner.RunPrerequisites();
+  std::vector<Planned> plan;
+  for (const CheckInfo* c : *selected) plan.push_back({c, ""});
+  if (runner.RunAll(std::move(plan))) runner.RunPrerequisites();
+  runner.SortResults();
   const absl::Status env = runner.env();
   if (temp_dir) {
     // Only what the kubelet and the plugin may have left (sockets, files).

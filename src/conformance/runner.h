@@ -1,6 +1,7 @@
-// RunConformance: runs the selected checks of the catalogue one by one
-// against a target, each in a fresh Session (fresh kubelet, plugin started
-// anew when the tester owns it), and collects the results.
+// RunConformance: runs the selected checks of the catalogue against a
+// target and collects the results. The checks that leave the plugin as they
+// found it share one Session (one emulated kubelet, one plugin start); the
+// restarts get a fresh one each (CheckInfo::session).
 #ifndef DEVMGR_CONFORMANCE_RUNNER_H_
 #define DEVMGR_CONFORMANCE_RUNNER_H_
 
@@ -39,7 +40,10 @@ struct RunReport {
   std::string target;
   std::string kubelet_version;  // the profile's name
   absl::Time started;
-  absl::Duration duration;
+  absl::Duration duration;  // wall time of the whole run
+  // Plugin sessions the run started (each a fresh emulated kubelet and, with
+  // --plugin, a fresh plugin process).
+  int sessions = 0;
   std::vector<CheckResult> results;
 
   int Count(Level level, Status status) const;

@@ -39,9 +39,15 @@ struct Timeouts {
   // law.first-list: the first list within this long of the stream opening
   // (node e2e: the same 30 s).
   absl::Duration first_list_within = absl::Seconds(30);
-  // Observation windows (stream kept open, re-sends, list changes): how long
-  // the tester watches, not a kubelet deadline.
+  // Observation window of allocate.list-unchanged: how long the tester
+  // watches for a list change after its Allocate calls, not a kubelet
+  // deadline.
   absl::Duration observe = absl::Seconds(3);
+  // The law.* window: every list the stream delivers within this long of its
+  // first list is judged (and the stream must stay open through it). Long
+  // enough to see a re-send period of up to 10 s, the longest real plugins
+  // use and the kubelet's nodeStatusUpdateFrequency, with 2 s to spare.
+  absl::Duration list_window = absl::Seconds(12);
   // prestart.timely (the kubelet's KubeletPreStartContainerRPCTimeoutInSecs).
   absl::Duration prestart = absl::Seconds(30);
   // restart.*: re-registration after a kubelet or plugin restart (node
@@ -111,10 +117,25 @@ class Session {
   // Options as the kubelet got them during registration; nullopt when that
   // call failed or never happened.
   std::optional<v1beta1::DevicePluginOptions> Options();
-  // The first device list: the kubelet stream's first message (waited for
-  // up to first_list_within), else one read on a stream of the tester's
-  // own. nullptr when the plugin sends none.
+  // True when the kubelet's stream delivered a list within
+  // first_list_within of its opening. Waited for once per kubelet, so that
+  // the checks sharing a session do not each wait for a list that never
+  // comes.
+  bool KubeletListArrived();
+  // The stream the device lists are read from: the kubelet's when it
+  // delivered a list, else a stream of the tester's own (kept open for the
+  // list window). nullptr when neither delivered a list.
+  StreamRecorder* ListStream();
+  // The first device list of ListStream(). nullptr when the plugin sends
+  // none.
   const v1beta1::ListAndWatchResponse* DeviceList();
+  // Every message of ListStream() that arrived within t().list_window of
+  // its first list, in order. Waits (once) until the window has passed or
+  // the stream ended. Empty when there is no list.
+  std::vector<std::shared_ptr<const StreamRecorder::Message>> WindowLists();
+  // When the list window ends (the first list's time + list_window); only
+  // meaningful when ListStream() is set.
+  MonoTime ListWindowEnd();
   // The devices a kubelet of the session's profile holds as allocatable
   // after this list, which the tester's requests use with their IDs exactly
   // as listed (control bytes and, under 1.30-1.33, invalid UTF-8 included):
@@ -149,6 +170,9 @@ class Session {
 
  private:
   TestKubeletOptions KubeletOptions() const;
+  // True when the plugin the tester started has exited with a non-zero
+  // code (one that exits 0 may have left a daemon serving).
+  bool PluginFailed() const;
 
   Target* const target_;
   const SessionOptions opts_;
@@ -158,8 +182,11 @@ class Session {
   std::unique_ptr<ProbeClient> client_;
   std::unique_ptr<StreamRecorder> own_stream_;  // --socket mode
   std::unique_ptr<StreamRecorder> fallback_stream_;
-  std::optional<v1beta1::ListAndWatchResponse> device_list_;
+  StreamRecorder* list_stream_ = nullptr;  // the kubelet's or fallback_stream_
+  std::shared_ptr<const StreamRecorder::Message> first_list_;
   bool device_list_done_ = false;
+  bool window_waited_ = false;
+  std::optional<bool> kubelet_list_arrived_;
   std::optional<v1beta1::DevicePluginOptions> socket_options_;
   bool plugin_running_ = false;
   bool expect_registration_ = true;

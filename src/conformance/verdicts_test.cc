@@ -216,6 +216,7 @@ TEST(VerdictsTest, ALaterUnreadableListFailsTheStreamFrom134) {
   c.health_changes.push_back({absl::Milliseconds(200), "gpu-1", "Unhealthy\xff"});
   Timeouts t = FastTimeouts();
   t.observe = absl::Seconds(1);
+  t.list_window = absl::Seconds(1);
   RunReport r = RunChecks(c, t, "^law\\.stream-open ", "1.34");
   ASSERT_NE(Find(r, "law.stream-open"), nullptr) << SummaryTable(r);
   EXPECT_EQ(Find(r, "law.stream-open")->outcome.status, Status::kFail) << SummaryTable(r);
@@ -224,6 +225,90 @@ TEST(VerdictsTest, ALaterUnreadableListFailsTheStreamFrom134) {
                             "not valid UTF-8: a 1.34 kubelet's gRPC client fails to unmarshal it"));
   RunReport old = RunChecks(c, t, "^law\\.stream-open ", "1.33");
   EXPECT_EQ(Find(old, "law.stream-open")->outcome.status, Status::kPass) << SummaryTable(old);
+}
+
+// Every list of the window is judged, not only the first: a defect that
+// shows in a later list fails its check, naming that list. The change comes
+// 1 s after the plugin starts, well after its first list, and the window
+// (3 s from the first list) takes it in.
+Timeouts LaterListWindows() {
+  Timeouts t = FastTimeouts();
+  t.register_within = absl::Seconds(5);
+  t.list_window = absl::Seconds(3);
+  return t;
+}
+
+Verdicts LawPassBut(const std::string& failing) {
+  Verdicts v;
+  for (const auto& e : CatalogueEntries()) {
+    if (e.id.rfind("law.", 0) == 0) v[e.id] = e.id == failing ? Status::kFail : Status::kPass;
+  }
+  return v;
+}
+
+void ExpectALaterListFails(plugin::HealthChange change, const std::string& check,
+                           const std::string& problem) {
+  plugin::Config c = Load("sample-plugin.yaml");
+  change.after = absl::Seconds(1);
+  c.health_changes.push_back(change);
+  RunReport r = RunChecks(c, LaterListWindows(), "^law\\.");
+  EXPECT_EQ(Of(r), LawPassBut(check)) << SummaryTable(r);
+  const CheckResult* f = Find(r, check);
+  ASSERT_NE(f, nullptr);
+  // Not the first list: the one after the change, with its index and time.
+  EXPECT_THAT(f->outcome.message,
+              ContainsRegex("^list ([2-9]|[1-9][0-9]+) of [0-9]+ \\(after [0-9.]+m?s\\): "))
+      << f->outcome.message;
+  // The evidence names the list of each problem.
+  std::string all = f->outcome.message;
+  for (const auto& e : f->outcome.evidence) all += "\n" + e;
+  EXPECT_THAT(all, ContainsRegex("list [0-9]+ of [0-9]+ \\(after [^)]*\\): "));
+  EXPECT_THAT(all, HasSubstr(problem));
+}
+
+TEST(VerdictsTest, ALaterListWithADuplicateIdFails) {
+  plugin::HealthChange add;
+  add.add.push_back({"gpu-1", plugin::kHealthy, true, {0}});
+  ExpectALaterListFails(add, "law.ids-unique", "1 ID(s) appear more than once");
+}
+
+TEST(VerdictsTest, ALaterListWithABadHealthValueFails) {
+  plugin::HealthChange h;
+  h.device = "gpu-2";
+  h.health = "healthy";
+  ExpectALaterListFails(h, "law.health-values", "device \"gpu-2\" has health \"healthy\"");
+}
+
+TEST(VerdictsTest, ALaterListWithABadNumaNodeFails) {
+  plugin::HealthChange add;
+  add.add.push_back({"gpu-9", plugin::kHealthy, true, {99}});
+  ExpectALaterListFails(add, "law.numa-ids", "device \"gpu-9\" has NUMA node 99");
+}
+
+// A plugin that re-sends its unchanged list periodically gets the SHOULD
+// finding with the period it measured (scaled down: every 300 ms over a
+// 1.5 s window; tests/e2e/conformance_windows.sh has a real 5 s one).
+TEST(VerdictsTest, APeriodicResenderGetsTheShouldWithItsPeriod) {
+  plugin::Config c = Load("sample-plugin.yaml");
+  c.list_and_watch.resend_interval = absl::Milliseconds(300);
+  Timeouts t = FastTimeouts();
+  t.list_window = absl::Milliseconds(1500);
+  RunReport r = RunChecks(c, t, "^law\\.no-resend");
+  EXPECT_EQ(Of(r), (Verdicts{{"law.no-resend", Status::kFail}})) << SummaryTable(r);
+  const CheckResult* f = Find(r, "law.no-resend");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->level, Level::kShould);
+  EXPECT_THAT(f->outcome.message,
+              ContainsRegex("^[0-9]+ of [0-9]+ message\\(s\\) within 1.5s of the first re-sent an "
+                            "unchanged list, every [0-9.]+ms"));
+  ASSERT_FALSE(f->outcome.figures.empty());
+  EXPECT_EQ(f->outcome.figures[0].name, "re-send period");
+  // The period measured is the interval, give or take the scheduler.
+  const std::string& period = f->outcome.figures[0].value;
+  absl::Duration d;
+  ASSERT_TRUE(absl::ParseDuration(period, &d)) << period;
+  EXPECT_GE(d, absl::Milliseconds(250)) << period;
+  EXPECT_LE(d, absl::Milliseconds(600)) << period;
 }
 
 TEST(VerdictsTest, SlowFirstRegistrationPassesTheMustAndGetsAShould) {

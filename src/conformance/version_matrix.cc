@@ -28,6 +28,7 @@ RunReport MergeVersionReports(const std::vector<RunReport>& reports) {
   for (const RunReport& r : reports) {
     out.kubelet_version += (out.kubelet_version.empty() ? "" : ",") + r.kubelet_version;
     out.duration += r.duration;
+    out.sessions += r.sessions;
     for (CheckResult c : r.results) {
       c.id = fmt::format("{} [{}]", c.id, r.kubelet_version);
       c.title = fmt::format("{} [{}]", c.title, r.kubelet_version);

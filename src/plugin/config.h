@@ -139,10 +139,14 @@ struct ListAndWatchConfig {
   uint64_t seed = 0;  // 0: random
 };
 
+// A scheduled change of the device list: a device's health, or (with
+// `add`) devices appended to the list, which may repeat an ID or carry any
+// NUMA node, for a defect that shows only in a later list.
 struct HealthChange {
   absl::Duration after;  // since Start()
   std::string device;
   std::string health;
+  std::vector<DeviceConfig> add;
 };
 
 struct Config {

@@ -543,19 +543,35 @@ class Parser : public yaml::TypedReader {
     return absl::OkStatus();
   }
 
-  // health_changes: [{after, device, health}], kept in time order.
+  // health_changes: [{after, device, health} or {after, add: DEVICE}], kept
+  // in time order.
   absl::Status ParseHealthChanges(const YAML::Node& h, Config* c) const {
     DEVMGR_RETURN_IF_ERROR(ExpectSeq(h, "health_changes"));
     for (const YAML::Node& e : h) {
       DEVMGR_RETURN_IF_ERROR(ExpectMap(e, "a health change"));
-      DEVMGR_RETURN_IF_ERROR(CheckKeys(e, {"after", "device", "health"}, "a health change"));
-      for (const char* k : {"after", "device", "health"}) {
-        if (!e[k]) return Error(e, fmt::format("a health change needs '{}'", k));
-      }
+      DEVMGR_RETURN_IF_ERROR(CheckKeys(e, {"after", "device", "health", "add"}, "a health change"));
       HealthChange hc;
+      if (e["add"]) {
+        if (e["device"] || e["health"]) {
+          return Error(e["add"], "a health change has either device and health, or add");
+        }
+        // The added entry is a device as in `devices`.
+        YAML::Node one(YAML::NodeType::Sequence);
+        one.push_back(e["add"]);
+        Config added;
+        DEVMGR_RETURN_IF_ERROR(ParseDevices(one, &added));
+        hc.add = std::move(added.devices);
+      }
+      for (const char* k : {"after", "device", "health"}) {
+        if (!e[k] && (k == std::string("after") || hc.add.empty())) {
+          return Error(e, fmt::format("a health change needs '{}'", k));
+        }
+      }
       DEVMGR_RETURN_IF_ERROR(Duration(e["after"], "after", &hc.after));
-      DEVMGR_RETURN_IF_ERROR(String(e["device"], "device", &hc.device));
-      DEVMGR_RETURN_IF_ERROR(String(e["health"], "health", &hc.health));
+      if (hc.add.empty()) {
+        DEVMGR_RETURN_IF_ERROR(String(e["device"], "device", &hc.device));
+        DEVMGR_RETURN_IF_ERROR(String(e["health"], "health", &hc.health));
+      }
       c->health_changes.push_back(hc);
     }
     std::stable_sort(

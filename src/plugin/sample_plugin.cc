@@ -492,6 +492,13 @@ void SamplePlugin::HealthChanges() {
   auto stopping = [this] { return core_->stopping(); };
   for (const HealthChange& hc : core_->config().health_changes) {
     if (!core_->devices().SleepUntil(start_time_ + hc.after, stopping)) return;
+    if (!hc.add.empty()) {
+      for (const DeviceConfig& d : hc.add) {
+        DM_INFO("Scheduled device addition", {"device", d.id});
+        core_->devices().AddDevice(d);
+      }
+      continue;
+    }
     DM_INFO("Scheduled health change", {"device", hc.device}, {"health", hc.health});
     if (!core_->devices().SetHealth(hc.device, hc.health)) {
       DM_WARN("Scheduled health change for an unknown device", {"device", hc.device});

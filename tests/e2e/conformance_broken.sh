@@ -10,7 +10,7 @@ SRC=${DEVMGR_SOURCE_DIR:?DEVMGR_SOURCE_DIR must be set}
 WORK=$(mktemp -d /tmp/dmconf-e2e.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 failures=0
-FAST=(--rpc-timeout 2 --register-timeout 0.5 --first-list-timeout 0.5 --observe 0.4
+FAST=(--rpc-timeout 2 --register-timeout 0.5 --first-list-timeout 0.5 --observe 0.4 --list-window 0.4
       --prestart-timeout 1 --reregister-timeout 3 --stop-grace 0.5 --latency-samples 3 -q)
 
 # exactly ID CMD: runs the whole catalogue against CMD; ID must be the only failure.

@@ -6,7 +6,9 @@
 # node e2e's 30 s) and gets a SHOULD finding with its measured time; one that
 # never re-registers fails the MUST. Also: the empty preferred set for a
 # fresh pod fails a MUST with the request in the report, and --list shows
-# the SHOULD companions. Needs $DEVMGR_BIN and $DEVMGR_SOURCE_DIR. ~20 s.
+# the SHOULD companions, a 5 s list re-sender at the default list window and
+# a plugin that dies on GetDevicePluginOptions. Needs $DEVMGR_BIN and
+# $DEVMGR_SOURCE_DIR. ~45 s.
 set -u
 BIN=${DEVMGR_BIN:?DEVMGR_BIN must point at the devmgr binary}
 SRC=${DEVMGR_SOURCE_DIR:?DEVMGR_SOURCE_DIR must be set}
@@ -58,6 +60,52 @@ grep -q 'preferred.fresh-pod' "$WORK/r.json" || fail "JSON report lacks preferre
 out=$("$BIN" conformance --list)
 has "$out" "restart.kubelet-prompt"
 has "$out" "(measured by restart.kubelet)"
+
+# 5. A plugin that re-sends its unchanged list every 5 s, at the default list
+# window: the SHOULD law.no-resend fails (exit 0: a SHOULD does not fail the
+# run) with the period it measured.
+cat >"$WORK/resend5.yaml" <<'YAML'
+resource: example.com/gpu
+devices: [{id: gpu-0}, {id: gpu-1}]
+list_and_watch: {resend_interval: 5s}
+YAML
+out=$("$BIN" conformance --plugin "$BIN sample-plugin --config $WORK/resend5.yaml --dir \$DEVMGR_PLUGIN_DIR" \
+      --dir "$WORK/dp" --focus '^law\.no-resend' -q --json "$WORK/resend.json" 2>&1)
+rc=$?
+[[ $rc -eq 0 ]] || fail "5 s re-sender: exit $rc (want 0)"
+verdict "$out" law.no-resend "SHOULD FAIL"
+has "$out" "re-sent an unchanged list, every 5."
+python3 - "$WORK/resend.json" <<'PY' || fail "5 s re-sender: JSON figure"
+import json, sys
+c = [c for c in json.load(open(sys.argv[1]))["checks"] if c["id"] == "law.no-resend"][0]
+period = c["figures"]["re-send period"]
+assert period.startswith("5.") or period.startswith("4.9"), period
+PY
+
+# 6. A plugin that registers late and dies on GetDevicePluginOptions (as the
+# KubeVirt KVM plugin was reported to): registration passes, options and the
+# first list fail, every check that needs them is skipped, and the restart
+# check does not wait its window for a plugin that has exited.
+cat >"$WORK/dies.yaml" <<'YAML'
+resource: example.com/gpu
+devices: [{id: gpu-0}, {id: gpu-1}]
+faults:
+  register: {delay: 1s}
+  get_device_plugin_options: {exit: 3}
+YAML
+out=$("$BIN" conformance --plugin "$BIN sample-plugin --config $WORK/dies.yaml --dir \$DEVMGR_PLUGIN_DIR" \
+      --dir "$WORK/dp" -q 2>&1)
+rc=$?
+[[ $rc -eq 1 ]] || fail "dying plugin: exit $rc (want 1)"
+verdict "$out" registration.timely "MUST PASS"
+verdict "$out" options.answers "MUST FAIL"
+verdict "$out" law.first-list "MUST FAIL"
+verdict "$out" law.ids-unique "MUST SKIP"
+verdict "$out" allocate.permissions "MUST SKIP"
+verdict "$out" restart.kubelet "MUST FAIL"
+verdict "$out" restart.plugin "MUST SKIP"
+has "$out" "the plugin exited with code 3 before it registered again"
+has "$out" "2 plugin session(s)"
 
 if [[ $failures -ne 0 ]]; then
   echo "$failures failure(s)"
