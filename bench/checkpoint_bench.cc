@@ -1,6 +1,8 @@
 // Checkpoint decode + checksum-verify throughput on a generated
 // 10,000-entry kubelet_internal_checkpoint, and (when the Go oracle is
-// present) the ratio against `checksum-oracle verify` on the same file.
+// present) the ratio against `checksum-oracle verify` on the same file: the
+// kubelet's own checkpoint code (tests/checkpoint-oracle), which its build.sh,
+// ctest and `make bench` build into checkpoint-oracle/ beside this binary.
 //
 //   build-*/checkpoint_bench                 # all benchmarks + oracle ratio
 //   DEVMGR_ORACLE=/path/to/checksum-oracle build-*/checkpoint_bench
@@ -10,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -76,8 +79,11 @@ double Seconds(const std::chrono::steady_clock::time_point& a) {
 // Best-of-N wall time of our decode+verify and of the oracle process.
 void CompareWithOracle() {
   const char* env = std::getenv("DEVMGR_ORACLE");
-  const std::string oracle =
-      env != nullptr && *env != '\0' ? env : "/tmp/oracle/bin/checksum-oracle";
+  const std::string oracle = env != nullptr && *env != '\0'
+                                 ? env
+                                 : (std::filesystem::read_symlink("/proc/self/exe").parent_path() /
+                                    "checkpoint-oracle/checksum-oracle")
+                                       .string();
   const std::string& file = TenThousandEntryFile();
   const double mb = static_cast<double>(file.size()) / 1e6;
   double ours = 1e9;
@@ -90,7 +96,10 @@ void CompareWithOracle() {
   std::printf("\ndevmgr decode+verify: %.2f MB in %.1f ms = %.0f MB/s (target >= 300 MB/s)\n", mb,
               ours * 1e3, mb / ours);
   if (::access(oracle.c_str(), X_OK) != 0) {
-    std::printf("checksum oracle not found (%s): ratio not measured\n", oracle.c_str());
+    std::printf(
+        "checksum oracle not found (%s; tests/checkpoint-oracle/build.sh builds it): ratio not "
+        "measured\n",
+        oracle.c_str());
     return;
   }
   char tmpl[] = "/tmp/devmgr-bench-XXXXXX";

@@ -74,6 +74,10 @@ want = [(p1, p1_keys), (p4, ["p4_cycles_s"])]
 bad = [k for d, keys in want for k in missing(d, keys)]
 if bad:
     sys.exit(f"missing or not positive: {bad}")
+# Committed results carry no path of the machine they ran on.
+paths = {k: v for d in (p1, p4) for k, v in d.items() if isinstance(v, str) and v.startswith("/")}
+if paths:
+    sys.exit(f"machine paths in the results: {paths}")
 if p1.get("p1_plugin") != "own process":
     sys.exit(f"p1_plugin: {p1.get('p1_plugin')!r}, want 'own process'")
 if p4.get("p4_cycles") != 50:
@@ -85,9 +89,11 @@ tmpfs = p1.get("p1_kubelet_fs") == "tmpfs"
 kubelet_keys = ["p1_kubelet_" + k for k in ("admission_p50_us", "admission_p99_us", "floor_p50_us",
                 "floor_p99_us", "bare_after_admission_p50_us", "ratio")]
 if measured_unless_no_namespace("kubelet", kubelet, "no --kubelet-oracle binary",
-                                kubelet_keys + (["p1_devmgr_vs_kubelet_admission"] if tmpfs else [])):
-    if not tmpfs and "p1_devmgr_vs_kubelet_admission" in p1:
-        sys.exit(f"p1_devmgr_vs_kubelet_admission on {p1.get('p1_kubelet_fs')!r}")
+                                kubelet_keys + (["p1_devmgr_vs_kubelet_admission",
+                                                 "p1_ratio_vs_kubelet"] if tmpfs else [])):
+    for k in ("p1_devmgr_vs_kubelet_admission", "p1_ratio_vs_kubelet"):
+        if not tmpfs and k in p1:
+            sys.exit(f"{k} on {p1.get('p1_kubelet_fs')!r}")
     if not p1.get("p1_kubelet", "").startswith("v1.37."):
         sys.exit(f"p1_kubelet {p1.get('p1_kubelet')!r}")
 PY
