@@ -79,7 +79,8 @@ std::optional<LeadingProgram> ParseLeadingProgram(std::string_view command) {
     } else if (c == '\\' && command.substr(i, 2) == "\\'") {
       lead.path += '\'';
       i += 2;
-    } else if (absl::ascii_isalnum(c) || std::string_view("/._+-=:,@%").find(c) != std::string_view::npos) {
+    } else if (absl::ascii_isalnum(c) ||
+               std::string_view("/._+-=:,@%").find(c) != std::string_view::npos) {
       lead.path += c;
       ++i;
     } else {
@@ -325,7 +326,8 @@ absl::Status PluginProcess::Start() {
     if (auto lead = ParseLeadingProgram(opts_.command);
         lead && HiddenByPrivateMounts(lead->path, opts_)) {
       program_fd = open(lead->path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (program_fd >= 0) shell_cmd = fmt::format("exec /proc/self/fd/{}{}", program_fd, lead->rest);
+      if (program_fd >= 0)
+        shell_cmd = fmt::format("exec /proc/self/fd/{}{}", program_fd, lead->rest);
     }
   }
   absl::Cleanup close_program = [program_fd] {
