@@ -18,9 +18,10 @@
 
 namespace devmgr::pluginmanager {
 
-// Which socket file a path holds. The kubelet stamps a socket with the time
-// of its create event; here its inode and mtime play that part, so that a
-// socket removed and created again between two scans is a new socket.
+// Which socket file a path holds. The kubelet marks each create event of a
+// socket (a timestamp, a UID in later releases); here the socket's inode and
+// mtime play that part, so that a socket removed and created again between two
+// scans is a new socket.
 struct SocketIdentity {
   ino_t ino = 0;
   int64_t mtime_ns = 0;

@@ -14,6 +14,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/status_testutil.h"
+#include "common/temp_dir_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -24,34 +25,8 @@ using testing::ElementsAre;
 using testing::HasSubstr;
 using testing::UnorderedElementsAre;
 
-// A fresh directory, removed with its content.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/dmpmXXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string Join(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-// Leaves a socket file at `path` (bound, never listened on: the fake dialer
-// stands for the connection).
-void MakeSocketFile(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << path;
-  ::close(fd);
-}
+using ::devmgr::testutil::MakeSocketFile;
+using ::devmgr::testutil::TempDir;
 
 // What one registration socket answers, and the statuses it was sent.
 // Thread-safe.

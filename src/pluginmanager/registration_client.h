@@ -33,8 +33,8 @@ class RegistrationClient {
 };
 
 // Connects to a registration socket, waiting up to `timeout` for it to be
-// ready, or until `cancelled()` turns true. Errors carry Go's context error
-// text ("context deadline exceeded", "context canceled").
+// ready, or until `cancelled()` turns true. The error's message is what the
+// operation reports after "dial failed at socket <path>, err: ".
 using RegistrationDialer = std::function<absl::StatusOr<std::unique_ptr<RegistrationClient>>(
     const std::string& socket_path, absl::Duration timeout,
     const std::function<bool()>& cancelled)>;

@@ -166,6 +166,17 @@ TEST_F(PluginWatcherTest, RefusesATypeWithoutAHandler) {
   EXPECT_TRUE(node_.plugins->RegisteredSockets().empty());
 }
 
+// The registration socket's dial error, as the kubelet's dial words it (the
+// operation logs it after "dial failed at socket <path>, err: ").
+TEST(DialRegistrationTest, ADeadSocketFailsWithTheKubeletsText) {
+  testutil::TempDir dir;
+  const std::string path = dir.Join("nobody.sock");
+  auto client = DialRegistration(path, absl::Milliseconds(100), [] { return false; });
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().message(),
+            "failed to dial socket " + path + ", err: context deadline exceeded");
+}
+
 class PluginWatcherDialFailureTest : public PluginWatcherTest {
  protected:
   PluginWatcherDialFailureTest() { dial_timeout_ = absl::Milliseconds(300); }

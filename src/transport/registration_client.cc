@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "fmt/format.h"
 #include "grpcpp/client_context.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "transport/go_grpc_error.h"
@@ -51,7 +52,11 @@ absl::StatusOr<std::unique_ptr<pluginmanager::RegistrationClient>> DialRegistrat
     const std::string& socket_path, absl::Duration timeout,
     const std::function<bool()>& cancelled) {
   std::shared_ptr<grpc::Channel> channel = NewUnixChannel(socket_path, kDefaultMaxRecvMsgSize);
-  if (absl::Status s = WaitForReady(channel.get(), timeout, cancelled); !s.ok()) return s;
+  if (absl::Status s = WaitForReady(channel.get(), timeout, cancelled); !s.ok()) {
+    // The kubelet's dial wraps the context error so.
+    return absl::Status(s.code(), fmt::format("failed to dial socket {}, err: {}", socket_path,
+                                              std::string(s.message())));
+  }
   return std::make_unique<GrpcRegistrationClient>(std::move(channel));
 }
 

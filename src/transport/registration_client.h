@@ -15,8 +15,9 @@
 namespace devmgr::transport {
 
 // A pluginmanager::RegistrationDialer: waits up to `timeout` for the socket to
-// accept a connection (or until `cancelled()`); errors carry Go's context
-// error text. RPC errors of the client carry Go's gRPC error text.
+// accept a connection (or until `cancelled()`); errors read as the kubelet's
+// "failed to dial socket <path>, err: <Go context error>". RPC errors of the
+// client carry Go's gRPC error text.
 absl::StatusOr<std::unique_ptr<pluginmanager::RegistrationClient>> DialRegistration(
     const std::string& socket_path, absl::Duration timeout, const std::function<bool()>& cancelled);
 
