@@ -256,7 +256,7 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "Behaviour profile: 1.30 ... 1.37, or v1.MINOR.PATCH (see docs/profiles.md)")
       ->capture_default_str();
   sub->add_option("--status-file", opts->status_file,
-                  "Rewrite this JSON file atomically on every change (shape: README.md)");
+                  "Rewrite this JSON file atomically on every change (shape: docs/serve.md)");
   sub->add_option("--plugin", opts->plugins,
                   "Start and supervise this plugin command line (repeatable); it runs under "
                   "/bin/sh and is restarted with back-off when it exits");

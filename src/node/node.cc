@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "common/logging.h"
 #include "topology/config_text.h"
+#include "transport/registration_client.h"
 
 namespace devmgr::node {
 
@@ -103,7 +104,7 @@ absl::Status Node::Start(manager::StartOptions start) {
   so.profile = opts_.profile;
   so.max_recv_msg_size = opts_.max_recv_msg_size;
   so.dial_timeout = opts_.dial_timeout;
-  so.plugins_registry_dir = opts_.registry_dir;
+  plugin_manager_.reset();  // a stopped one, from an earlier Start
   auto server = transport::RegistrationServer::Create(std::move(so), manager_.get());
   if (!server.ok()) return server.status();
   server_ = std::move(*server);
@@ -118,12 +119,34 @@ absl::Status Node::Start(manager::StartOptions start) {
       node_.ZeroExtended();
     }
   }
+  if (!opts_.registry_dir.empty()) {
+    // The kubelet's container manager hands the plugin manager one handler
+    // per plugin type; the device manager's is its registration server.
+    pluginmanager::PluginManagerOptions po;
+    po.dir = opts_.registry_dir;
+    po.operations.dial_timeout = opts_.dial_timeout;
+    po.operations.deregister_failed_registrations = opts_.profile.watcher_failure_deregisters;
+    plugin_manager_ =
+        std::make_unique<pluginmanager::PluginManager>(std::move(po), transport::DialRegistration);
+    if (absl::Status s =
+            plugin_manager_->AddHandler(pluginmanager::kDevicePluginType, server_.get());
+        !s.ok()) {
+      return s;
+    }
+  }
   // ManagerImpl.Start: readCheckpoint first (errors only logged), then
   // server.Start (directory cleanup, listen).
   if (absl::Status s = manager_->Start(std::move(start)); !s.ok()) return s;
   if (absl::Status s = server_->Start(); !s.ok()) {
     manager_->Stop();
     return s;
+  }
+  if (plugin_manager_ != nullptr) {
+    if (absl::Status s = plugin_manager_->Start(); !s.ok()) {
+      server_->Stop();
+      manager_->Stop();
+      return s;
+    }
   }
   pod_status_->Start(std::move(active));
   started_ = true;
@@ -137,6 +160,7 @@ void Node::Stop() {
   // The kubelet's Stop: disconnect every client (PluginDisconnected), stop
   // the server. The manager's own Stop is idempotent.
   server_->Stop();
+  if (plugin_manager_ != nullptr) plugin_manager_->Stop();
   manager_->Stop();
   pod_status_->Stop();
 }

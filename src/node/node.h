@@ -1,6 +1,8 @@
 // Node: one emulated kubelet's device-manager side, put together: the
-// manager (domain) and its registration server (transport), started and
-// stopped in the kubelet's order, plus the node-status view of capacity.
+// manager (domain), its registration server (transport) and, when a
+// plugins_registry directory is set, the plugin manager with the registration
+// server as its "DevicePlugin" handler, started and stopped in the kubelet's
+// order, plus the node-status view of capacity.
 #ifndef DEVMGR_NODE_NODE_H_
 #define DEVMGR_NODE_NODE_H_
 
@@ -20,6 +22,7 @@
 #include "manager/manager.h"
 #include "node/pod_status_sync.h"
 #include "node/status_file.h"
+#include "pluginmanager/plugin_manager.h"
 #include "topology/admit_result.h"
 #include "topology/hint_provider.h"
 #include "topology/topology_manager.h"
@@ -138,6 +141,8 @@ class Node {
   std::vector<std::unique_ptr<topology::HintProvider>> static_providers_;
   std::unique_ptr<manager::Manager> manager_;
   std::unique_ptr<transport::RegistrationServer> server_;
+  // Probe mode (registry_dir set): started after the server, stopped after it.
+  std::unique_ptr<pluginmanager::PluginManager> plugin_manager_;
   std::unique_ptr<PodStatusSyncer> pod_status_;
   // The admission turn (see AdmitPod): never held across an admission.
   absl::Mutex admit_mu_;

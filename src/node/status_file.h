@@ -1,6 +1,6 @@
 // The `serve --status-file` document: a JSON snapshot of what the emulated
 // kubelet knows, rewritten atomically (temp file + rename) on every change.
-// Its shape is documented in README.md ("The status file").
+// Its shape is documented in docs/serve.md ("The status file").
 #ifndef DEVMGR_NODE_STATUS_FILE_H_
 #define DEVMGR_NODE_STATUS_FILE_H_
 

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "common/status_testutil.h"
+#include "common/temp_dir_testutil.h"
 #include "gtest/gtest.h"
 #include "transport/transport_testutil.h"
 
@@ -17,16 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A stale unix socket file (bound, then the fd closed).
-void MakeSocketFile(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ::close(fd);
-}
+using ::devmgr::testutil::MakeSocketFile;
 
 class PluginDirCleanupTest : public testing::Test {
  protected:

@@ -122,27 +122,6 @@ absl::Status RegistrationServer::Start() {
     started_ = true;
     is_started_ = true;
   }
-  if (!opts_.plugins_registry_dir.empty()) {
-    PluginWatcherOptions wopts = opts_.watcher;
-    wopts.dir = opts_.plugins_registry_dir;
-    wopts.dial_timeout = opts_.dial_timeout;
-    wopts.deregister_failed_registrations = opts_.profile.watcher_failure_deregisters;
-    auto watcher = std::make_unique<PluginWatcher>(wopts, this);
-    if (absl::Status s = watcher->Start(); !s.ok()) {
-      std::unique_ptr<grpc::Server> srv;
-      {
-        absl::MutexLock lock(&mu_);
-        srv = std::move(server_);
-        stopping_ = true;
-      }
-      srv->Shutdown(absl::ToChronoTime(absl::Now()));
-      srv->Wait();
-      ::unlink(socket_path_.c_str());
-      return s;
-    }
-    absl::MutexLock lock(&mu_);
-    watcher_ = std::move(watcher);
-  }
   return absl::OkStatus();
 }
 
@@ -151,7 +130,6 @@ void RegistrationServer::Stop() {
   std::map<std::string, std::vector<std::shared_ptr<GrpcPluginClient>>> clients;
   std::set<std::shared_ptr<GrpcPluginClient>> live;
   std::unique_ptr<grpc::Server> server;
-  std::unique_ptr<PluginWatcher> watcher;
   bool was_started;
   {
     absl::MutexLock lock(&mu_);
@@ -162,7 +140,6 @@ void RegistrationServer::Stop() {
     clients.swap(clients_);
     live = live_;
     server = std::move(server_);
-    watcher = std::move(watcher_);
   }
   for (auto& [name, list] : clients) {
     for (auto& c : list) DisconnectClient(name, c);
@@ -170,7 +147,6 @@ void RegistrationServer::Stop() {
   // Clients no longer tracked (replaced, or still dialling) keep streams the
   // kubelet would leak; cancel them so their threads can be joined.
   for (const auto& c : live) c->Close();
-  if (watcher != nullptr) watcher->Stop();
   if (server != nullptr) {
     server->Shutdown(absl::ToChronoTime(absl::Now()));
     server->Wait();

@@ -3,8 +3,8 @@
 // handler.go): serves v1beta1.Registration on <dir>/kubelet.sock, validates
 // Register requests, dials each plugin back, hands it to the manager
 // (ClientHandler) and runs its ListAndWatch on a thread of its own. Also the
-// DevicePlugin handler of the plugin watcher ("probe mode"), which it starts
-// when a plugins_registry directory is configured.
+// plugin manager's handler for type "DevicePlugin" ("probe mode"; the node
+// adds it to its pluginmanager::PluginManager).
 #ifndef DEVMGR_TRANSPORT_REGISTRATION_SERVER_H_
 #define DEVMGR_TRANSPORT_REGISTRATION_SERVER_H_
 
@@ -25,8 +25,8 @@
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "kubelet/profile.h"
 #include "manager/plugin_client.h"
+#include "pluginmanager/plugin_handler.h"
 #include "transport/grpc_plugin_client.h"
-#include "transport/plugin_watcher.h"
 
 namespace grpc {
 class Server;
@@ -49,16 +49,11 @@ struct RegistrationServerOptions {
   int max_recv_msg_size = kDefaultMaxRecvMsgSize;
   // The blocking dial's timeout for plugin sockets.
   absl::Duration dial_timeout = kDefaultDialTimeout;
-  // The plugin watcher's directory; empty: probe mode off.
-  std::string plugins_registry_dir;
-  // Watcher tuning (its `dir` is replaced by plugins_registry_dir and its
-  // dial timeout by dial_timeout).
-  PluginWatcherOptions watcher;
 };
 
 // Thread-safe. Stop is idempotent, safe without Start, and also run by the
 // destructor.
-class RegistrationServer final : public WatcherPluginHandler {
+class RegistrationServer final : public pluginmanager::PluginHandler {
  public:
   // Error (InvalidArgument): "bad socketPath, must be an absolute path:
   // <dir>/kubelet.sock" when plugin_dir is empty or relative. `handler`
@@ -70,12 +65,12 @@ class RegistrationServer final : public WatcherPluginHandler {
   RegistrationServer& operator=(const RegistrationServer&) = delete;
 
   // MkdirAll(dir, 0750), CleanupPluginDirectory per profile, listen on
-  // kubelet.sock and serve; then the plugin watcher when configured. The
-  // first error is returned and nothing is left running.
+  // kubelet.sock and serve. The first error is returned and nothing is left
+  // running.
   absl::Status Start();
   // Disconnects every tracked client (PluginDisconnected), cancels every
-  // ListAndWatch, stops the watcher and the gRPC server, joins all threads
-  // and removes kubelet.sock.
+  // ListAndWatch, stops the gRPC server, joins all threads and removes
+  // kubelet.sock.
   void Stop();
 
   const std::string& SocketPath() const { return socket_path_; }
@@ -96,7 +91,7 @@ class RegistrationServer final : public WatcherPluginHandler {
   // the plugin receives with code Unknown.
   absl::Status Register(const v1beta1::RegisterRequest& req);
 
-  // WatcherPluginHandler.
+  // pluginmanager::PluginHandler (type "DevicePlugin").
   absl::Status ValidatePlugin(const std::string& name, const std::string& endpoint,
                               const std::vector<std::string>& versions) override;
   absl::Status RegisterPlugin(const std::string& name, const std::string& endpoint,
@@ -147,7 +142,6 @@ class RegistrationServer final : public WatcherPluginHandler {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool is_started_ ABSL_GUARDED_BY(mu_) = false;  // the 1.32 healthz flag
   std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<PluginWatcher> watcher_ ABSL_GUARDED_BY(mu_);
   // resource name -> clients (one before 1.37; in registration order).
   std::map<std::string, std::vector<std::shared_ptr<GrpcPluginClient>>> clients_
       ABSL_GUARDED_BY(mu_);

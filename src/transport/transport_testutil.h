@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/temp_dir_testutil.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -30,24 +31,7 @@
 
 namespace devmgr::transport::testutil {
 
-// A fresh directory under /tmp (short, for socket paths), removed with
-// everything in it on destruction.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/dmtXXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string Join(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ::devmgr::testutil::TempDir;
 
 // Records every ClientHandler call. Thread-safe.
 class FakeClientHandler : public manager::ClientHandler {

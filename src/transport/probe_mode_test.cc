@@ -1,10 +1,12 @@
-#include "transport/plugin_watcher.h"
-
+// Probe mode: the plugin manager with the registration server as its
+// "DevicePlugin" handler, over real unix sockets, as the node wires them.
 #include <filesystem>
 #include <fstream>
 
 #include "common/status_testutil.h"
 #include "gtest/gtest.h"
+#include "pluginmanager/plugin_manager.h"
+#include "transport/registration_client.h"
 #include "transport/registration_server.h"
 #include "transport/transport_testutil.h"
 
@@ -15,23 +17,60 @@ using testutil::FakeClientHandler;
 using testutil::FakePlugin;
 using testutil::FakePluginConfig;
 
-// Probe mode through the RegistrationServer, as the node runs it.
+// The node's probe-mode wiring (node::Node::Start).
+struct ProbeNode {
+  struct Options {
+    std::string plugin_dir;
+    std::string registry_dir;
+    Profile profile = DefaultProfile();
+    absl::Duration dial_timeout = absl::Seconds(10);
+    absl::Duration initial_retry_backoff;
+  };
+  absl::Status Start(const Options& o, manager::ClientHandler* handler) {
+    RegistrationServerOptions so;
+    so.plugin_dir = o.plugin_dir;
+    so.profile = o.profile;
+    so.dial_timeout = o.dial_timeout;
+    absl::StatusOr<std::unique_ptr<RegistrationServer>> s = RegistrationServer::Create(so, handler);
+    if (!s.ok()) return s.status();
+    server = std::move(*s);
+    pluginmanager::PluginManagerOptions po;
+    po.dir = o.registry_dir;
+    po.period = absl::Milliseconds(20);
+    po.operations.dial_timeout = o.dial_timeout;
+    po.operations.initial_retry_backoff = o.initial_retry_backoff;
+    po.operations.deregister_failed_registrations = o.profile.watcher_failure_deregisters;
+    plugins = std::make_unique<pluginmanager::PluginManager>(po, DialRegistration);
+    if (absl::Status st = plugins->AddHandler(pluginmanager::kDevicePluginType, server.get());
+        !st.ok()) {
+      return st;
+    }
+    if (absl::Status st = server->Start(); !st.ok()) return st;
+    return plugins->Start();
+  }
+  void Stop() {
+    if (server != nullptr) server->Stop();
+    if (plugins != nullptr) plugins->Stop();
+  }
+  ~ProbeNode() { Stop(); }
+
+  std::unique_ptr<RegistrationServer> server;
+  std::unique_ptr<pluginmanager::PluginManager> plugins;
+};
+
 class PluginWatcherTest : public testing::Test {
  protected:
   void SetUp() override {
-    RegistrationServerOptions o;
+    ProbeNode::Options o;
     o.plugin_dir = dp_dir_.path();
-    o.plugins_registry_dir = reg_dir_.Join("plugins_registry");
+    o.registry_dir = reg_dir_.Join("plugins_registry");
     o.dial_timeout = dial_timeout_;
-    o.watcher.period = absl::Milliseconds(20);
-    o.watcher.initial_retry_backoff = absl::Seconds(30);  // one attempt per test
-    auto s = RegistrationServer::Create(o, &handler_);
-    ASSERT_OK(s);
-    server_ = std::move(*s);
-    ASSERT_OK(server_->Start());
-    ASSERT_TRUE(std::filesystem::is_directory(o.plugins_registry_dir));
+    o.initial_retry_backoff = absl::Seconds(30);  // one attempt per test
+    ASSERT_OK(node_.Start(o, &handler_));
+    server_ = node_.server.get();
+    ASSERT_TRUE(std::filesystem::is_directory(o.registry_dir));
   }
-  void TearDown() override { server_->Stop(); }
+  void TearDown() override { node_.Stop(); }
   std::string RegPath(const std::string& name) { return reg_dir_.Join("plugins_registry/" + name); }
   static FakePluginConfig Probe(const std::string& name, const std::string& endpoint,
                                 std::vector<std::string> versions = {"v1beta1"}) {
@@ -52,7 +91,8 @@ class PluginWatcherTest : public testing::Test {
   testutil::TempDir dp_dir_;
   testutil::TempDir reg_dir_;
   FakeClientHandler handler_;
-  std::unique_ptr<RegistrationServer> server_;
+  ProbeNode node_;
+  RegistrationServer* server_ = nullptr;
 };
 
 TEST_F(PluginWatcherTest, RegistersASocketServingBothServicesAndDeregistersOnRemoval) {
@@ -108,6 +148,35 @@ TEST_F(PluginWatcherTest, ValidationFailureOfTheName) {
             "plugin socket: the ResourceName \"gpu\" is invalid");
 }
 
+// A plugin of a type that has no handler is refused with the kubelet's
+// message, sent to it through NotifyRegistrationStatus.
+TEST_F(PluginWatcherTest, RefusesATypeWithoutAHandler) {
+  FakePluginConfig cfg = Probe("example.com/driver", "");
+  cfg.info.set_type("DRAPlugin");
+  FakePlugin plugin(RegPath("driver-reg.sock"), cfg);
+  ASSERT_TRUE(plugin.Start());
+  ASSERT_TRUE(plugin.WaitNotification());
+  const auto n = plugin.Notifications()[0];
+  EXPECT_FALSE(n.plugin_registered());
+  EXPECT_EQ(n.error(),
+            "RegisterPlugin error -- no handler registered for plugin type: DRAPlugin at socket " +
+                RegPath("driver-reg.sock"));
+  EXPECT_EQ(plugin.Calls()[0], "GetInfo");
+  EXPECT_EQ(handler_.Count("connected"), 0);
+  EXPECT_TRUE(node_.plugins->RegisteredSockets().empty());
+}
+
+// The registration socket's dial error, as the kubelet's dial words it (the
+// operation logs it after "dial failed at socket <path>, err: ").
+TEST(DialRegistrationTest, ADeadSocketFailsWithTheKubeletsText) {
+  testutil::TempDir dir;
+  const std::string path = dir.Join("nobody.sock");
+  auto client = DialRegistration(path, absl::Milliseconds(100), [] { return false; });
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().message(),
+            "failed to dial socket " + path + ", err: context deadline exceeded");
+}
+
 class PluginWatcherDialFailureTest : public PluginWatcherTest {
  protected:
   PluginWatcherDialFailureTest() { dial_timeout_ = absl::Milliseconds(300); }
@@ -141,16 +210,14 @@ TEST(PluginWatcherRetryTest, FailedRegistrationRetriedFrom136) {
     SCOPED_TRACE(v);
     testutil::TempDir dp, reg;
     FakeClientHandler handler;
-    RegistrationServerOptions o;
+    ProbeNode::Options o;
     o.plugin_dir = dp.path();
+    o.registry_dir = reg.Join("plugins_registry");
     o.profile = *ProfileForVersion(v);
-    o.plugins_registry_dir = reg.Join("plugins_registry");
     o.dial_timeout = absl::Milliseconds(200);
-    o.watcher.period = absl::Milliseconds(20);
-    o.watcher.initial_retry_backoff = absl::Milliseconds(50);
-    auto s = RegistrationServer::Create(o, &handler);
-    ASSERT_OK(s);
-    ASSERT_OK((*s)->Start());
+    o.initial_retry_backoff = absl::Milliseconds(50);
+    ProbeNode node;
+    ASSERT_OK(node.Start(o, &handler));
     FakePluginConfig cfg;
     cfg.serve_registration = true;
     cfg.info.set_type("DevicePlugin");
@@ -175,7 +242,7 @@ TEST(PluginWatcherRetryTest, FailedRegistrationRetriedFrom136) {
       EXPECT_EQ(plugin.CallCount("GetInfo"), 1);
       EXPECT_EQ(handler.Count("connected"), 0);
     }
-    (*s)->Stop();
+    node.Stop();
   }
 }
 
