@@ -73,6 +73,12 @@ absl::StatusOr<std::string> ApiServer::Start(const std::string& address) {
       res.set_content(response.body, response.content_type.c_str());
       return;
     }
+    // httplib gzips an application/json body when the client accepts gzip
+    // (Go's transport always does), and its compressor holds back small
+    // chunks: watch events would never arrive. The real server does not
+    // compress watches; httplib decides after this handler, from the
+    // request it owns (a mutable object), so the header is dropped here.
+    const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
     std::shared_ptr<WatchStream> stream = std::move(response.watch);
     res.set_chunked_content_provider("application/json", [stream](size_t, httplib::DataSink& sink) {
       std::string out;

@@ -132,7 +132,7 @@ class Store {
   std::map<const ResourceType*, Validator> validators_ ABSL_GUARDED_BY(mu_);
   std::deque<WatchEvent> history_ ABSL_GUARDED_BY(mu_);
   // The oldest revision whose successor changes are all in history_.
-  int64_t history_start_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t history_start_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -79,7 +79,8 @@ TEST(ResourceSliceValidationTest, LimitsDevicesPerSlice) {
   EXPECT_THAT(Messages(ValidateResourceSlice(s, nullptr)),
               ElementsAre("spec.devices: Too many: 129: must have at most 128 items"));
   // A list attribute lowers the limit to 64.
-  s["spec"]["devices"].erase(65, 129);
+  json& devices = s["spec"]["devices"];
+  devices.erase(devices.begin() + 65, devices.end());
   s["spec"]["devices"][0]["attributes"] = {{"ids", {{"ints", {1, 2}}}}};
   EXPECT_THAT(Messages(ValidateResourceSlice(s, nullptr)),
               ElementsAre("spec.devices: Too many: 65: must have at most 64 items"));

@@ -106,8 +106,8 @@ class DraTestDriverTest : public testing::Test {
 };
 
 TEST_F(DraTestDriverTest, PublishesValidSlicesOverWatchListWithProtobufBodies) {
-  int64_t seen = 0;
   Store& store = server_.store();
+  int64_t seen = store.ResourceVersion();
   ASSERT_TRUE(AwaitStore(store, &seen, [&] { return !DriverSlices(store).empty(); }))
       << "the driver published no ResourceSlice within " << kPublishTimeout;
   std::vector<json> slices = DriverSlices(store);
