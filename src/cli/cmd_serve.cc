@@ -206,7 +206,8 @@ int RunServe(const ServeOptions& o) {
   if (!no.ok()) return Fail({kExitUsage, std::string(no.status().message())});
   (*observe)->Hook(&*no);
   node::Node n(*no);
-  node::PodManager pods(&n);
+  // A long-running node forgets deleted pods, as the kubelet does.
+  node::PodManager pods(&n, {.keep_deleted = false});
   if (absl::Status s = n.Start(pods.MakeStartOptions(/*node_rebooted=*/false)); !s.ok()) {
     return Fail({kExitEnvironment, "cannot start: " + std::string(s.message())});
   }
