@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/sample_plugin_example.h"
 #include "common/logging.h"
 #include "plugin/config.h"
 #include "plugin/sample_plugin.h"
@@ -28,7 +29,14 @@ struct SamplePluginOptions {
 
 int RunSamplePlugin(const SamplePluginOptions& o) {
   log::Init(o.verbosity, o.logging_format == "json" ? log::Format::kJson : log::Format::kText);
-  absl::StatusOr<plugin::Config> config = plugin::LoadConfig(o.config_path);
+  absl::StatusOr<plugin::Config> config;
+  if (o.config_path.empty()) {
+    DM_INFO("No --config given: running the documented example config (built in)",
+            {"config", kSamplePluginExamplePath});
+    config = plugin::ParseConfig(kSamplePluginExampleYaml, kSamplePluginExamplePath);
+  } else {
+    config = plugin::LoadConfig(o.config_path);
+  }
   if (!config.ok()) {
     std::cerr << "devmgr sample-plugin: " << config.status().message() << "\n";
     return kExitUsage;
@@ -74,8 +82,10 @@ void AddSamplePluginCommand(CLI::App& app, int* exit_code) {
       "Run the reference device plugin: serves the device plugin API v1beta1 on a unix\n"
       "socket, registers with the kubelet (or devmgr serve), re-registers after a kubelet\n"
       "restart, and misbehaves on purpose as configured. Runs until SIGINT/SIGTERM.");
-  cmd->add_option("--config", opts->config_path, "The plugin's YAML config (docs/sample-plugin.md)")
-      ->required();
+  cmd->add_option("--config", opts->config_path,
+                  "The plugin's YAML config (docs/sample-plugin.md). Default: the documented "
+                  "example, examples/sample-plugin.yaml (built in): four example.com/gpu devices "
+                  "on two NUMA nodes");
   cmd->add_option("--dir", opts->dir, "The device-plugin directory holding kubelet.sock")
       ->capture_default_str();
   cmd->add_option("--registry-dir", opts->registry_dir,

@@ -208,7 +208,8 @@ int RunServe(const ServeOptions& o) {
   // The status file stands for the Node object, which outlives the kubelet.
   if (!o.status_file.empty()) no->existing_node = node::ReadStatusFileNode(o.status_file);
   node::Node n(*no);
-  node::PodManager pods(&n);
+  // A long-running node forgets deleted pods, as the kubelet does.
+  node::PodManager pods(&n, {.keep_deleted = false});
   if (absl::Status s = n.Start(pods.MakeStartOptions(/*node_rebooted=*/false)); !s.ok()) {
     return Fail({kExitEnvironment, "cannot start: " + std::string(s.message())});
   }

@@ -23,7 +23,7 @@ bool Active(const PodRecord& r) {
 
 }  // namespace
 
-PodManager::PodManager(Node* node) : node_(node) {}
+PodManager::PodManager(Node* node, PodManagerOptions opts) : opts_(opts), node_(node) {}
 
 PodManager::SlotIt PodManager::FindSlotLocked(const std::string& key) {
   // A "namespace/name" always contains a '/'; a key without one can only be
@@ -57,6 +57,13 @@ void PodManager::UpdateActiveLocked(SlotIt it) {
   }
 }
 
+void PodManager::DropDeletedLocked(SlotIt it) {
+  if (opts_.keep_deleted || !it->rec.deleted) return;
+  active_.erase(it->seq);
+  by_uid_.erase(it->rec.pod.uid);
+  pods_.erase(it);
+}
+
 std::string PodManager::NewContainerId(const std::string& uid, const std::string& name) {
   return fmt::format("devmgr-{:06d}-{}", next_container_id_++, name);
 }
@@ -74,9 +81,10 @@ absl::StatusOr<PodRecord> PodManager::AddPod(const pod::Pod& p) {
       // its record; its old allocations stay until garbage collection.
       // (UIDs are unique among the records, so this is the only one.)
       if (auto it = by_uid_.find(p.uid); it != by_uid_.end()) {
-        active_.erase(it->second->seq);
-        pods_.erase(it->second);
+        SlotIt slot = it->second;
+        active_.erase(slot->seq);
         by_uid_.erase(it);
+        pods_.erase(slot);
       }
     }
     Slot slot;
@@ -99,19 +107,24 @@ absl::StatusOr<PodRecord> PodManager::AddPod(const pod::Pod& p) {
   }
   AdmitAndStart(node, p.uid, /*start_containers=*/true);
   absl::MutexLock l(&mu_);
-  return *FindLocked(p.uid);
+  if (const PodRecord* rec = FindLocked(p.uid); rec != nullptr) return *rec;
+  return absl::NotFoundError(
+      fmt::format("pod {}/{} (uid {}) was deleted while being added", p.namespace_, p.name, p.uid));
 }
 
 void PodManager::AdmitAndStart(Node* node, const std::string& uid, bool start_containers) {
   pod::Pod p;
   {
     absl::MutexLock l(&mu_);
-    p = FindLocked(uid)->pod;
+    const PodRecord* rec = FindLocked(uid);
+    if (rec == nullptr) return;  // deleted meanwhile, record dropped
+    p = rec->pod;
   }
   const topology::AdmitResult r = node->AdmitPod(p);
   {
     absl::MutexLock l(&mu_);
     SlotIt slot = FindSlotLocked(uid);
+    if (slot == pods_.end()) return;
     PodRecord* rec = &slot->rec;
     for (ContainerRecord& c : rec->containers) c.numa_affinity = node->NumaAffinity(uid, c.name);
     if (!r.admitted) {
@@ -130,11 +143,21 @@ void PodManager::AdmitAndStart(Node* node, const std::string& uid, bool start_co
   // generates the pod's status, device health included, with its phase,
   // before the containers start.
   node->pod_status().PodAdmitted(p);
+  bool deleted;
   {
     absl::MutexLock l(&mu_);
     SlotIt slot = FindSlotLocked(uid);
-    slot->rec.phase = pod::Phase::kRunning;
-    UpdateActiveLocked(slot);
+    deleted = slot == pods_.end() || slot->rec.deleted;
+    if (!deleted) {
+      slot->rec.phase = pod::Phase::kRunning;
+      UpdateActiveLocked(slot);
+    }
+  }
+  if (deleted) {
+    // Deleted while being admitted: the deletion's cleanup may have run
+    // before the first sync above, which remembered the pod again.
+    ForgetOnNode(node, uid);
+    return;
   }
   if (start_containers) StartContainers(node, uid);
 }
@@ -143,12 +166,15 @@ void PodManager::StartContainers(Node* node, const std::string& uid) {
   pod::Pod p;
   {
     absl::MutexLock l(&mu_);
-    p = FindLocked(uid)->pod;
+    const PodRecord* rec = FindLocked(uid);
+    if (rec == nullptr) return;
+    p = rec->pod;
   }
   for (const pod::Container* c : pod::AllContainersInKubeletOrder(p)) {
     auto opts = node->manager().GetDeviceRunContainerOptions(p, *c);
     absl::MutexLock l(&mu_);
     PodRecord* rec = FindLocked(uid);
+    if (rec == nullptr) return;  // deleted meanwhile, record dropped
     for (ContainerRecord& cr : rec->containers) {
       if (cr.name != c->name) continue;
       cr.container_id = NewContainerId(uid, c->name);
@@ -167,14 +193,29 @@ void PodManager::StartContainers(Node* node, const std::string& uid) {
 }
 
 absl::Status PodManager::DeletePod(const std::string& uid) {
-  absl::MutexLock l(&mu_);
-  SlotIt slot = FindSlotLocked(uid);
-  if (slot == pods_.end()) return absl::NotFoundError(fmt::format("no pod {}", uid));
-  PodRecord* rec = &slot->rec;
-  rec->deleted = true;
-  UpdateActiveLocked(slot);
-  for (ContainerRecord& c : rec->containers) c.running = false;
+  Node* node;
+  std::string pod_uid;
+  {
+    absl::MutexLock l(&mu_);
+    SlotIt slot = FindSlotLocked(uid);
+    if (slot == pods_.end()) return absl::NotFoundError(fmt::format("no pod {}", uid));
+    PodRecord* rec = &slot->rec;
+    rec->deleted = true;
+    UpdateActiveLocked(slot);
+    for (ContainerRecord& c : rec->containers) c.running = false;
+    pod_uid = rec->pod.uid;
+    DropDeletedLocked(slot);
+    node = node_;
+  }
+  ForgetOnNode(node, pod_uid);
   return absl::OkStatus();
+}
+
+void PodManager::ForgetOnNode(Node* node, const std::string& uid) {
+  // The kubelet drops a deleted pod's status (the status manager's orphan
+  // cleanup) and its containers' topology hints (as they are removed).
+  node->pod_status().PodDeleted(uid);
+  node->topology_manager()->RemovePod(uid);
 }
 
 absl::Status PodManager::SetPhase(const std::string& uid, pod::Phase phase) {
@@ -212,6 +253,7 @@ absl::Status PodManager::RestartContainer(const std::string& uid, const std::str
   auto opts = node->manager().GetDeviceRunContainerOptions(p, *c);
   absl::MutexLock l(&mu_);
   PodRecord* rec = FindLocked(p.uid);
+  if (rec == nullptr) return absl::NotFoundError(fmt::format("no pod {}", p.uid));
   for (ContainerRecord& cr : rec->containers) {
     if (cr.name != container) continue;
     cr.container_id = NewContainerId(p.uid, container);

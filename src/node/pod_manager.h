@@ -53,12 +53,20 @@ struct PodRecord {
   std::vector<ContainerRecord> containers;  // kubelet order (init, then app)
 };
 
+struct PodManagerOptions {
+  // Keep the record of a deleted pod (PodRecord::deleted) for reports and
+  // expectations, as `devmgr run` does: a scenario is finite. Off (`devmgr
+  // serve`), a deleted pod's record goes at once, as it leaves the kubelet's
+  // pod manager, so that a long-running node's memory follows its live pods.
+  bool keep_deleted = true;
+};
+
 // Thread-safe. `node` must outlive the PodManager (or be replaced by a
 // ReadmitAfter... call). Calls into the manager are made without this
 // class's lock, because the manager calls back (active pods, readiness).
 class PodManager {
  public:
-  explicit PodManager(Node* node);
+  explicit PodManager(Node* node, PodManagerOptions opts = {});
 
   // Admission as the kubelet does it (topology manager admit handler, which
   // allocates), then container start: GetDeviceRunContainerOptions for
@@ -67,7 +75,9 @@ class PodManager {
   // the same UID exists (a deleted or terminated one is replaced).
   absl::StatusOr<PodRecord> AddPod(const pod::Pod& pod);
   // The pod leaves the active set; its devices are freed at the next
-  // garbage collection (the next allocation). NotFound for an unknown UID.
+  // garbage collection (the next allocation). The node forgets its device
+  // health status and topology hints; its record is kept or dropped as
+  // PodManagerOptions::keep_deleted says. NotFound for an unknown UID.
   absl::Status DeletePod(const std::string& uid);
   // Succeeded or Failed: the pod is terminated and no longer active.
   absl::Status SetPhase(const std::string& uid, pod::Phase phase);
@@ -100,6 +110,9 @@ class PodManager {
   void AdmitAndStart(Node* node, const std::string& uid, bool start_containers)
       ABSL_LOCKS_EXCLUDED(mu_);
   void StartContainers(Node* node, const std::string& uid) ABSL_LOCKS_EXCLUDED(mu_);
+  // What the node keeps per pod and forgets when the pod is deleted: its
+  // device-health status and its topology hints.
+  static void ForgetOnNode(Node* node, const std::string& uid);
   std::string NewContainerId(const std::string& uid, const std::string& name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A record in admission order, with its admission sequence number.
@@ -114,12 +127,16 @@ class PodManager {
   PodRecord* FindLocked(const std::string& uid_or_ns_name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Re-files the record in active_ after its phase or deleted flag changed.
   void UpdateActiveLocked(SlotIt it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the record of a deleted pod unless options say to keep it.
+  void DropDeletedLocked(SlotIt it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const PodManagerOptions opts_;
 
   std::atomic<bool> sources_ready_{true};
   mutable absl::Mutex mu_;
   Node* node_ ABSL_GUARDED_BY(mu_);
-  // Every pod ever added (deleted ones too; a re-added UID replaces its
-  // record), in admission order. A list, so that the indexes below stay
+  // Every pod added (deleted ones too when options keep them; a re-added
+  // UID replaces its record), in admission order. A list, so that the indexes below stay
   // valid; lookups by UID and the active set cost O(1) and O(active), not
   // O(pods ever added).
   std::list<Slot> pods_ ABSL_GUARDED_BY(mu_);

@@ -71,6 +71,19 @@ void PodStatusSyncer::PodAdmitted(const pod::Pod& pod) {
   SyncPod(pod.uid);
 }
 
+void PodStatusSyncer::PodDeleted(const std::string& uid) {
+  if (!opts_.enabled) return;
+  bool erased;
+  {
+    absl::MutexLock l(&mu_);
+    erased = pods_.erase(uid) != 0;
+  }
+  if (erased) {
+    DM_VINFO(4, "Forgetting the status of a deleted pod", {"podUID", uid});
+    Notify();
+  }
+}
+
 void PodStatusSyncer::HandleUpdate(const std::vector<std::string>& pod_uids) {
   if (!opts_.enabled) return;
   for (const std::string& uid : pod_uids) {
@@ -101,10 +114,11 @@ int PodStatusSyncer::SyncDuePods() {
   int n = 0;
   for (const std::string& uid : due) {
     if (!IsActive(uid)) {
-      // A terminated or deleted pod is no longer synced; it keeps its last
-      // status.
+      // A terminated pod is no longer synced; it keeps its last status
+      // until it is deleted (PodDeleted), which may have happened meanwhile.
       absl::MutexLock l(&mu_);
-      pods_[uid].next_sync = absl::InfiniteFuture();
+      if (auto it = pods_.find(uid); it != pods_.end())
+        it->second.next_sync = absl::InfiniteFuture();
       continue;
     }
     SyncPod(uid);
@@ -150,7 +164,9 @@ void PodStatusSyncer::SyncPod(const std::string& uid) {
     // generateAPIPodStatus with the gate on.
     manager_->UpdateAllocatedResourcesStatus(uid, &statuses);
     absl::MutexLock l(&mu_);
-    PodState& st = pods_[uid];
+    auto it = pods_.find(uid);
+    if (it == pods_.end()) return;  // deleted during the sync
+    PodState& st = it->second;
     changed = !st.synced || st.statuses != statuses;
     st.statuses = std::move(statuses);
     st.synced = true;
@@ -183,6 +199,11 @@ std::map<std::string, std::vector<manager::ContainerResourceStatus>> PodStatusSy
 int64_t PodStatusSyncer::sync_count() const {
   absl::MutexLock l(&mu_);
   return syncs_;
+}
+
+size_t PodStatusSyncer::pod_count() const {
+  absl::MutexLock l(&mu_);
+  return pods_.size();
 }
 
 }  // namespace devmgr::node

@@ -70,6 +70,11 @@ class PodStatusSyncer {
   // sync). A re-admitted pod (kubelet restart) keeps its previous status as
   // the starting point, as the kubelet starts from the API server's.
   void PodAdmitted(const pod::Pod& pod);
+  // A deleted pod: forgotten, status and all (the kubelet's status manager
+  // drops the statuses of pods that left its pod manager), so that the
+  // syncer's memory follows the live pods. A sync of the pod under way
+  // finishes without bringing it back. Unknown UIDs are ignored.
+  void PodDeleted(const std::string& uid);
   // Syncs the pods named by one element of the update channel that are
   // known and active; others are skipped (logged at -v 3).
   void HandleUpdate(const std::vector<std::string>& pod_uids);
@@ -78,10 +83,12 @@ class PodStatusSyncer {
   int SyncDuePods();
 
   // pod UID -> its containers' statuses (regular containers, spec order), for
-  // every pod synced at least once.
+  // every pod synced at least once and not deleted since.
   std::map<std::string, std::vector<manager::ContainerResourceStatus>> Statuses() const;
   // Syncs so far (admissions, queued updates and periodic ones), for tests.
   int64_t sync_count() const;
+  // The pods remembered (admitted, not deleted), for tests.
+  size_t pod_count() const;
 
  private:
   struct PodState {

@@ -147,6 +147,37 @@ TEST_F(PodStatusSyncTest, InactivePodsAreNeitherResyncedNorUpdated) {
   EXPECT_EQ(Status("p1"), (std::vector<ResourceHealthStatus>{{kGpu, {{"d0", "Healthy"}}}}));
 }
 
+TEST_F(PodStatusSyncTest, ADeletedPodIsForgottenAndNotSyncedAgain) {
+  Init(36);
+  auto c = Connect(*m_, kGpu);
+  m_->PluginListAndWatchReceiver(kGpu, c.get(), Devices({{"d0"}, {"d1"}}));
+  Admit(MakePod("p1", {Ctr("app", {{kGpu, 1}})}));
+  Admit(MakePod("p2", {Ctr("app", {{kGpu, 1}})}));
+  ASSERT_EQ(syncer_->pod_count(), 2u);
+  int64_t changes_before;
+  {
+    absl::MutexLock l(&mu_);
+    changes_before = changes_;
+  }
+  syncer_->PodDeleted("p1");
+  syncer_->PodDeleted("never-admitted");  // ignored
+  EXPECT_EQ(syncer_->pod_count(), 1u);
+  EXPECT_EQ(Status("p1"), std::nullopt);
+  EXPECT_TRUE(Status("p2").has_value());  // the other pod keeps its status
+  {
+    absl::MutexLock l(&mu_);
+    EXPECT_EQ(changes_, changes_before + 1);  // status readers are told once
+  }
+  // Neither a queued update nor its periodic resync brings it back.
+  const int64_t syncs = syncer_->sync_count();
+  syncer_->HandleUpdate({"p1"});
+  clock_.Advance(absl::Minutes(2));
+  EXPECT_EQ(syncer_->SyncDuePods(), 1);  // p2 only
+  EXPECT_EQ(syncer_->sync_count(), syncs + 1);
+  EXPECT_EQ(syncer_->pod_count(), 1u);
+  EXPECT_EQ(Status("p1"), std::nullopt);
+}
+
 // Pod "a" holds nic dev-0, pod "b" gpu dev-0; the gpu's dev-0 turns unhealthy.
 std::vector<ResourceHealthStatus> Gpu(const char* h) { return {{kGpu, {{"dev-0", h}}}}; }
 

@@ -232,6 +232,7 @@ bool TopologyManager::HasHint(const std::string& pod_uid, const std::string& con
 void TopologyManager::RemovePod(const std::string& pod_uid) {
   absl::MutexLock l(&mu_);
   hints_.erase(pod_uid);
+  traces_.erase(pod_uid);
 }
 
 std::optional<AdmissionTrace> TopologyManager::LastAdmission(const std::string& pod_uid) const {

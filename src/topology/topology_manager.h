@@ -113,7 +113,8 @@ class TopologyManager final : public TopologyAffinityStore {
   TopologyHint GetHint(const std::string& pod_uid, const std::string& container_name) const;
   // Whether a hint is stored for the container.
   bool HasHint(const std::string& pod_uid, const std::string& container_name) const;
-  // Forgets the pod's hints (RemoveContainer for each of its containers).
+  // Forgets the pod's hints (RemoveContainer for each of its containers)
+  // and its last admission's trace.
   void RemovePod(const std::string& pod_uid);
 
   // The pod's last admission, or nullopt.

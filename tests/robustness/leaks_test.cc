@@ -22,29 +22,6 @@ using transport::testutil::Devices;
 using transport::testutil::FakePlugin;
 using transport::testutil::FakePluginConfig;
 
-int EnvInt(const char* name, int def) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::atoi(v) : def;
-}
-
-void Print(const char* what, const ProcStats& base, const ProcStats& end) {
-  std::printf("%-28s fds %ld -> %ld, threads %ld -> %ld, RSS %ld -> %ld KiB (%+ld)\n", what,
-              base.fds, end.fds, base.threads, end.threads, base.rss_kib, end.rss_kib,
-              end.rss_kib - base.rss_kib);
-  std::fflush(stdout);
-}
-
-// Threads of gRPC's executor and of finished stream readers wind down asynchronously: the
-// figures are taken once fds and threads are back within +2 of the baseline, or after 10 s.
-ProcStats Settled(const ProcStats& base) {
-  ProcStats s = ProcStats::Now();
-  for (int i = 0; i < 100 && (s.fds > base.fds + 2 || s.threads > base.threads + 2); ++i) {
-    absl::SleepFor(absl::Milliseconds(100));
-    s = ProcStats::Now();
-  }
-  return s;
-}
-
 constexpr char kResource[] = "example.com/leak";
 
 class LeakTest : public ::testing::Test {
@@ -105,7 +82,7 @@ TEST_F(LeakTest, PluginRestartsAndPodAdmissionsReturnToBaseline) {
   const ProcStats after_restarts = Settled(base);
   std::printf("%d plugin restarts in %.1f s\n", restarts,
               absl::ToDoubleSeconds(absl::Now() - start));
-  Print("after the restarts:", base, after_restarts);
+  PrintStats("after the restarts:", base, after_restarts);
 
   // One plugin stays up for the admissions.
   FakePluginConfig cfg;
@@ -124,7 +101,7 @@ TEST_F(LeakTest, PluginRestartsAndPodAdmissionsReturnToBaseline) {
   const ProcStats after_pods = Settled(pods_base);
   std::printf("%d pod admissions in %.1f s\n", admissions,
               absl::ToDoubleSeconds(absl::Now() - start));
-  Print("after the admissions:", pods_base, after_pods);
+  PrintStats("after the admissions:", pods_base, after_pods);
   // Only the last pod holds a device: the checkpoint did not grow with the admissions.
   EXPECT_EQ(node_->manager().Allocations().size(), 1u);
 

@@ -5,8 +5,13 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 namespace devmgr::testing {
 
@@ -46,6 +51,32 @@ struct ProcStats {
     return s;
   }
 };
+
+// The integer in environment variable `name` (a test's size override), or `def`.
+inline int EnvInt(const char* name, int def) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::atoi(v) : def;
+}
+
+// Prints one line: `what`, then fds, threads and RSS from `base` to `end`.
+inline void PrintStats(const char* what, const ProcStats& base, const ProcStats& end) {
+  std::printf("%-28s fds %ld -> %ld, threads %ld -> %ld, RSS %ld -> %ld KiB (%+ld)\n", what,
+              base.fds, end.fds, base.threads, end.threads, base.rss_kib, end.rss_kib,
+              end.rss_kib - base.rss_kib);
+  std::fflush(stdout);
+}
+
+// Threads of gRPC's executor and of finished stream readers wind down asynchronously, with no
+// event to wait for: the figures are taken once fds and threads are back within +2 of `base`,
+// or after 10 s.
+inline ProcStats Settled(const ProcStats& base) {
+  ProcStats s = ProcStats::Now();
+  for (int i = 0; i < 100 && (s.fds > base.fds + 2 || s.threads > base.threads + 2); ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+    s = ProcStats::Now();
+  }
+  return s;
+}
 
 }  // namespace devmgr::testing
 
