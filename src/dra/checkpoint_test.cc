@@ -147,9 +147,12 @@ TEST(DraCheckpointTest, KubeletWrittenFilesReencodeByteForByte) {
   int files = 0;
   while (std::getline(manifest, line)) {
     if (line.empty() || line[0] == '#') continue;
-    const std::string file = line.substr(0, line.find('\t'));
-    const StateLayout layout =
-        file.rfind("v1.34.", 0) == 0 ? StateLayout::k134 : StateLayout::k137;
+    std::istringstream fields(line);
+    std::string file, tag;
+    std::getline(fields, file, '\t');
+    std::getline(fields, tag, '\t');
+    ASSERT_TRUE(tag == "v1.34.4" || tag == "v1.37.2") << line;
+    const StateLayout layout = tag == "v1.34.4" ? StateLayout::k134 : StateLayout::k137;
     const std::string bytes = Slurp(DataDir() + "/kubelet/" + file);
     ASSERT_FALSE(bytes.empty()) << file;
     const VerifyResult r = Verify(bytes, layout);
@@ -157,7 +160,22 @@ TEST(DraCheckpointTest, KubeletWrittenFilesReencodeByteForByte) {
     EXPECT_EQ(EncodeFile(NewCheckpoint(r.data->claim_info_state_list, layout)), bytes) << file;
     ++files;
   }
-  EXPECT_EQ(files, 6);
+  EXPECT_EQ(files, 14);
+}
+
+TEST(DraCheckpointTest, TheKubeletStoresShareIdFrom135) {
+  const std::string dir = DataDir() + "/kubelet/";
+  absl::StatusOr<CheckpointData> d134 =
+      DecodeData(DecodeFile(Slurp(dir + "oracle-1.34-share-id.json"))->data, StateLayout::k137);
+  absl::StatusOr<CheckpointData> d137 =
+      DecodeData(DecodeFile(Slurp(dir + "oracle-1.37-share-id.json"))->data, StateLayout::k137);
+  ASSERT_OK(d134);
+  ASSERT_OK(d137);
+  const auto device = [](const CheckpointData& d) {
+    return d.claim_info_state_list->at(0).driver_state->begin()->second.devices->at(0);
+  };
+  EXPECT_FALSE(device(*d134).share_id.has_value());
+  EXPECT_EQ(device(*d137).share_id, "share-uid-0");
 }
 
 // The state of the "single-claim-info-state" vectors, built by hand.
