@@ -167,7 +167,6 @@ void UnquoteInto(std::string_view raw, std::string* out) {
   }
 }
 
-
 namespace {
 
 // Go's quoteChar for syntax errors.
@@ -188,7 +187,6 @@ std::string QuoteChar(unsigned char c) {
   }
   return "'" + q + "'";
 }
-
 
 const char* KindName(GoJsonKind k) {
   switch (k) {
@@ -243,7 +241,6 @@ bool ParseUint(std::string_view s, uint64_t max, uint64_t* out) {
   return true;
 }
 
-
 // Go's fold of a struct field name for case-insensitive matching: ASCII
 // letters case-folded, and U+017F (long s) and U+212A (Kelvin) match s/k.
 bool FieldMatches(std::string_view key, std::string_view name) {
@@ -282,7 +279,6 @@ absl::Status GoJsonReader::error() const {
   }
   return absl::InvalidArgumentError(fmt::format("{} (offset {})", type_msg_, type_off_));
 }
-
 
 // Records a syntax error at p_ (or end of input) and returns false.
 bool GoJsonReader::Fail(std::string_view context) {
@@ -467,7 +463,8 @@ bool GoJsonReader::SkipKind(GoJsonKind k) {
 }
 
 // ---- type errors (the first one is kept, decoding continues) ----
-void GoJsonReader::TypeError(std::string_view value, std::string_view type, const unsigned char* at) {
+void GoJsonReader::TypeError(std::string_view value, std::string_view type,
+                             const unsigned char* at) {
   if (type_failed_) return;
   type_failed_ = true;
   type_off_ = static_cast<size_t>(at - begin_);
@@ -480,8 +477,8 @@ void GoJsonReader::TypeError(std::string_view value, std::string_view type, cons
     if (!path.empty()) path += '.';
     path += f;
   }
-  type_msg_ = fmt::format("json: cannot unmarshal {} into Go struct field {}.{} of type {}",
-                          value, ctx_struct_ ? ctx_struct_ : "", path, type);
+  type_msg_ = fmt::format("json: cannot unmarshal {} into Go struct field {}.{} of type {}", value,
+                          ctx_struct_ ? ctx_struct_ : "", path, type);
 }
 
 void GoJsonReader::PlainError(std::string msg, const unsigned char* at) {

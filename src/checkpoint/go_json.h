@@ -176,8 +176,7 @@ class GoJsonReader {
   // name (innermost wins) and the path of field names.
   class FieldScope {
    public:
-    FieldScope(GoJsonReader* r, const char* st, const char* field)
-        : r_(r), saved_(r->ctx_struct_) {
+    FieldScope(GoJsonReader* r, const char* st, const char* field) : r_(r), saved_(r->ctx_struct_) {
       r->ctx_struct_ = st;
       r->fields_.push_back(field);
     }

@@ -170,7 +170,8 @@ class Parser : public GoJsonReader {
 
   template <class Dev>
   bool DecodeEntries(GoSlice<GoEntry<Dev>>* dst) {
-    return DecodeSlice(dst, names_.entries_type, [this](GoEntry<Dev>* e) { return DecodeEntry(e); });
+    return DecodeSlice(dst, names_.entries_type,
+                       [this](GoEntry<Dev>* e) { return DecodeEntry(e); });
   }
 
   template <class Dev>

@@ -224,10 +224,10 @@ int RunDiff(const DiffOptions& o) {
   if (!bytes_b) return code;
   const bool dra_a = IsDraCheckpoint(o.a, *bytes_a);
   if (dra_a != IsDraCheckpoint(o.b, *bytes_b)) {
-    Err("diff", fmt::format("{} is a {} and {} a {}: nothing to compare", DisplayName(o.a),
-                            dra_a ? "dra_manager_state" : "device-manager checkpoint",
-                            DisplayName(o.b),
-                            dra_a ? "device-manager checkpoint" : "dra_manager_state"));
+    Err("diff",
+        fmt::format("{} is a {} and {} a {}: nothing to compare", DisplayName(o.a),
+                    dra_a ? "dra_manager_state" : "device-manager checkpoint", DisplayName(o.b),
+                    dra_a ? "device-manager checkpoint" : "dra_manager_state"));
     return kExitUsage;
   }
   if (dra_a) return DiffDra(DisplayName(o.a), *bytes_a, DisplayName(o.b), *bytes_b);

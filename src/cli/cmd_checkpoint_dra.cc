@@ -87,8 +87,8 @@ json DraJson(const std::string& name, const dra::VerifyResult& r) {
   json j = json::object();
   j["file"] = name;
   j["format"] = "dra_manager_state";
-  j["checksum"] = json{{"stored", r.stored}, {"computed", r.computed},
-                       {"valid", r.stored == r.computed}};
+  j["checksum"] =
+      json{{"stored", r.stored}, {"computed", r.computed}, {"valid", r.stored == r.computed}};
   if (!r.data) {
     j["dataError"] = r.data_error;
     return j;
@@ -165,8 +165,8 @@ bool IsDraCheckpoint(const std::string& path, std::string_view bytes) {
 int InspectDra(const std::string& name, const std::string& bytes, const std::string& output) {
   const dra::VerifyResult r = dra::Verify(bytes, kReadLayout);
   if (!r.parsed) {
-    std::cerr << fmt::format("devmgr checkpoint inspect: {}: not a readable checkpoint: {}\n",
-                             name, r.error);
+    std::cerr << fmt::format("devmgr checkpoint inspect: {}: not a readable checkpoint: {}\n", name,
+                             r.error);
     return kExitUsage;
   }
   if (output == "table") {

@@ -26,7 +26,8 @@ constexpr Crc32Table kCrc32;
 // dra.NewManager returns it (manager.go "create ResourceClaim cache",
 // claiminfo.go newClaimInfoCache, state/checkpointer.go GetOrCreate).
 std::string GetOrCreateError(std::string_view cause) {
-  return "create ResourceClaim cache: GetOrCreate() on checkpoint state: failed to get checkpoint " +
+  return "create ResourceClaim cache: GetOrCreate() on checkpoint state: failed to get "
+         "checkpoint " +
          std::string(kCheckpointName) + ": " + std::string(cause);
 }
 
@@ -64,8 +65,10 @@ absl::StatusOr<CheckpointData> ReadAndVerify(const checkpoint::FileStore& store,
     return bytes.status();
   }
   absl::StatusOr<Checkpoint> cp = DecodeFile(*bytes);
-  if (!cp.ok()) return absl::InvalidArgumentError(GetOrCreateError(std::string(cp.status().message())));
-  if (!ChecksumMatches(*cp)) return absl::DataLossError(GetOrCreateError("checkpoint is corrupted"));
+  if (!cp.ok())
+    return absl::InvalidArgumentError(GetOrCreateError(std::string(cp.status().message())));
+  if (!ChecksumMatches(*cp))
+    return absl::DataLossError(GetOrCreateError("checkpoint is corrupted"));
   absl::StatusOr<CheckpointData> data = DecodeData(cp->data, layout);
   if (!data.ok()) {
     return absl::InvalidArgumentError("create ResourceClaim cache: GetEntries() on checkpoint: " +

@@ -78,13 +78,13 @@ absl::StatusOr<CheckpointData> ReadAndVerify(const checkpoint::FileStore& store,
 
 // What `devmgr checkpoint verify` reports for one dra_manager_state file.
 struct VerifyResult {
-  bool parsed = false;       // the outer JSON decodes
-  bool valid = false;        // parsed, checksum matches and Data decodes
-  uint32_t stored = 0;       // when parsed
-  uint32_t computed = 0;     // when parsed
-  std::string error;         // when !parsed: DecodeFile's error
-  std::string data_error;    // when parsed and Data does not decode
-  Checkpoint file;           // when parsed
+  bool parsed = false;                 // the outer JSON decodes
+  bool valid = false;                  // parsed, checksum matches and Data decodes
+  uint32_t stored = 0;                 // when parsed
+  uint32_t computed = 0;               // when parsed
+  std::string error;                   // when !parsed: DecodeFile's error
+  std::string data_error;              // when parsed and Data does not decode
+  Checkpoint file;                     // when parsed
   std::optional<CheckpointData> data;  // when Data decodes
 };
 VerifyResult Verify(std::string_view bytes, StateLayout layout);

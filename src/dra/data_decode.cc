@@ -353,8 +353,6 @@ absl::StatusOr<Checkpoint> DecodeFile(std::string_view bytes) {
   return cp;
 }
 
-bool LooksLikeDraCheckpoint(std::string_view bytes) {
-  return ShapeParser(bytes).DataIsString();
-}
+bool LooksLikeDraCheckpoint(std::string_view bytes) { return ShapeParser(bytes).DataIsString(); }
 
 }  // namespace devmgr::dra

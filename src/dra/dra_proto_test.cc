@@ -33,7 +33,11 @@ std::string VarintField(int field, uint64_t v) { return Tag(field, 0) + Varint(v
 
 // Device{request_names=1:"r", pool_name=2:"p", device_name=3:"d",
 // cdi_device_ids=4:"c", share_id=5:"s"}, written out byte by byte.
-const std::string kDevice("\x0a\x01r\x12\x01p\x1a\x01" "d\x22\x01" "c\x2a\x01s", 15);
+const std::string kDevice(
+    "\x0a\x01r\x12\x01p\x1a\x01"
+    "d\x22\x01"
+    "c\x2a\x01s",
+    15);
 
 TEST(DraProtoTest, HandEncodedDeviceHelpersAgree) {
   EXPECT_EQ(kDevice, Len(1, "r") + Len(2, "p") + Len(3, "d") + Len(4, "c") + Len(5, "s"));

@@ -32,7 +32,8 @@ void CheckFile(std::string_view bytes) {
              "Verify's checksums disagree with DecodeFile's");
   const std::string enc = EncodeFile(*cp);
   const absl::StatusOr<Checkpoint> back = DecodeFile(enc);
-  FUZZ_CHECK(back.ok(), "re-encoded file refused: %s", std::string(back.status().message()).c_str());
+  FUZZ_CHECK(back.ok(), "re-encoded file refused: %s",
+             std::string(back.status().message()).c_str());
   FUZZ_CHECK(*back == *cp, "re-encoded file decodes differently\n%s", enc.c_str());
   FUZZ_CHECK(EncodeFile(*back) == enc, "file encoding is not stable");
 }
