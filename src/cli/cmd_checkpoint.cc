@@ -1,5 +1,6 @@
 // `devmgr checkpoint inspect|verify|diff|repair|convert`: tools for people
-// debugging a node's kubelet_internal_checkpoint. See
+// debugging a node's kubelet_internal_checkpoint, and (inspect, verify, diff,
+// repair) the DRA manager's dra_manager_state (cmd_checkpoint_dra.cc). See
 // docs/checkpoint-debugging.md and docs/checkpoint_format.md.
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/file_store.h"
 #include "checkpoint/inspect.h"
+#include "cli/checkpoint_dra.h"
 #include "cli/checkpoint_output.h"
 #include "cli/commands.h"
 #include "fmt/format.h"
@@ -90,16 +92,23 @@ absl::StatusOr<std::string> ReadInput(const std::string& path) {
   return out;
 }
 
-// Reads and decodes an input for the commands that need a parsed file.
-// Prints the error and returns nullopt (exit code in *code) on failure.
-std::optional<VerifyResult> Load(const std::string& cmd, const std::string& path, int* code) {
+// Reads an input for the commands that need a parsed file. Prints the
+// error and returns nullopt (exit code in *code) on failure.
+std::optional<std::string> Read(const std::string& cmd, const std::string& path, int* code) {
   absl::StatusOr<std::string> bytes = ReadInput(path);
   if (!bytes.ok()) {
     Err(cmd, std::string(bytes.status().message()));
     *code = kExitUsage;
     return std::nullopt;
   }
-  if (bytes->empty()) {
+  return std::move(*bytes);
+}
+
+// Decodes a device-manager checkpoint read by Read. Prints the error and
+// returns nullopt (exit code in *code) on failure.
+std::optional<VerifyResult> Load(const std::string& cmd, const std::string& path,
+                                 const std::string& bytes, int* code) {
+  if (bytes.empty()) {
     Err(cmd,
         fmt::format(
             "{}: empty file, not a checkpoint (a kubelet reading it fails with \"unexpected end of "
@@ -108,7 +117,7 @@ std::optional<VerifyResult> Load(const std::string& cmd, const std::string& path
     *code = kExitUsage;
     return std::nullopt;
   }
-  VerifyResult r = checkpoint::Verify(*bytes);
+  VerifyResult r = checkpoint::Verify(bytes);
   if (!r.parsed) {
     Err(cmd, fmt::format("{}: not a readable checkpoint: {}", DisplayName(path), r.error));
     *code = kExitUsage;
@@ -145,7 +154,10 @@ struct InspectOptions {
 
 int RunInspect(const InspectOptions& o) {
   int code = kExitOk;
-  std::optional<VerifyResult> r = Load("inspect", o.file, &code);
+  std::optional<std::string> bytes = Read("inspect", o.file, &code);
+  if (!bytes) return code;
+  if (IsDraCheckpoint(o.file, *bytes)) return InspectDra(DisplayName(o.file), *bytes, o.output);
+  std::optional<VerifyResult> r = Load("inspect", o.file, *bytes, &code);
   if (!r) return code;
   if (o.output == "table") {
     std::cout << InspectTable(DisplayName(o.file), *r);
@@ -174,6 +186,12 @@ int RunVerify(const std::vector<std::string>& files) {
       code = kExitUsage;
       continue;
     }
+    if (IsDraCheckpoint(file, *bytes)) {
+      std::string line;
+      if (!VerifyDraLine(name, *bytes, &line) && code == kExitOk) code = kExitFailed;
+      std::cout << line;
+      continue;
+    }
     const VerifyResult r = checkpoint::VerifyOnly(*bytes);
     if (r.valid) {
       std::cout << fmt::format("{}: OK {} checksum {}\n", name, FormatName(r.format), r.stored);
@@ -200,9 +218,22 @@ struct DiffOptions {
 
 int RunDiff(const DiffOptions& o) {
   int code = kExitOk;
-  std::optional<VerifyResult> a = Load("diff", o.a, &code);
+  std::optional<std::string> bytes_a = Read("diff", o.a, &code);
+  if (!bytes_a) return code;
+  std::optional<std::string> bytes_b = Read("diff", o.b, &code);
+  if (!bytes_b) return code;
+  const bool dra_a = IsDraCheckpoint(o.a, *bytes_a);
+  if (dra_a != IsDraCheckpoint(o.b, *bytes_b)) {
+    Err("diff",
+        fmt::format("{} is a {} and {} a {}: nothing to compare", DisplayName(o.a),
+                    dra_a ? "dra_manager_state" : "device-manager checkpoint", DisplayName(o.b),
+                    dra_a ? "device-manager checkpoint" : "dra_manager_state"));
+    return kExitUsage;
+  }
+  if (dra_a) return DiffDra(DisplayName(o.a), *bytes_a, DisplayName(o.b), *bytes_b);
+  std::optional<VerifyResult> a = Load("diff", o.a, *bytes_a, &code);
   if (!a) return code;
-  std::optional<VerifyResult> b = Load("diff", o.b, &code);
+  std::optional<VerifyResult> b = Load("diff", o.b, *bytes_b, &code);
   if (!b) return code;
   std::vector<std::string> lines;
   if (a->valid != b->valid) {
@@ -252,6 +283,32 @@ void ReportRepair(const std::string& name, const std::vector<std::string>& drop_
   }
 }
 
+// The repaired file (checksum recomputed, pods dropped); the report on
+// stderr.
+absl::StatusOr<std::string> RepairBytes(const RepairOptions& o, const std::string& name,
+                                        const std::string& original) {
+  if (IsDraCheckpoint(o.file, original)) {
+    if (!o.drop_pods.empty()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: --drop-pod is not supported for a dra_manager_state (dropping a claim would skip "
+          "its NodeUnprepareResources)",
+          name));
+    }
+    return RepairDra(name, original);
+  }
+  VerifyResult r = checkpoint::Verify(original);
+  if (!r.parsed) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: not a readable checkpoint: {}; refusing to repair (fix the JSON by hand first)", name,
+        r.error));
+  }
+  Checkpoint cp = std::move(r.checkpoint);
+  const std::vector<size_t> dropped = checkpoint::DropPods(&cp, o.drop_pods);
+  checkpoint::Rechecksum(&cp);
+  ReportRepair(name, o.drop_pods, dropped, r, cp);
+  return checkpoint::Encode(cp);
+}
+
 int RunRepair(const RepairOptions& o) {
   if (o.in_place && o.file == "-") {
     Err("repair", "--in-place needs a file, not stdin");
@@ -271,19 +328,12 @@ int RunRepair(const RepairOptions& o) {
             name));
     return kExitUsage;
   }
-  VerifyResult r = checkpoint::Verify(*original);
-  if (!r.parsed) {
-    Err("repair",
-        fmt::format(
-            "{}: not a readable checkpoint: {}; refusing to repair (fix the JSON by hand first)",
-            name, r.error));
+  absl::StatusOr<std::string> repaired = RepairBytes(o, name, *original);
+  if (!repaired.ok()) {
+    Err("repair", std::string(repaired.status().message()));
     return kExitUsage;
   }
-  Checkpoint cp = std::move(r.checkpoint);
-  const std::vector<size_t> dropped = checkpoint::DropPods(&cp, o.drop_pods);
-  checkpoint::Rechecksum(&cp);
-  const std::string bytes = checkpoint::Encode(cp);
-  ReportRepair(name, o.drop_pods, dropped, r, cp);
+  const std::string& bytes = *repaired;
   std::string out = o.output;
   if (o.in_place) {
     const std::string backup = BackupPath(o.file);
@@ -314,9 +364,17 @@ struct ConvertOptions {
 
 int RunConvert(const ConvertOptions& o) {
   int code = kExitOk;
-  std::optional<VerifyResult> r = Load("convert", o.file, &code);
-  if (!r) return code;
+  std::optional<std::string> bytes = Read("convert", o.file, &code);
+  if (!bytes) return code;
   const std::string name = DisplayName(o.file);
+  if (IsDraCheckpoint(o.file, *bytes)) {
+    Err("convert", fmt::format("{}: a dra_manager_state has one format; convert is for the "
+                               "device manager's checkpoint (v1/v2)",
+                               name));
+    return kExitUsage;
+  }
+  std::optional<VerifyResult> r = Load("convert", o.file, *bytes, &code);
+  if (!r) return code;
   if (!r->valid && !o.force) {
     Err("convert",
         fmt::format("{}: checksum mismatch (stored {}, computed {}); converting would hide the "
@@ -363,7 +421,10 @@ void AddCheckpointCommand(CLI::App& app, int* exit_code) {
   CLI::App* cp = app.add_subcommand(
       "checkpoint",
       "Inspect, verify, diff, repair and convert the kubelet's device-manager checkpoint "
-      "(/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint) without a kubelet.");
+      "(/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint) without a kubelet. "
+      "inspect, verify, diff and repair also read the DRA manager's checkpoint "
+      "(/var/lib/kubelet/dra_manager_state), recognised by its name or by its shape (a JSON "
+      "string as Data; CRC32 checksum).");
   cp->require_subcommand(1);
   cp->footer(kExitCodesFooter);
 
@@ -395,7 +456,10 @@ void AddCheckpointCommand(CLI::App& app, int* exit_code) {
       "corrupt, "
       "2 when a file cannot be read.");
   ver->add_option("FILE", *verify, "checkpoint files, or - for stdin")->required();
-  ver->footer(kExitCodesFooter);
+  ver->footer(std::string(kExitCodesFooter) +
+              "\nA dra_manager_state gets 'FILE: OK dra checksum N', 'FILE: CORRUPT dra checksum "
+              "mismatch: stored N, computed M', 'FILE: CORRUPT dra parse error: ...' or 'FILE: "
+              "CORRUPT dra Data error: ...' (Data is not the JSON of the claim state).");
   ver->callback([verify, exit_code] { *exit_code = RunVerify(*verify); });
 
   auto diff = std::make_shared<DiffOptions>();

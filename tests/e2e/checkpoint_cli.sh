@@ -175,6 +175,65 @@ run 0 "$BIN" checkpoint convert "$DATA/bad-numa-moved.json" --to v1 --force -o "
 run 2 "$BIN" checkpoint convert "$DATA/v1-multi.json" --to v3
 run 2 "$BIN" checkpoint convert "$DATA/v1-multi.json"
 
+# --- dra_manager_state (the DRA manager's checkpoint) -------------------------
+DRA=$DEVMGR_SOURCE_DIR/tests/testdata/dra_manager_state
+# The kubelet's own golden vectors verify; its corrupted and invalid ones do not.
+run 0 "$BIN" checkpoint verify "$DRA/upstream-v1.34/single-claim-info-state.json" \
+  "$DRA/upstream-v1.35-v1.37/single-claim-info-state-with-share-id.json"
+expect "single-claim-info-state.json: OK dra checksum 1656016162"
+expect "single-claim-info-state-with-share-id.json: OK dra checksum 736302156"
+run 1 "$BIN" checkpoint verify "$DRA/upstream-v1.34/incorrect-checksum.json"
+expect "CORRUPT dra checksum mismatch: stored 2930258365, computed 3633532417"
+cp "$DRA/upstream-v1.34/invalid-JSON.json" "$WORK/dra_manager_state"
+run 1 "$BIN" checkpoint verify "$WORK/dra_manager_state"
+expect "dra_manager_state: CORRUPT dra parse error: unexpected end of JSON input (offset 1)"
+# A flipped byte in Data is caught; by shape on stdin too.
+sed 's/worker-1/worker-2/' "$DRA/upstream-v1.35-v1.37/two-claim-info-states.json" >"$WORK/dra-flipped.json"
+run 1 "$BIN" checkpoint verify - <"$WORK/dra-flipped.json"
+expect "<stdin>: CORRUPT dra checksum mismatch: stored 2820117767"
+
+run 0 "$BIN" checkpoint inspect "$DRA/upstream-v1.35-v1.37/single-claim-info-state-with-share-id.json"
+expect "format:    dra_manager_state"
+expect "checksum:  736302156 (valid)"
+expect "claim default/example (uid 067798be-454e-4be4-9047-1aa06aea63f7)"
+expect "pod:     139cdb46-f989-4f17-9561-ca10cfb509a6"
+expect "driver test-driver.cdi.k8s.io"
+expect 'device worker-1/dev-1 share=aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa requests=["test request"] cdi=[example.com/example=cdi-example]'
+run 0 "$BIN" checkpoint inspect -o json "$WORK/dra-flipped.json"
+expect '"valid": false'
+expect '"cdiDeviceIDs": null'
+run 0 "$BIN" checkpoint inspect -o yaml "$DRA/upstream-v1.34/two-claim-info-states.json"
+expect 'format: "dra_manager_state"'
+run 2 "$BIN" checkpoint inspect "$WORK/dra_manager_state"
+expect "not a readable checkpoint: unexpected end of JSON input (offset 1)"
+
+run 0 "$BIN" checkpoint diff "$DRA/upstream-v1.34/two-claim-info-states.json" "$DRA/upstream-v1.35-v1.37/two-claim-info-states.json"
+run 1 "$BIN" checkpoint diff "$DRA/upstream-v1.34/single-claim-info-state.json" "$DRA/upstream-v1.34/two-claim-info-states.json"
+expect "+ claim default/example-2 uid=4cf8db2d-06c0-7d70-1a51-e59b25b2c16c pods=[139cdb46-f989-4f17-9561-ca10cfb509a6] drivers=[test-driver.cdi.k8s.io]"
+expect "~ claim default/example-1: name default/example -> default/example-1"
+run 1 "$BIN" checkpoint diff "$DRA/upstream-v1.35-v1.37/two-claim-info-states.json" "$WORK/dra-flipped.json"
+expect "~ checksum: valid -> CORRUPT"
+expect "~ claim default/example-1: driver test-driver.cdi.k8s.io: - device worker-1/dev-1"
+expect "~ claim default/example-1: driver test-driver.cdi.k8s.io: + device worker-2/dev-1"
+run 2 "$BIN" checkpoint diff "$DRA/upstream-v1.34/single-claim-info-state.json" "$DATA/v2-bootid.json"
+expect "nothing to compare"
+
+# repair recomputes the checksum and keeps Data byte for byte.
+cp "$WORK/dra-flipped.json" "$WORK/dra-repair.json"
+run 0 "$BIN" checkpoint repair --in-place "$WORK/dra-repair.json"
+expect "checksum 2820117767 -> "
+expect "backup: $WORK/dra-repair.json.bak"
+run 0 "$BIN" checkpoint verify "$WORK/dra-repair.json"
+cmp -s "$WORK/dra-repair.json.bak" "$WORK/dra-flipped.json" || { echo "FAIL: DRA backup differs"; failures=$((failures + 1)); }
+run 0 bash -c "'$BIN' checkpoint repair - <'$DRA/upstream-v1.34/single-claim-info-state.json' | cmp - '$DRA/upstream-v1.34/single-claim-info-state.json'"
+expect "checksum 1656016162 was already valid (dra)"
+run 2 "$BIN" checkpoint repair "$WORK/dra_manager_state" -o "$WORK/never-dra.json"
+expect "refusing to repair"
+run 2 "$BIN" checkpoint repair "$WORK/dra-flipped.json" --drop-pod x
+expect "--drop-pod is not supported for a dra_manager_state"
+run 2 "$BIN" checkpoint convert "$DRA/upstream-v1.34/single-claim-info-state.json" --to v1
+expect "convert is for the device manager's checkpoint"
+
 # --- help -----------------------------------------------------------------
 for sub in inspect verify diff repair convert; do
   run 0 "$BIN" checkpoint "$sub" --help
