@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -255,6 +256,7 @@ func serviceNames() string {
 	for n := range services {
 		names = append(names, n)
 	}
+	sort.Strings(names)
 	return strings.Join(names, ", ")
 }
 
