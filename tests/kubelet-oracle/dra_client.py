@@ -9,12 +9,11 @@ import base64
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 
-from oracle_client import OracleError
+from oracle_client import OracleError, stop_process
 
 SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 
@@ -71,13 +70,7 @@ class DRADriver:
             time.sleep(0.02)
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.proc.stdout.close()
         self.stderr.close()
         shutil.rmtree(self.work, ignore_errors=True)
