@@ -18,7 +18,7 @@ if [[ ${#profiles[@]} -eq 0 ]]; then
   mapfile -t profiles < <(awk '!/^#/ && NF { print $1 }' versions.txt)
 fi
 for p in "${profiles[@]}"; do
-  read -r _ release shape < <(awk -v p="$p" '$1 == p' versions.txt) || true
+  read -r _ release shape drashape < <(awk -v p="$p" '$1 == p' versions.txt) || true
   if [[ -z "${release:-}" ]]; then
     echo "kubelet-oracle: unknown profile $p (versions.txt has: $(awk '!/^#/ && NF { printf "%s ", $1 }' versions.txt))" >&2
     exit 2
@@ -36,6 +36,8 @@ for p in "${profiles[@]}"; do
   tags="oracle_api_$shape"
   # pod.status.extendedResourceClaimStatus exists from 1.34 (dra_status.go).
   if (( ${p#1.} >= 34 )); then tags="$tags oracle_dra"; fi
+  # The DRA manager's API shape (dra_api_<shape>.go), from 1.34.
+  if [[ -n "${drashape:-}" && "$drashape" != - ]]; then tags="$tags oracle_dra_$drashape"; fi
   "$GO" build -modfile="go.$p.mod" -tags "$tags" \
     -ldflags "-X main.kubernetesVersion=$release" -o "$OUT/kubelet-oracle-$p" .
   echo "kubelet-oracle-$p (k8s.io/kubernetes $release): built in $(( $(date +%s) - start )) s" >&2

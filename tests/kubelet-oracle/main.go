@@ -131,6 +131,8 @@ func serve(dir string) {
 		var resp map[string]any
 		if err := json.Unmarshal(line, &req); err != nil {
 			resp = map[string]any{"ok": false, "error": "bad request: " + err.Error()}
+		} else if isDRAOp(req.Op) {
+			resp = handleDRA(line) // the DRA manager (dra_oracle.go)
 		} else {
 			resp = o.handle(&req)
 		}
@@ -139,8 +141,10 @@ func serve(dir string) {
 		}
 		_ = out.Encode(resp)
 		if req.Op == "quit" {
+			draShutdown()
 			return
 		}
 	}
 	o.shutdown()
+	draShutdown()
 }

@@ -17,6 +17,17 @@ class OracleError(Exception):
     pass
 
 
+def stop_process(proc):
+    """SIGTERM, then SIGKILL after 10 s; waits for the process either way."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class Oracle:
     """One kubelet-oracle process with its own device-plugin directory."""
 
@@ -115,12 +126,6 @@ class SamplePlugin:
         raise OracleError("timed out waiting for a plugin call; calls: %r" % self.calls())
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.stderr.close()
         shutil.rmtree(self.work, ignore_errors=True)
