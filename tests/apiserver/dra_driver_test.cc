@@ -18,7 +18,7 @@
 #include "apiserver/validation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "node/plugin_process.h"
+#include "process/plugin_process.h"
 
 namespace devmgr::apiserver {
 namespace {

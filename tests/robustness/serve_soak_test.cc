@@ -20,7 +20,7 @@
 #include "node/node.h"
 #include "node/pod_manager.h"
 #include "node/status_loop.h"
-#include "node/supervisor.h"
+#include "process/supervisor.h"
 #include "tests/integration/test_env.h"
 #include "tests/robustness/proc_stats.h"
 
