@@ -109,6 +109,26 @@ bool HiddenByPrivateMounts(const std::string& path, const PluginProcessOptions& 
   return false;
 }
 
+// What the child's shell runs. A simple command is exec'ed so that pid() is
+// the plugin's own; a compound one, or one that starts with exec or an
+// assignment, runs as written (signals go to the whole group). A program
+// under a path the private mounts cover (a clone under /tmp with a private
+// /tmp bound in) is opened here, before the mounts, into *program_fd and
+// exec'ed through it; when it cannot be opened, the shell reports it as
+// before. *program_fd is -1 when no program was opened.
+std::string ChildShellCommand(const PluginProcessOptions& o, int* program_fd) {
+  *program_fd = -1;
+  const bool compound = o.command.find_first_of(";&|\n()") != std::string::npos;
+  if (compound) return o.command;
+  if (o.private_mount) {
+    if (auto lead = ParseLeadingProgram(o.command); lead && HiddenByPrivateMounts(lead->path, o)) {
+      *program_fd = open(lead->path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (*program_fd >= 0) return fmt::format("exec /proc/self/fd/{}{}", *program_fd, lead->rest);
+    }
+  }
+  return CanPrefixExec(o.command) ? "exec " + o.command : o.command;
+}
+
 bool IsDir(const std::string& p) {
   struct stat st;
   return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -311,25 +331,8 @@ absl::Status PluginProcess::Start() {
     close(out_pipe[1]);
     return err;
   }
-  // A simple command is exec'ed so that pid() is the plugin's own; a
-  // compound one, or one that starts with exec or an assignment, runs as
-  // written (signals go to the whole group).
-  const bool compound = opts_.command.find_first_of(";&|\n()") != std::string::npos;
-  std::string shell_cmd =
-      compound || !CanPrefixExec(opts_.command) ? opts_.command : "exec " + opts_.command;
-  // A program under a path the private mounts cover (a clone under /tmp
-  // with a private /tmp bound in) is opened here, before the mounts, and
-  // exec'ed through its descriptor; when it cannot be opened, the shell
-  // reports it as before.
   int program_fd = -1;
-  if (opts_.private_mount && !compound) {
-    if (auto lead = ParseLeadingProgram(opts_.command);
-        lead && HiddenByPrivateMounts(lead->path, opts_)) {
-      program_fd = open(lead->path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (program_fd >= 0)
-        shell_cmd = fmt::format("exec /proc/self/fd/{}{}", program_fd, lead->rest);
-    }
-  }
+  const std::string shell_cmd = ChildShellCommand(opts_, &program_fd);
   absl::Cleanup close_program = [program_fd] {
     if (program_fd >= 0) close(program_fd);
   };

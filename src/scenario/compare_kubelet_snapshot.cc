@@ -577,6 +577,47 @@ void PairStep(const Json* oracle_before, const Json& oracle, const Json* devmgr_
   }
 }
 
+// RPCs: an Allocate call is renamed as the container whose devices it asks
+// for; everything else globally.
+void RenameCalls(const Pairing& p, const Json& oracle, Json* out) {
+  if (!out->contains("calls")) return;
+  const Json& alloc = oracle.contains("allocations") ? oracle["allocations"] : Json::object();
+  std::set<std::string> used;
+  for (auto plugin = (*out)["calls"].begin(); plugin != (*out)["calls"].end(); ++plugin) {
+    for (auto list = plugin.value().begin(); list != plugin.value().end(); ++list) {
+      for (Json& call : list.value()) {
+        const DeviceMap* m = &p.global;
+        if (call.value("method", "") == "Allocate" && call.contains("args") &&
+            call["args"].contains("container_requests") &&
+            call["args"]["container_requests"].size() == 1) {
+          std::set<std::string> asked;
+          for (const Json& id :
+               call["args"]["container_requests"][0].value("devices_ids", Json::array())) {
+            asked.insert(id.get<std::string>());
+          }
+          for (const auto& [holder, cm] : p.containers) {
+            if (used.count(holder)) continue;
+            const size_t slash = holder.find('/');
+            const std::string uid = holder.substr(0, slash), name = holder.substr(slash + 1);
+            if (!alloc.contains(uid) || !alloc[uid].contains(name)) continue;
+            bool match = false;
+            for (auto r = alloc[uid][name].begin(); r != alloc[uid][name].end(); ++r) {
+              std::set<std::string> ids;
+              for (const Json& id : r.value()) ids.insert(id.get<std::string>());
+              match |= ids == asked;
+            }
+            if (!match) continue;
+            used.insert(holder);
+            m = &cm;
+            break;
+          }
+        }
+        m->RenameJson(&call);
+      }
+    }
+  }
+}
+
 Json RenameOracle(const Pairing& p, const Json& oracle, const Json& devmgr, bool* crossed_numa) {
   Json out = oracle;
   // Container-owned data.
@@ -637,45 +678,7 @@ Json RenameOracle(const Pairing& p, const Json& oracle, const Json& devmgr, bool
       e["devices"] = devs;
     }
   }
-  // RPCs: an Allocate call is renamed as the container whose devices it
-  // asks for; everything else globally.
-  if (out.contains("calls")) {
-    const Json& alloc = oracle.contains("allocations") ? oracle["allocations"] : Json::object();
-    std::set<std::string> used;
-    for (auto plugin = out["calls"].begin(); plugin != out["calls"].end(); ++plugin) {
-      for (auto list = plugin.value().begin(); list != plugin.value().end(); ++list) {
-        for (Json& call : list.value()) {
-          const DeviceMap* m = &p.global;
-          if (call.value("method", "") == "Allocate" && call.contains("args") &&
-              call["args"].contains("container_requests") &&
-              call["args"]["container_requests"].size() == 1) {
-            std::set<std::string> asked;
-            for (const Json& id :
-                 call["args"]["container_requests"][0].value("devices_ids", Json::array())) {
-              asked.insert(id.get<std::string>());
-            }
-            for (const auto& [holder, cm] : p.containers) {
-              if (used.count(holder)) continue;
-              const size_t slash = holder.find('/');
-              const std::string uid = holder.substr(0, slash), name = holder.substr(slash + 1);
-              if (!alloc.contains(uid) || !alloc[uid].contains(name)) continue;
-              bool match = false;
-              for (auto r = alloc[uid][name].begin(); r != alloc[uid][name].end(); ++r) {
-                std::set<std::string> ids;
-                for (const Json& id : r.value()) ids.insert(id.get<std::string>());
-                match |= ids == asked;
-              }
-              if (!match) continue;
-              used.insert(holder);
-              m = &cm;
-              break;
-            }
-          }
-          m->RenameJson(&call);
-        }
-      }
-    }
-  }
+  RenameCalls(p, oracle, &out);
   SortStringArrays(&out);
   return out;
 }
