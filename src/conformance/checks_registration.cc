@@ -1,7 +1,6 @@
 // registration.* and options.*: what the plugin sends in Register and how
 // it answers the kubelet's dial-back (devicemanager/plugin/v1beta1 server.go
 // and handler.go, IsExtendedResourceName).
-#include <sys/stat.h>
 
 #include "common/go_format.h"
 #include "common/resource_name.h"
@@ -44,11 +43,6 @@ Outcome ResourceName(Session& s) {
       .Evidence("RegisterRequest: " + r->request.ShortDebugString());
 }
 
-bool IsSocket(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
-}
-
 Outcome Endpoint(Session& s) {
   auto r = s.FirstRegistration();
   if (!r) return NoRegistration(s);
@@ -62,7 +56,8 @@ Outcome Endpoint(Session& s) {
         .Evidence(fmt::format("the plugin's socket is {}",
                               s.SocketPath().empty() ? "not found" : s.SocketPath()));
   }
-  if (!IsSocket(joined)) {
+  // Judged as the kubelet saw it: it dials the endpoint inside Register.
+  if (!r->endpoint_is_socket) {
     return Outcome::Fail(
         fmt::format("endpoint {}: {} is not a socket; a kubelet fails the "
                     "registration with \"failed to dial device plugin: context "

@@ -39,10 +39,11 @@ std::string Unreadable(Session& s, const std::string& field) {
 }
 
 Outcome FirstList(Session& s) {
-  StreamRecorder* r = s.KubeletStream();
-  if (r == nullptr)
+  if (s.KubeletStream() == nullptr)
     return Outcome::Skip("no ListAndWatch stream: the plugin's socket was not found");
-  if (!s.KubeletListArrived()) {
+  const bool arrived = s.KubeletListArrived();
+  StreamRecorder* r = s.KubeletStream();  // the newest connection's, after the wait
+  if (!arrived) {
     int code = 0;
     if (r->end_status().has_value() || s.target().Exited(&code)) {
       return Outcome::Fail(s.NoListReason(r) +
@@ -95,8 +96,8 @@ std::optional<Outcome> UnreadableList(Session& s, const StreamRecorder& r) {
 }
 
 Outcome StreamOpen(Session& s) {
+  if (s.KubeletStream() == nullptr || !s.KubeletListArrived()) return NoList(s);
   StreamRecorder* r = s.KubeletStream();
-  if (r == nullptr || !s.KubeletListArrived()) return NoList(s);
   // The kubelet's stream is the list stream here: the window is its own.
   const size_t lists = s.WindowLists().size();
   const bool ended = r->ended() && r->ended_at() <= s.ListWindowEnd();

@@ -176,9 +176,25 @@ std::optional<v1beta1::DevicePluginOptions> Session::Options() {
 }
 
 bool Session::KubeletListArrived() {
-  if (!kubelet_list_arrived_.has_value()) {
+  if (kubelet_list_arrived_.has_value()) return *kubelet_list_arrived_;
+  // A plugin may register a second time at once (it saw kubelet.sock appear
+  // after it had registered). A kubelet then dials the newest registration and
+  // the first connection's stream ends; so follow the newest connection until
+  // a list arrives or the window is over.
+  const MonoTime deadline = MonoDeadline(t().first_list_within);
+  kubelet_list_arrived_ = false;
+  while (true) {
+    const size_t connections = kubelet_ ? kubelet_->ConnectionCount() : 0;
     StreamRecorder* s = KubeletStream();
-    kubelet_list_arrived_ = s != nullptr && s->WaitForMessages(1, t().first_list_within);
+    if (s == nullptr) break;
+    const absl::Duration left = std::max(absl::ZeroDuration(), MonoSub(deadline, MonoNow()));
+    if (s->WaitForMessages(1, left)) {
+      kubelet_list_arrived_ = true;
+      break;
+    }
+    if (!kubelet_ || !s->ended() || MonoNow() >= deadline) break;
+    const absl::Duration rest = std::max(absl::ZeroDuration(), MonoSub(deadline, MonoNow()));
+    if (!kubelet_->WaitForConnections(connections + 1, rest)) break;
   }
   return *kubelet_list_arrived_;
 }

@@ -44,6 +44,14 @@ bool Exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
+// Which file `path` is now ("" when absent): inode and change time, so a
+// socket re-created at the same path is told apart from the one before.
+std::string FileIdentity(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return "";
+  return fmt::format("{}:{}.{}", st.st_ino, st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+}
+
 bool IsDir(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -376,7 +384,8 @@ void SamplePlugin::Loop() {
     for (const DirWatcher::Event& e : events) {
       if (e.overflow || e.name.empty() || NamesOwnSocket(e.dir, e.name)) look_at_sockets = true;
       if (e.dir != options_.dir || !e.created) continue;
-      if (e.name == kKubeletSocketName || (e.name.empty() && Exists(st.kubelet_socket))) {
+      if ((e.name == kKubeletSocketName || (e.name.empty() && Exists(st.kubelet_socket))) &&
+          FileIdentity(st.kubelet_socket) != st.registered_kubelet) {
         kubelet_created = true;
       }
     }
@@ -402,6 +411,7 @@ bool SamplePlugin::ActOnNeeds(LoopState& st) {
   }
   if (!st.need_register || core_->stopping()) return false;
   st.need_register = false;
+  st.registered_kubelet = FileIdentity(st.kubelet_socket);
   Register();
   if (!config.registration.serve_before_register && !dp_server_ && !core_->stopping()) {
     absl::Status s = StartDevicePluginServer();

@@ -114,6 +114,10 @@ class SamplePlugin {
     std::optional<absl::Time> delayed_restart;
     // When the loop last looked at its own sockets (see Loop).
     absl::Time sockets_looked_at = absl::InfinitePast();
+    // The kubelet.sock the last Register went to (inode and change time):
+    // a Create event for that same socket, seen after registering, is not a
+    // new kubelet.
+    std::string registered_kubelet;
   };
   // Restarts/registers when asked to; true when it registered (the loop then
   // looks at the world again before waiting).

@@ -550,6 +550,7 @@ void PairStep(const Json* oracle_before, const Json& oracle, const Json* devmgr_
         }
         map.Extend(res, sigs[0], sigs[1]);
       }
+      if (!p->containers.count(holder)) p->allocation_order.push_back(holder);
       p->containers[holder] = map;
     }
   }
@@ -595,8 +596,11 @@ void RenameCalls(const Pairing& p, const Json& oracle, Json* out) {
                call["args"]["container_requests"][0].value("devices_ids", Json::array())) {
             asked.insert(id.get<std::string>());
           }
-          for (const auto& [holder, cm] : p.containers) {
+          // In the kubelet's order: init containers that reuse devices ask
+          // for the same IDs as the app containers after them.
+          for (const std::string& holder : p.allocation_order) {
             if (used.count(holder)) continue;
+            const DeviceMap& cm = p.containers.at(holder);
             const size_t slash = holder.find('/');
             const std::string uid = holder.substr(0, slash), name = holder.substr(slash + 1);
             if (!alloc.contains(uid) || !alloc[uid].contains(name)) continue;

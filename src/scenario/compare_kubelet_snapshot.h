@@ -91,6 +91,9 @@ struct PodOrder {
 struct Pairing {
   DeviceMap global;
   std::map<std::string, DeviceMap> containers;
+  // The keys of `containers` in the order the kubelet allocated them (the
+  // order of its Allocate calls).
+  std::vector<std::string> allocation_order;
   // The renaming of a container's data.
   const DeviceMap& For(const std::string& uid, const std::string& name) const;
 };
