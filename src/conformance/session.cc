@@ -175,6 +175,10 @@ std::optional<v1beta1::DevicePluginOptions> Session::Options() {
   return c->options.resp;
 }
 
+// How soon a second registration must follow a stream that ended without a
+// device list for the tester to wait for its connection.
+constexpr absl::Duration kSecondRegisterGrace = absl::Seconds(1);
+
 bool Session::KubeletListArrived() {
   if (kubelet_list_arrived_.has_value()) return *kubelet_list_arrived_;
   // A plugin may register a second time at once (it saw kubelet.sock appear
@@ -192,8 +196,16 @@ bool Session::KubeletListArrived() {
       kubelet_list_arrived_ = true;
       break;
     }
-    if (!kubelet_ || !s->ended() || MonoNow() >= deadline) break;
+    if (!kubelet_ || !s->ended() || PluginFailed() || MonoNow() >= deadline) break;
+    // The stream ended without a list: follow a registration that came after
+    // it (its connection may still be dialling), or one that comes at once.
+    // A plugin that does not register again fails here without the window.
     const absl::Duration rest = std::max(absl::ZeroDuration(), MonoSub(deadline, MonoNow()));
+    const size_t registrations = kubelet_->Registrations().size();
+    if (registrations <= connections &&
+        !kubelet_->WaitForRegistrations(registrations + 1, std::min(rest, kSecondRegisterGrace))) {
+      break;
+    }
     if (!kubelet_->WaitForConnections(connections + 1, rest)) break;
   }
   return *kubelet_list_arrived_;
