@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/serve_api.h"
 #include "common/logging.h"
 #include "fmt/format.h"
 #include "kubelet/profile.h"
@@ -56,6 +58,7 @@ struct ServeOptions {
   std::string topology_scope = "container";
   std::string topology_policy_options;
   podresources::ObservabilityOptions observe;
+  ServeApiOptions api;  // the API endpoint for DRA drivers (cli/serve_api.h)
 };
 
 std::string Absolute(const std::string& p) {
@@ -122,10 +125,11 @@ absl::StatusOr<node::NodeOptions> NodeOptionsFor(const ServeOptions& o, const st
 }
 
 absl::Status StartPlugins(const ServeOptions& o, const node::NodeOptions& no,
-                          node::Supervisor* sup) {
+                          const std::map<std::string, std::string>& env, node::Supervisor* sup) {
   for (const std::string& cmd : o.plugins) {
     node::PluginProcessOptions po;
     po.command = cmd;
+    po.env = env;
     po.private_mount = o.private_mount;
     po.plugin_dir = no.plugin_dir;
     po.registry_dir = no.registry_dir;
@@ -219,6 +223,14 @@ int RunServe(const ServeOptions& o) {
     return Fail({s.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitEnvironment,
                  std::string(s.message())});
   }
+  absl::StatusOr<ServeApi> api = StartServeApi(o.api, dir, RealClock::Get());
+  if (!api.ok()) {
+    (void)(*observe)->Stop();
+    n.Stop();
+    return Fail(
+        {api.status().code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitEnvironment,
+         std::string(api.status().message())});
+  }
   node::Supervisor sup;
   node::StatusLoop status(&n, &sup, &pods, {absl::Seconds(o.node_status_seconds), o.status_file});
   n.manager().SetChangeCallback([&status] { status.MarkDirty(); });
@@ -226,13 +238,14 @@ int RunServe(const ServeOptions& o) {
   sup.SetChangeCallback([&status] { status.MarkDirty(); });
   status.Start();
   absl::StatusOr<std::unique_ptr<pod::StaticPodDir>> static_pods = nullptr;
-  absl::Status started = StartPlugins(o, *no, &sup);
+  absl::Status started = StartPlugins(o, *no, api->plugin_env, &sup);
   if (started.ok()) static_pods = StartStaticPods(o, &pods, &status);
   if (started.ok()) started = static_pods.status();
   if (started.ok()) WaitForSignal(o, sigs);
   if (!started.ok()) std::cerr << "devmgr serve: " << started.message() << "\n";
   if (static_pods.ok() && *static_pods) (*static_pods)->Stop();
   sup.Stop();
+  if (api->server) api->server->Stop();
   (void)(*observe)->Stop();  // serving ends; --metrics-file is written
   n.Stop();
   status.Stop();
@@ -326,6 +339,7 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sub->add_option("--topology-manager-policy-options", opts->topology_policy_options,
                   "k=v,... e.g. prefer-closest-numa-nodes=true,max-allowable-numa-nodes=16");
+  AddServeApiFlags(sub, &opts->api);
   sub->callback([opts, exit_code] { *exit_code = RunServe(*opts); });
 }
 

@@ -1,0 +1,61 @@
+#include "cli/serve_api.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "apiserver/validation.h"
+#include "common/logging.h"
+
+namespace devmgr::cli {
+
+void AddServeApiFlags(CLI::App* sub, ServeApiOptions* opts) {
+  sub->add_option("--api-listen", opts->listen,
+                  "Serve the Kubernetes API a DRA driver talks to (resource.k8s.io/v1 "
+                  "ResourceSlices, ResourceClaims, DeviceClasses; the node) over plain HTTP at "
+                  "this host:port (port 0: any free port); 'off' to serve none")
+      ->capture_default_str();
+  sub->add_option("--kubeconfig-out", opts->kubeconfig_out,
+                  "Write a kubeconfig for that endpoint here (default: <dir>/kubeconfig); "
+                  "--plugin commands get its path in KUBECONFIG");
+  sub->add_option("--node-name", opts->node_name,
+                  "The node's name in that endpoint (default: the host name in lower case, as "
+                  "the kubelet, or devmgr-node when that is no valid node name)");
+}
+
+std::string DefaultNodeName() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) return "devmgr-node";
+  std::string name = host;
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return !name.empty() && apiserver::IsDNS1123Subdomain(name).empty() ? name : "devmgr-node";
+}
+
+absl::StatusOr<ServeApi> StartServeApi(const ServeApiOptions& opts, const std::string& dir,
+                                       const Clock& clock) {
+  ServeApi api;
+  if (opts.listen == "off") return api;
+  api.node_name = opts.node_name.empty() ? DefaultNodeName() : opts.node_name;
+  if (auto msgs = apiserver::IsDNS1123Subdomain(api.node_name); !msgs.empty()) {
+    return absl::InvalidArgumentError("--node-name " + api.node_name + ": " + msgs[0]);
+  }
+  api.server = std::make_unique<apiserver::ApiServer>(clock);
+  absl::StatusOr<std::string> url = api.server->Start(opts.listen);
+  if (!url.ok())
+    return absl::Status(url.status().code(),
+                        "--api-listen: " + std::string(url.status().message()));
+  api.url = *url;
+  if (absl::Status s = apiserver::CreateNode(api.server->store(), api.node_name); !s.ok()) return s;
+  api.kubeconfig = opts.kubeconfig_out.empty() ? dir + "/kubeconfig" : opts.kubeconfig_out;
+  if (absl::Status s = apiserver::WriteKubeconfig(api.kubeconfig, api.url); !s.ok()) {
+    return absl::Status(s.code(), "--kubeconfig-out: " + std::string(s.message()));
+  }
+  api.plugin_env["KUBECONFIG"] = api.kubeconfig;
+  DM_INFO("devmgr is serving the Kubernetes API for DRA drivers", {"url", api.url},
+          {"kubeconfig", api.kubeconfig}, {"node", api.node_name});
+  return api;
+}
+
+}  // namespace devmgr::cli

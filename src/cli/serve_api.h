@@ -1,0 +1,47 @@
+// devmgr serve's embedded API endpoint (docs/api-server.md): its flags, and
+// starting it with the node object and a kubeconfig for the plugins.
+#ifndef DEVMGR_CLI_SERVE_API_H_
+#define DEVMGR_CLI_SERVE_API_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+#include "apiserver/server.h"
+
+namespace devmgr::cli {
+
+struct ServeApiOptions {
+  std::string listen = apiserver::kDefaultApiListen;  // "off": no endpoint
+  std::string kubeconfig_out;                         // "": <dir>/kubeconfig
+  std::string node_name;                              // "": DefaultNodeName()
+};
+
+// --api-listen, --kubeconfig-out, --node-name on `sub`.
+void AddServeApiFlags(CLI::App* sub, ServeApiOptions* opts);
+
+// The kubelet's default node name: the host name in lower case, when it is
+// a valid node name (a DNS subdomain); "devmgr-node" otherwise.
+std::string DefaultNodeName();
+
+// A started endpoint and what plugins need to reach it.
+struct ServeApi {
+  std::unique_ptr<apiserver::ApiServer> server;  // null with --api-listen off
+  std::string url;
+  std::string kubeconfig;
+  std::string node_name;
+  // KUBECONFIG for the --plugin commands (empty with --api-listen off).
+  std::map<std::string, std::string> plugin_env;
+};
+
+// Starts the endpoint, creates the node and writes the kubeconfig.
+// InvalidArgument for a bad flag, Unavailable when the address is busy,
+// the write's error when the kubeconfig cannot be written.
+absl::StatusOr<ServeApi> StartServeApi(const ServeApiOptions& opts, const std::string& dir,
+                                       const Clock& clock);
+
+}  // namespace devmgr::cli
+
+#endif  // DEVMGR_CLI_SERVE_API_H_

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# e2e: `devmgr serve` serves the Kubernetes API endpoint for DRA drivers: the
+# kubeconfig (--kubeconfig-out) names it, --plugin commands get that path in
+# KUBECONFIG, the node (--node-name) is served, a ResourceSlice POSTed through
+# it is validated with the real server's message; --api-listen off serves
+# none; a bad --node-name is a usage error.
+set -euo pipefail
+: "${DEVMGR_BIN:?}"
+tmp=$(mktemp -d /tmp/dmapiXXXXXX)
+pid=""
+cleanup() {
+  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; wait "$pid" || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [[ -f "$tmp/serve.err" ]] && tail -20 "$tmp/serve.err" >&2; exit 1; }
+wait_for() {  # wait_for DESCRIPTION COMMAND...: polls up to 20 s
+  local what=$1; shift
+  for _ in $(seq 1 200); do "$@" && return 0; sleep 0.1; done
+  fail "timed out waiting for $what"
+}
+
+mkdir -p "$tmp/dp"
+"$DEVMGR_BIN" serve --dir "$tmp/dp" --fsync false --kubeconfig-out "$tmp/kubeconfig" \
+  --node-name node-1 --plugin "echo \$KUBECONFIG > $tmp/seen; exec sleep 600" \
+  2> "$tmp/serve.err" &
+pid=$!
+wait_for "the plugin's KUBECONFIG" test -s "$tmp/seen"
+[[ "$(cat "$tmp/seen")" == "$tmp/kubeconfig" ]] || fail "plugin saw KUBECONFIG=$(cat "$tmp/seen")"
+grep -q 'devmgr is serving the Kubernetes API for DRA drivers' "$tmp/serve.err" || fail "no start line"
+
+python3 - "$tmp/kubeconfig" <<'PY' || fail "API checks"
+import json, sys, urllib.request, urllib.error
+kc = json.load(open(sys.argv[1]))
+assert kc["current-context"] == "devmgr", kc
+url = kc["clusters"][0]["cluster"]["server"]
+assert url.startswith("http://127.0.0.1:"), url
+
+def call(method, path, body=None):
+    req = urllib.request.Request(url + path, method=method,
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+code, node = call("GET", "/api/v1/nodes/node-1")
+assert code == 200 and node["metadata"]["name"] == "node-1", (code, node)
+slice_ = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+          "metadata": {"name": "node-1-gpu"},
+          "spec": {"driver": "gpu.example.com", "nodeName": "node-1",
+                   "pool": {"name": "node-1", "generation": 0, "resourceSliceCount": 1},
+                   "devices": [{"name": "gpu_0"}]}}
+code, status = call("POST", "/apis/resource.k8s.io/v1/resourceslices", slice_)
+assert code == 422, (code, status)
+status = json.loads(status)
+assert status["message"].startswith(
+    'ResourceSlice.resource.k8s.io "node-1-gpu" is invalid: spec.devices[0].name: Invalid value: "gpu_0": '
+    "a lowercase RFC 1123 label must consist of"), status["message"]
+slice_["spec"]["devices"][0]["name"] = "gpu-0"
+code, created = call("POST", "/apis/resource.k8s.io/v1/resourceslices", slice_)
+assert code == 201, (code, created)
+code, lst = call("GET", "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.driver%3Dgpu.example.com")
+assert code == 200 and [i["metadata"]["name"] for i in lst["items"]] == ["node-1-gpu"], lst
+code, body = call("GET", "/apis/resource.k8s.io/v1beta2/resourceslices")
+assert code == 404 and body == "404 page not found\n", (code, body)
+PY
+kill -TERM "$pid"
+wait "$pid" || fail "serve exited $?"
+pid=""
+
+# --api-listen off: no endpoint, no kubeconfig.
+"$DEVMGR_BIN" serve --dir "$tmp/dp" --fsync false --api-listen off --kubeconfig-out "$tmp/kc2" \
+  --exit-after 0.5 2> "$tmp/serve.err" || fail "serve --api-listen off"
+[[ ! -e "$tmp/kc2" ]] || fail "--api-listen off wrote a kubeconfig"
+
+# A node name the API would refuse is a usage error (exit 2).
+set +e
+"$DEVMGR_BIN" serve --dir "$tmp/dp" --fsync false --node-name Bad_Node --exit-after 0.5 2> "$tmp/serve.err"
+code=$?
+set -e
+[[ $code -eq 2 ]] || fail "--node-name Bad_Node exited $code"
+grep -q '^devmgr serve: --node-name Bad_Node: a lowercase RFC 1123 subdomain' "$tmp/serve.err" ||
+  fail "unexpected message: $(cat "$tmp/serve.err")"
+echo "PASS"
