@@ -7,14 +7,12 @@
 #include <fstream>
 
 #include "common/fs.h"
+#include "common/junit.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
-#include "tinyxml2.h"
 
 namespace devmgr::conformance {
 namespace {
-
-std::string Seconds(absl::Duration d) { return fmt::format("{:.3f}", absl::ToDoubleSeconds(d)); }
 
 std::string Area(const std::string& id) {
   const size_t dot = id.find('.');
@@ -65,63 +63,33 @@ std::string SummaryTable(const RunReport& report) {
 }
 
 std::string JUnitXml(const RunReport& report) {
-  tinyxml2::XMLDocument doc;
-  doc.InsertEndChild(doc.NewDeclaration());
-  auto* suites = doc.NewElement("testsuites");
-  doc.InsertEndChild(suites);
-  auto* suite = doc.NewElement("testsuite");
-  suites->InsertEndChild(suite);
-  suite->SetAttribute("name", "devmgr-conformance");
-  suite->SetAttribute("tests", static_cast<int>(report.results.size()));
-  suite->SetAttribute("failures", report.Count(Status::kFail));
-  suite->SetAttribute("errors", 0);
-  suite->SetAttribute("skipped", report.Count(Status::kSkip));
-  suite->SetAttribute("time", Seconds(report.duration).c_str());
-  suite->SetAttribute(
-      "timestamp",
-      absl::FormatTime("%Y-%m-%dT%H:%M:%S", report.started, absl::UTCTimeZone()).c_str());
-  auto* props = doc.NewElement("properties");
-  suite->InsertEndChild(props);
-  for (const auto& [k, v] : {std::pair<std::string, std::string>{"target", report.target},
-                             {"kubeletVersion", report.kubelet_version}}) {
-    auto* p = doc.NewElement("property");
-    p->SetAttribute("name", k.c_str());
-    p->SetAttribute("value", v.c_str());
-    props->InsertEndChild(p);
-  }
+  junit::TestSuite suite{"devmgr-conformance",
+                         report.duration,
+                         report.started,
+                         {{"target", report.target}, {"kubeletVersion", report.kubelet_version}},
+                         {}};
   for (const auto& r : report.results) {
-    auto* tc = doc.NewElement("testcase");
-    suite->InsertEndChild(tc);
-    tc->SetAttribute("classname", Area(r.id).c_str());
-    tc->SetAttribute("name",
-                     fmt::format("[{}] {}: {}", LevelName(r.level), r.id, Title(r)).c_str());
-    tc->SetAttribute("time", Seconds(r.duration).c_str());
+    junit::TestCase tc;
+    tc.classname = Area(r.id);
+    tc.name = fmt::format("[{}] {}: {}", LevelName(r.level), r.id, Title(r));
+    tc.time = r.duration;
     if (r.outcome.status == Status::kFail) {
-      auto* f = doc.NewElement("failure");
-      f->SetAttribute("message", r.outcome.message.c_str());
-      f->SetAttribute("type", LevelName(r.level));
-      std::string body = r.outcome.message + "\n";
-      for (const auto& e : r.outcome.evidence) body += "  " + e + "\n";
-      f->SetText(body.c_str());
-      tc->InsertEndChild(f);
+      tc.result = junit::TestCase::Result::kFailure;
+      tc.message = r.outcome.message;
+      tc.type = LevelName(r.level);
+      tc.text = r.outcome.message + "\n";
+      for (const auto& e : r.outcome.evidence) tc.text += "  " + e + "\n";
     } else if (r.outcome.status == Status::kSkip) {
-      auto* s = doc.NewElement("skipped");
-      s->SetAttribute("message", r.outcome.message.c_str());
-      tc->InsertEndChild(s);
+      tc.result = junit::TestCase::Result::kSkipped;
+      tc.message = r.outcome.message;
     }
-    std::string out = FiguresText(r);
+    tc.system_out = FiguresText(r);
     if (r.outcome.status == Status::kPass && !r.outcome.message.empty()) {
-      out = r.outcome.message + "\n" + out;
+      tc.system_out = r.outcome.message + "\n" + tc.system_out;
     }
-    if (!out.empty()) {
-      auto* so = doc.NewElement("system-out");
-      so->SetText(out.c_str());
-      tc->InsertEndChild(so);
-    }
+    suite.cases.push_back(std::move(tc));
   }
-  tinyxml2::XMLPrinter printer;
-  doc.Print(&printer);
-  return printer.CStr();
+  return junit::Xml({"", {std::move(suite)}});
 }
 
 std::string JsonReport(const RunReport& report) {

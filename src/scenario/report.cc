@@ -2,27 +2,13 @@
 
 #include <map>
 
+#include "common/junit.h"
 #include "fmt/format.h"
-#include "tinyxml2.h"
 
 namespace devmgr::scenario {
 namespace {
 
 std::string Secs(absl::Duration d) { return fmt::format("{:.3f}", absl::ToDoubleSeconds(d)); }
-
-// XML 1.0 cannot carry most control characters, even escaped.
-std::string XmlSafe(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    if (c < 0x20 && c != '\n' && c != '\t' && c != '\r') {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 std::string FailureText(const ScenarioResult& r) {
   std::string s;
@@ -102,80 +88,32 @@ std::string Summary(const std::vector<ScenarioResult>& results) {
 }
 
 std::string JUnitXml(const std::vector<ScenarioResult>& results) {
-  tinyxml2::XMLDocument doc;
-  doc.InsertEndChild(doc.NewDeclaration());
-  tinyxml2::XMLElement* root = doc.NewElement("testsuites");
-  root->SetAttribute("name", "devmgr run");
-  doc.InsertEndChild(root);
+  junit::Document doc{"devmgr run", {}};
   // One suite per file, in first-seen order.
-  std::vector<std::string> files;
-  std::map<std::string, std::vector<const ScenarioResult*>> by_file;
+  std::map<std::string, size_t> suite_of;
   for (const auto& r : results) {
-    if (!by_file.count(r.file)) files.push_back(r.file);
-    by_file[r.file].push_back(&r);
-  }
-  int all_tests = 0, all_failures = 0, all_errors = 0, all_skipped = 0;
-  absl::Duration all_time;
-  for (const std::string& file : files) {
-    tinyxml2::XMLElement* suite = doc.NewElement("testsuite");
-    root->InsertEndChild(suite);
-    int tests = 0, failures = 0, errors = 0, skipped = 0;
-    absl::Duration time;
-    for (const ScenarioResult* r : by_file[file]) {
-      ++tests;
-      time += r->duration;
-      tinyxml2::XMLElement* tc = doc.NewElement("testcase");
-      tc->SetAttribute("classname", XmlSafe(file).c_str());
-      tc->SetAttribute("name", XmlSafe(r->name).c_str());
-      tc->SetAttribute("time", Secs(r->duration).c_str());
-      tc->SetAttribute("file", XmlSafe(file).c_str());
-      suite->InsertEndChild(tc);
-      if (r->outcome == Outcome::kFailed || r->outcome == Outcome::kError) {
-        const bool err = r->outcome == Outcome::kError;
-        (err ? errors : failures)++;
-        tinyxml2::XMLElement* f = doc.NewElement(err ? "error" : "failure");
-        f->SetAttribute("message", XmlSafe(r->message).c_str());
-        f->SetAttribute("type", err ? "EnvironmentError" : "ScenarioFailure");
-        f->SetText(XmlSafe(FailureText(*r)).c_str());
-        tc->InsertEndChild(f);
-      } else if (r->outcome == Outcome::kSkipped) {
-        ++skipped;
-        tinyxml2::XMLElement* s = doc.NewElement("skipped");
-        if (!r->message.empty()) s->SetAttribute("message", XmlSafe(r->message).c_str());
-        tc->InsertEndChild(s);
-      }
-      if (!r->steps.empty()) {
-        tinyxml2::XMLElement* out = doc.NewElement("system-out");
-        out->SetText(XmlSafe(StepLog(*r)).c_str());
-        tc->InsertEndChild(out);
-      }
-      const std::string ev = Evidence(*r);
-      if (!ev.empty()) {
-        tinyxml2::XMLElement* e = doc.NewElement("system-err");
-        e->SetText(XmlSafe(ev).c_str());
-        tc->InsertEndChild(e);
-      }
+    auto [it, added] = suite_of.emplace(r.file, doc.suites.size());
+    if (added) doc.suites.push_back({r.file, std::nullopt, std::nullopt, {}, {}});
+    junit::TestCase tc;
+    tc.classname = r.file;
+    tc.name = r.name;
+    tc.file = r.file;
+    tc.time = r.duration;
+    if (r.outcome == Outcome::kFailed || r.outcome == Outcome::kError) {
+      const bool err = r.outcome == Outcome::kError;
+      tc.result = err ? junit::TestCase::Result::kError : junit::TestCase::Result::kFailure;
+      tc.message = r.message;
+      tc.type = err ? "EnvironmentError" : "ScenarioFailure";
+      tc.text = FailureText(r);
+    } else if (r.outcome == Outcome::kSkipped) {
+      tc.result = junit::TestCase::Result::kSkipped;
+      tc.message = r.message;
     }
-    suite->SetAttribute("name", XmlSafe(file).c_str());
-    suite->SetAttribute("tests", tests);
-    suite->SetAttribute("failures", failures);
-    suite->SetAttribute("errors", errors);
-    suite->SetAttribute("skipped", skipped);
-    suite->SetAttribute("time", Secs(time).c_str());
-    all_tests += tests;
-    all_failures += failures;
-    all_errors += errors;
-    all_skipped += skipped;
-    all_time += time;
+    if (!r.steps.empty()) tc.system_out = StepLog(r);
+    tc.system_err = Evidence(r);
+    doc.suites[it->second].cases.push_back(std::move(tc));
   }
-  root->SetAttribute("tests", all_tests);
-  root->SetAttribute("failures", all_failures);
-  root->SetAttribute("errors", all_errors);
-  root->SetAttribute("skipped", all_skipped);
-  root->SetAttribute("time", Secs(all_time).c_str());
-  tinyxml2::XMLPrinter printer;
-  doc.Print(&printer);
-  return printer.CStr();
+  return junit::Xml(doc);
 }
 
 nlohmann::ordered_json ResultsJson(const std::vector<ScenarioResult>& results) {
