@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <utility>
@@ -46,6 +47,15 @@ void ApiServer::Record(RequestRecord record) {
 std::vector<RequestRecord> ApiServer::Requests() const {
   absl::MutexLock lock(&mu_);
   return requests_;
+}
+
+bool ApiServer::WaitForRequest(const std::function<bool(const RequestRecord&)>& pred,
+                               absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto seen = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return std::any_of(requests_.begin(), requests_.end(), pred);
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&seen), timeout);
 }
 
 absl::StatusOr<std::string> ApiServer::Start(const std::string& address) {

@@ -4,6 +4,7 @@
 #ifndef DEVMGR_APISERVER_SERVER_H_
 #define DEVMGR_APISERVER_SERVER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -55,6 +56,11 @@ class ApiServer {
   Store& store() { return store_; }
   // Every request served so far (the last 10,000), oldest first.
   std::vector<RequestRecord> Requests() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits until a request matching `pred` has been recorded (a request is
+  // recorded after the store has changed, so a store watcher can see a
+  // change before its request is here). False on timeout.
+  bool WaitForRequest(const std::function<bool(const RequestRecord&)>& pred,
+                      absl::Duration timeout) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void Record(RequestRecord record) ABSL_LOCKS_EXCLUDED(mu_);

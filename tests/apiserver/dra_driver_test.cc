@@ -138,6 +138,15 @@ TEST_F(DraTestDriverTest, PublishesValidSlicesOverWatchListWithProtobufBodies) {
     std::vector<json> now = DriverSlices(store);
     return now.size() == 1 && now[0]["spec"]["devices"].size() == static_cast<size_t>(kDevices);
   })) << "the driver did not restore its slice";
+  // Its PUT is recorded once answered, after the store changed.
+  EXPECT_TRUE(server_.WaitForRequest(
+      [](const RequestRecord& r) {
+        return r.method == "PUT" &&
+               absl::StartsWith(r.target, "/apis/resource.k8s.io/v1/resourceslices/") &&
+               r.status == 200;
+      },
+      kPublishTimeout))
+      << "the driver's PUT was not answered";
 
   PrintRequests();
   bool watch_list = false, proto_create = false, proto_update = false, node_get = false;
