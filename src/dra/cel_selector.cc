@@ -175,8 +175,13 @@ class Parser {
       return absl::InvalidArgumentError(
           absl::StrCat("operator '", t.text, "' at offset ", t.pos, " is not supported"));
     }
-    return absl::InvalidArgumentError(
-        absl::StrCat("unexpected ", Describe(t).substr(1), " at offset ", t.pos));
+    if (t.kind == Token::Kind::kIdent) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("identifier '", t.text, "' at offset ", t.pos, " is not supported"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unexpected ", t.kind == Token::Kind::kEnd ? "end of expression" : "'" + t.text + "'",
+        " at offset ", t.pos));
   }
 
   static NodePtr Binary(Node::Kind kind, std::string op, NodePtr lhs, NodePtr rhs) {
