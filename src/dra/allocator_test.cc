@@ -87,7 +87,6 @@ TEST_F(AllocatorTest, AllocatesAndReservesATemplateClaimThroughTheStore) {
   EXPECT_EQ(claim["metadata"]["finalizers"], json::array({kDeleteProtectionFinalizer}));
   EXPECT_EQ(claim, Claim("dra-1234", claim["metadata"]["name"]));
   // Created, finalizer, status: three writes, each a watch event.
-  absl::StatusOr<std::vector<apiserver::WatchEvent>> events;
   apiserver::ApiOr<std::vector<apiserver::WatchEvent>> ev = store_.EventsAfter(before, absl::Now());
   ASSERT_TRUE(ev.ok());
   ASSERT_EQ(ev.value.size(), 3u);
