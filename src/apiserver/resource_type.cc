@@ -41,6 +41,14 @@ const ResourceType& DeviceClasses() {
   return t;
 }
 
+// Templates are read by the resource claim controller's emulation
+// (src/dra/pod_claims.h); no status subresource.
+const ResourceType& ResourceClaimTemplates() {
+  static const ResourceType t{
+      "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", true, false, {}};
+  return t;
+}
+
 const ResourceType& Nodes() {
   static const ResourceType t{"", "v1", "nodes", "Node", false, true, {"spec.unschedulable"}};
   return t;
@@ -48,7 +56,8 @@ const ResourceType& Nodes() {
 
 const ResourceType* FindResourceType(std::string_view group, std::string_view version,
                                      std::string_view resource) {
-  for (const ResourceType* t : {&ResourceSlices(), &ResourceClaims(), &DeviceClasses(), &Nodes()}) {
+  for (const ResourceType* t : {&ResourceSlices(), &ResourceClaims(), &ResourceClaimTemplates(),
+                                &DeviceClasses(), &Nodes()}) {
     if (t->group == group && t->version == version && t->resource == resource) return t;
   }
   return nullptr;

@@ -30,10 +30,11 @@ struct ResourceType {
   std::string GroupVersionKind() const;
 };
 
-// resource.k8s.io/v1 resourceslices, resourceclaims, deviceclasses and core
-// v1 nodes.
+// resource.k8s.io/v1 resourceslices, resourceclaims, resourceclaimtemplates,
+// deviceclasses and core v1 nodes.
 const ResourceType& ResourceSlices();
 const ResourceType& ResourceClaims();
+const ResourceType& ResourceClaimTemplates();
 const ResourceType& DeviceClasses();
 const ResourceType& Nodes();
 
