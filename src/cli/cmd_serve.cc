@@ -232,7 +232,13 @@ int RunServe(const ServeOptions& o) {
          std::string(api.status().message())});
   }
   node::Supervisor sup;
-  node::StatusLoop status(&n, &sup, &pods, {absl::Seconds(o.node_status_seconds), o.status_file});
+  node::StatusLoop status(&n, &sup, &pods,
+                          {absl::Seconds(o.node_status_seconds), o.status_file,
+                           [&api] { return ApiStatusSection(*api); }});
+  std::thread api_changes;
+  if (api->server && !o.status_file.empty()) {
+    api_changes = WatchStoreChanges(api->server->store(), [&status] { status.MarkDirty(); });
+  }
   n.manager().SetChangeCallback([&status] { status.MarkDirty(); });
   n.pod_status().SetChangeCallback([&status] { status.MarkDirty(); });
   sup.SetChangeCallback([&status] { status.MarkDirty(); });
@@ -246,6 +252,7 @@ int RunServe(const ServeOptions& o) {
   if (static_pods.ok() && *static_pods) (*static_pods)->Stop();
   sup.Stop();
   if (api->server) api->server->Stop();
+  if (api_changes.joinable()) api_changes.join();
   (void)(*observe)->Stop();  // serving ends; --metrics-file is written
   n.Stop();
   status.Stop();

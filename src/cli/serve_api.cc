@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "apiserver/field_selector.h"
+#include "apiserver/resource_type.h"
 #include "apiserver/validation.h"
 #include "common/logging.h"
 
@@ -31,6 +33,53 @@ std::string DefaultNodeName() {
   std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char c) { return std::tolower(c); });
   return !name.empty() && apiserver::IsDNS1123Subdomain(name).empty() ? name : "devmgr-node";
+}
+
+nlohmann::json ApiStatusSection(const ServeApi& api) {
+  if (!api.server) return {{"api", nullptr}};
+  apiserver::Store& store = api.server->store();
+  auto all = [&store](const apiserver::ResourceType& type) {
+    apiserver::ApiOr<apiserver::Store::ListResult> l =
+        store.List(type, "", apiserver::FieldSelector{});
+    return l.ok() ? nlohmann::json(l.value.items) : nlohmann::json::array();
+  };
+  const std::vector<apiserver::RequestRecord> requests = api.server->Requests();
+  nlohmann::json last = nlohmann::json::array();
+  for (size_t i = requests.size() > kStatusRequests ? requests.size() - kStatusRequests : 0;
+       i < requests.size(); ++i) {
+    const apiserver::RequestRecord& r = requests[i];
+    last.push_back({{"method", r.method},
+                    {"target", r.target},
+                    {"status", r.status},
+                    {"contentType", r.content_type},
+                    {"userAgent", r.user_agent}});
+  }
+  return {{"api",
+           {{"url", api.url},
+            {"kubeconfig", api.kubeconfig},
+            {"nodeName", api.node_name},
+            {"resourceVersion", store.ResourceVersion()},
+            {"resourceSlices", all(apiserver::ResourceSlices())},
+            {"resourceClaims", all(apiserver::ResourceClaims())},
+            {"deviceClasses", all(apiserver::DeviceClasses())},
+            {"requestCount", requests.size()},
+            {"requests", last}}}};
+}
+
+std::thread WatchStoreChanges(apiserver::Store& store, std::function<void()> on_change) {
+  return std::thread([&store, on_change = std::move(on_change)] {
+    int64_t seen = store.ResourceVersion();
+    while (!store.IsShutdown()) {
+      apiserver::ApiOr<std::vector<apiserver::WatchEvent>> events =
+          store.EventsAfter(seen, absl::InfiniteFuture());
+      if (!events.ok() || events.value.empty()) {
+        if (!events.ok()) seen = store.ResourceVersion();  // history too old: start over
+        continue;
+      }
+      seen = events.value.back().resource_version;
+      on_change();
+    }
+  });
 }
 
 absl::StatusOr<ServeApi> StartServeApi(const ServeApiOptions& opts, const std::string& dir,

@@ -3,13 +3,16 @@
 #ifndef DEVMGR_CLI_SERVE_API_H_
 #define DEVMGR_CLI_SERVE_API_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "apiserver/server.h"
+#include "nlohmann/json.hpp"
 
 namespace devmgr::cli {
 
@@ -35,6 +38,17 @@ struct ServeApi {
   // KUBECONFIG for the --plugin commands (empty with --api-listen off).
   std::map<std::string, std::string> plugin_env;
 };
+
+// The status file's "api" section: the endpoint, the node's name, every
+// ResourceSlice, ResourceClaim and DeviceClass the store holds, and the
+// requests served (the count and the last kStatusRequests of them).
+inline constexpr size_t kStatusRequests = 50;
+nlohmann::json ApiStatusSection(const ServeApi& api);
+
+// Calls `on_change` after each change in the store, on a thread of its own
+// that ends when the store shuts down (ApiServer::Stop); the returned thread
+// must be joined after that.
+std::thread WatchStoreChanges(apiserver::Store& store, std::function<void()> on_change);
 
 // Starts the endpoint, creates the node and writes the kubeconfig.
 // InvalidArgument for a bad flag, Unavailable when the address is busy,

@@ -53,8 +53,10 @@ void StatusLoop::Pass() {
   in.resource_health_status = node_->resource_health_status();
   in.pod_statuses = node_->PodResourceStatuses();
   in.now = absl::Now();
+  nlohmann::json status = BuildStatus(in);
+  if (opts_.extra_sections) status.update(opts_.extra_sections());
   const std::string text =
-      BuildStatus(in).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+      status.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (absl::Status s = fs::WriteOutputFile(opts_.status_file, text); !s.ok()) {
     DM_ERROR(std::string(s.message()), "Failed to write the status file",
              {"path", opts_.status_file});

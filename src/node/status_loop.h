@@ -6,12 +6,14 @@
 #ifndef DEVMGR_NODE_STATUS_LOOP_H_
 #define DEVMGR_NODE_STATUS_LOOP_H_
 
+#include <functional>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "nlohmann/json.hpp"
 #include "node/node.h"
 #include "node/pod_manager.h"
 #include "process/supervisor.h"
@@ -23,6 +25,9 @@ struct StatusLoopOptions {
   absl::Duration period = absl::Seconds(10);
   // Rewritten after every pass; empty: none.
   std::string status_file;
+  // More top-level sections of the status file (an object whose keys are
+  // added), e.g. serve's embedded API endpoint; unset: none.
+  std::function<nlohmann::json()> extra_sections;
 };
 
 // Thread-safe. `node`, `sup` and `pods` must outlive the loop.

@@ -22,7 +22,7 @@ wait_for() {  # wait_for DESCRIPTION COMMAND...: polls up to 20 s
 
 mkdir -p "$tmp/dp"
 "$DEVMGR_BIN" serve --dir "$tmp/dp" --fsync false --kubeconfig-out "$tmp/kubeconfig" \
-  --node-name node-1 --plugin "echo \$KUBECONFIG > $tmp/seen; exec sleep 600" \
+  --status-file "$tmp/status.json" --node-name node-1 --plugin "echo \$KUBECONFIG > $tmp/seen; exec sleep 600" \
   2> "$tmp/serve.err" &
 pid=$!
 wait_for "the plugin's KUBECONFIG" test -s "$tmp/seen"
@@ -67,6 +67,19 @@ assert code == 200 and [i["metadata"]["name"] for i in lst["items"]] == ["node-1
 code, body = call("GET", "/apis/resource.k8s.io/v1beta2/resourceslices")
 assert code == 404 and body == "404 page not found\n", (code, body)
 PY
+# The status file's "api" section follows the store: the slice, and the
+# requests that made it.
+api_status() {
+  python3 - "$tmp/status.json" <<'PY'
+import json, sys
+api = json.load(open(sys.argv[1])).get("api") or {}
+names = [s["metadata"]["name"] for s in api.get("resourceSlices", [])]
+posts = [r for r in api.get("requests", []) if r["method"] == "POST" and r["status"] == 201]
+sys.exit(0 if names == ["node-1-gpu"] and posts and api["nodeName"] == "node-1" else 1)
+PY
+}
+wait_for "the slice in the status file" api_status
+
 kill -TERM "$pid"
 wait "$pid" || fail "serve exited $?"
 pid=""
