@@ -58,6 +58,53 @@ bool ApiServer::WaitForRequest(const std::function<bool(const RequestRecord&)>& 
   return mu_.AwaitWithTimeout(absl::Condition(&seen), timeout);
 }
 
+void ApiServer::Serve(const httplib::Request& req, httplib::Response& res) {
+  ApiRequest request{req.method, req.path, {}, req.get_header_value("Content-Type"), req.body};
+  for (const auto& [k, v] : req.params) request.params.emplace(k, v);
+  const std::string watch = req.get_param_value("watch");
+  FaultDecision fault =
+      faults_.Decide(req.method, req.path, watch == "true" || watch == "1",
+                     req.get_param_value("resourceVersion"), store_.ResourceVersion());
+  if (fault.delay > absl::ZeroDuration()) absl::SleepFor(fault.delay);  // the fault is the wait
+  ApiResponse response;
+  if (fault.error) {
+    response.status = fault.error->code;
+    response.body = fault.error->ToStatus().dump();
+    if (fault.error->code == 429) res.set_header("Retry-After", "1");
+  } else {
+    response = Handle(store_, request, absl::Now());
+  }
+  Record(RequestRecord{req.method, req.target, req.body.empty() ? "" : request.content_type,
+                       req.get_header_value("Accept"), req.get_header_value("User-Agent"),
+                       response.status, fault.fired});
+  if (!fault.fired.empty()) {
+    DM_INFO("API fault injected", {"fault", fault.fired}, {"method", req.method},
+            {"target", req.target}, {"status", response.status});
+  }
+  res.status = response.status;
+  if (!response.watch) {
+    res.set_content(response.body, response.content_type.c_str());
+    return;
+  }
+  // httplib gzips an application/json body when the client accepts gzip
+  // (Go's transport always does), and its compressor holds back small
+  // chunks: watch events would never arrive. The real server does not
+  // compress watches; httplib decides after this handler, from the
+  // request it owns (a mutable object), so the header is dropped here.
+  const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
+  std::shared_ptr<WatchStream> stream = std::move(response.watch);
+  const absl::Time drop_at =
+      fault.drop_watch_after ? absl::Now() + *fault.drop_watch_after : absl::InfiniteFuture();
+  res.set_chunked_content_provider(
+      "application/json", [stream, drop_at](size_t, httplib::DataSink& sink) {
+        std::string out;
+        const bool more = stream->Poll(std::min(absl::Now() + kWatchPoll, drop_at), &out);
+        if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+        if (!more || absl::Now() >= drop_at) sink.done();
+        return true;
+      });
+}
+
 absl::StatusOr<std::string> ApiServer::Start(const std::string& address) {
   if (http_) return absl::FailedPreconditionError("API server already started");
   std::string host;
@@ -71,33 +118,7 @@ absl::StatusOr<std::string> ApiServer::Start(const std::string& address) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
-  auto serve = [this](const httplib::Request& req, httplib::Response& res) {
-    ApiRequest request{req.method, req.path, {}, req.get_header_value("Content-Type"), req.body};
-    for (const auto& [k, v] : req.params) request.params.emplace(k, v);
-    ApiResponse response = Handle(store_, request, absl::Now());
-    Record(RequestRecord{req.method, req.target, req.body.empty() ? "" : request.content_type,
-                         req.get_header_value("Accept"), req.get_header_value("User-Agent"),
-                         response.status});
-    res.status = response.status;
-    if (!response.watch) {
-      res.set_content(response.body, response.content_type.c_str());
-      return;
-    }
-    // httplib gzips an application/json body when the client accepts gzip
-    // (Go's transport always does), and its compressor holds back small
-    // chunks: watch events would never arrive. The real server does not
-    // compress watches; httplib decides after this handler, from the
-    // request it owns (a mutable object), so the header is dropped here.
-    const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
-    std::shared_ptr<WatchStream> stream = std::move(response.watch);
-    res.set_chunked_content_provider("application/json", [stream](size_t, httplib::DataSink& sink) {
-      std::string out;
-      const bool more = stream->Poll(absl::Now() + kWatchPoll, &out);
-      if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-      if (!more) sink.done();
-      return true;
-    });
-  };
+  auto serve = [this](const httplib::Request& req, httplib::Response& res) { Serve(req, res); };
   http->Get(".*", serve);
   http->Post(".*", serve);
   http->Put(".*", serve);

@@ -14,12 +14,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "apiserver/faults.h"
 #include "apiserver/store.h"
 #include "common/clock.h"
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace devmgr::apiserver {
 
@@ -34,6 +37,7 @@ struct RequestRecord {
   std::string accept;
   std::string user_agent;
   int status = 0;
+  std::string fault;  // the --api-fault spec that fired on it ("" none)
 };
 
 // Thread-safe. Start/Stop once each; Stop is idempotent, safe before Start
@@ -54,6 +58,8 @@ class ApiServer {
   void Stop();
 
   Store& store() { return store_; }
+  // Faults to inject (none by default); may be added while serving.
+  FaultInjector& faults() { return faults_; }
   // Every request served so far (the last 10,000), oldest first.
   std::vector<RequestRecord> Requests() const ABSL_LOCKS_EXCLUDED(mu_);
   // Waits until a request matching `pred` has been recorded (a request is
@@ -64,8 +70,11 @@ class ApiServer {
 
  private:
   void Record(RequestRecord record) ABSL_LOCKS_EXCLUDED(mu_);
+  // Serves one HTTP request (faults first, then the handler).
+  void Serve(const httplib::Request& req, httplib::Response& res);
 
   Store store_;
+  FaultInjector faults_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   mutable absl::Mutex mu_;

@@ -24,6 +24,12 @@ void AddServeApiFlags(CLI::App* sub, ServeApiOptions* opts) {
   sub->add_option("--node-name", opts->node_name,
                   "The node's name in that endpoint (default: the host name in lower case, as "
                   "the kubelet, or devmgr-node when that is no valid node name)");
+  sub->add_option("--api-fault", opts->faults,
+                  "Inject a fault into that endpoint (repeatable; off by default): "
+                  "comma-separated method=GET|POST|PUT|DELETE|PATCH, path=PREFIX, "
+                  "watch=true|false, one of error=CODE, delay=DURATION, drop-watch=DURATION, "
+                  "expire=true, and times=N (default 1, 0: always), skip=N; e.g. "
+                  "'method=PUT,path=/apis/resource.k8s.io/v1/resourceslices,error=409'");
 }
 
 std::string DefaultNodeName() {
@@ -49,6 +55,7 @@ nlohmann::json ApiStatusSection(const ServeApi& api) {
        i < requests.size(); ++i) {
     const apiserver::RequestRecord& r = requests[i];
     last.push_back({{"method", r.method},
+                    {"fault", r.fault},
                     {"target", r.target},
                     {"status", r.status},
                     {"contentType", r.content_type},
@@ -90,7 +97,14 @@ absl::StatusOr<ServeApi> StartServeApi(const ServeApiOptions& opts, const std::s
   if (auto msgs = apiserver::IsDNS1123Subdomain(api.node_name); !msgs.empty()) {
     return absl::InvalidArgumentError("--node-name " + api.node_name + ": " + msgs[0]);
   }
+  std::vector<apiserver::Fault> faults;
+  for (const std::string& spec : opts.faults) {
+    absl::StatusOr<apiserver::Fault> f = apiserver::ParseFault(spec);
+    if (!f.ok()) return f.status();
+    faults.push_back(*std::move(f));
+  }
   api.server = std::make_unique<apiserver::ApiServer>(clock);
+  for (apiserver::Fault& f : faults) api.server->faults().Add(std::move(f));
   absl::StatusOr<std::string> url = api.server->Start(opts.listen);
   if (!url.ok())
     return absl::Status(url.status().code(),

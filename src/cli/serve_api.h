@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
@@ -20,6 +21,7 @@ struct ServeApiOptions {
   std::string listen = apiserver::kDefaultApiListen;  // "off": no endpoint
   std::string kubeconfig_out;                         // "": <dir>/kubeconfig
   std::string node_name;                              // "": DefaultNodeName()
+  std::vector<std::string> faults;                    // --api-fault specs
 };
 
 // --api-listen, --kubeconfig-out, --node-name on `sub`.

@@ -84,6 +84,34 @@ kill -TERM "$pid"
 wait "$pid" || fail "serve exited $?"
 pid=""
 
+# --api-fault: the node's first GET is answered 503, the next one served.
+"$DEVMGR_BIN" serve --dir "$tmp/dp" --fsync false --kubeconfig-out "$tmp/kc3" --node-name node-1 \
+  --api-fault 'method=GET,path=/api/v1/nodes/,error=503' 2> "$tmp/serve.err" &
+pid=$!
+wait_for "the kubeconfig" test -s "$tmp/kc3"
+python3 - "$tmp/kc3" <<'PY' || fail "fault checks"
+import json, sys, urllib.request, urllib.error
+url = json.load(open(sys.argv[1]))["clusters"][0]["cluster"]["server"] + "/api/v1/nodes/node-1"
+try:
+    urllib.request.urlopen(url, timeout=10)
+    sys.exit("the first GET was served")
+except urllib.error.HTTPError as e:
+    status = json.load(e)
+    assert e.code == 503 and status["reason"] == "ServiceUnavailable", (e.code, status)
+with urllib.request.urlopen(url, timeout=10) as r:
+    assert r.status == 200
+PY
+grep -q '"API fault injected"' "$tmp/serve.err" || fail "no log line for the fault"
+kill -TERM "$pid"
+wait "$pid" || fail "serve exited $?"
+pid=""
+set +e
+"$DEVMGR_BIN" serve --dir "$tmp/dp" --fsync false --api-fault 'error=200' --exit-after 0.5 2> "$tmp/serve.err"
+code=$?
+set -e
+[[ $code -eq 2 ]] || fail "--api-fault error=200 exited $code"
+grep -q 'error wants an HTTP code from 400 to 599' "$tmp/serve.err" || fail "$(cat "$tmp/serve.err")"
+
 # --api-listen off: no endpoint, no kubeconfig.
 "$DEVMGR_BIN" serve --dir "$tmp/dp" --fsync false --api-listen off --kubeconfig-out "$tmp/kc2" \
   --exit-after 0.5 2> "$tmp/serve.err" || fail "serve --api-listen off"
