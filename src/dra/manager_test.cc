@@ -4,6 +4,7 @@
 // (tests/testdata/dra_manager_state/oracle-*.json, docs/profiles.md "DRA").
 #include "dra/manager.h"
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "checkpoint/file_store.h"
+#include "common/fs_testutil.h"
 #include "common/status_testutil.h"
 #include "common/temp_dir_testutil.h"
 #include "dra/checkpoint.h"
@@ -343,6 +345,27 @@ TEST_F(ManagerTest, ContainerCdiIdsFollowTheRequest) {
   ASSERT_OK(m->UnprepareResources(pod));
   EXPECT_EQ(m->ContainerCdiIds(pod, "a").status().message(),
             "internal error: unable to get claim info for ResourceClaim claim-1");
+}
+
+// ENOSPC on the checkpoint write: the prepare fails with the kubelet's
+// context and the cache keeps the previous state, as does the file.
+TEST_F(ManagerTest, FailedCheckpointWriteLeavesNothingRecorded) {
+  fs::FaultInjectingFs faults;
+  Manager m(&drivers_, ManagerOptions{dir_.path(), 37, false, &faults});
+  SetUpOracleClaim();
+  faults.Fail(fs::FaultInjectingFs::Op::kAppend, ENOSPC);
+  absl::Status s = m.PrepareResources(pod_, {claim_});
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::StartsWith("prepare dynamic resources: checkpoint ResourceClaim state: "));
+  EXPECT_THAT(m.ClaimInfos(), IsEmpty());
+  EXPECT_FALSE(CheckpointExists());
+
+  ASSERT_OK(m.PrepareResources(pod_, {claim_}));
+  EXPECT_EQ(drivers_.calls.size(), 2u);
+  faults.Fail(fs::FaultInjectingFs::Op::kRename, EIO);
+  EXPECT_FALSE(m.UnprepareResources(pod_).ok());
+  EXPECT_EQ(m.ClaimInfos().size(), 1u);
+  EXPECT_EQ(CheckpointBytes(), Golden("oracle-1.37-two-devices.json"));
 }
 
 class ManagerLayoutTest : public ManagerTest, public testing::WithParamInterface<int> {};
