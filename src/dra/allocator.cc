@@ -14,19 +14,13 @@
 #include "common/go_format.h"
 #include "common/status_util.h"
 #include "dra/cel_selector.h"
+#include "dra/json_access.h"
 
 namespace devmgr::dra {
 namespace {
 
 using nlohmann::json;
 using DeviceId = std::tuple<std::string, std::string, std::string>;  // driver, pool, device
-
-const json& Member(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
 
 std::string Str(const json& object, const char* key) {
   const json& v = Member(object, key);

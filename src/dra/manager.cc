@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_util.h"
 #include "dra/checkpoint.h"
+#include "dra/json_access.h"
 
 namespace devmgr::dra {
 
@@ -20,19 +21,6 @@ struct PlannedClaim {
   ClaimRef ref;
   std::vector<std::string> drivers;  // of status.allocation.devices.results, first-seen order
 };
-
-std::string StringField(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const json& Member(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
 
 // `s` with `prefix` before its message, same code.
 absl::Status Prefixed(const absl::Status& s, const std::string& prefix) {

@@ -10,25 +10,13 @@
 #include "apiserver/validation.h"
 #include "common/go_format.h"
 #include "common/status_util.h"
+#include "dra/json_access.h"
 #include "pod/uid.h"
 
 namespace devmgr::dra {
 namespace {
 
 using nlohmann::json;
-
-std::string StringField(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const json& Member(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
 
 absl::Status PodError(const PodRef& pod, const std::string& field, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat("pod ", pod.String(), ": ", field, ": ", what));
