@@ -23,7 +23,11 @@ struct ProbeNode {
     std::string plugin_dir;
     std::string registry_dir;
     Profile profile = DefaultProfile();
+    // The device-plugin socket's dial (inside Register).
     absl::Duration dial_timeout = absl::Seconds(10);
+    // The registration socket's dial: it must not time out on a loaded
+    // machine, whatever the test does to the other.
+    absl::Duration registration_dial_timeout = absl::Seconds(10);
     absl::Duration initial_retry_backoff;
   };
   absl::Status Start(const Options& o, manager::ClientHandler* handler) {
@@ -37,7 +41,7 @@ struct ProbeNode {
     pluginmanager::PluginManagerOptions po;
     po.dir = o.registry_dir;
     po.period = absl::Milliseconds(20);
-    po.operations.dial_timeout = o.dial_timeout;
+    po.operations.dial_timeout = o.registration_dial_timeout;
     po.operations.initial_retry_backoff = o.initial_retry_backoff;
     po.operations.deregister_failed_registrations = o.profile.watcher_failure_deregisters;
     plugins = std::make_unique<pluginmanager::PluginManager>(po, DialRegistration);
