@@ -11,10 +11,11 @@ WORK=$(mktemp -d /tmp/dmconf-e2e.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 failures=0
 # Short deadlines where a window is what the broken plugin exceeds; the
-# windows no plugin here misses (registration, first list, re-registration)
+# windows no plugin here misses (RPCs, registration, first list, re-registration,
+# the stop grace: only restart.plugin's shell ignores SIGTERM)
 # stay generous, so a loaded machine cannot turn a PASS into a FAIL.
-FAST=(--rpc-timeout 2 --register-timeout 10 --first-list-timeout 10 --observe 0.4 --list-window 0.4
-      --prestart-timeout 1 --reregister-timeout 10 --stop-grace 0.5 --latency-samples 3 -q)
+FAST=(--rpc-timeout 10 --register-timeout 10 --first-list-timeout 10 --observe 0.4 --list-window 0.4
+      --prestart-timeout 1 --reregister-timeout 10 --stop-grace 5 --latency-samples 3 -q)
 
 # exactly ID CMD: runs the whole catalogue against CMD; ID must be the only failure.
 exactly() {

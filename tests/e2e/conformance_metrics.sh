@@ -13,8 +13,8 @@ trap 'rm -rf "$WORK"' EXIT
 failures=0
 RES=example.com/gpu
 # Short deadlines: seconds per check at most. `timeout` bounds every run.
-FAST=(--rpc-timeout 2 --register-timeout 10 --first-list-timeout 10 --observe 0.4 --list-window 0.4
-      --prestart-timeout 1 --reregister-timeout 10 --stop-grace 1 --latency-samples 3 -q)
+FAST=(--rpc-timeout 10 --register-timeout 10 --first-list-timeout 10 --observe 0.4 --list-window 0.4
+      --prestart-timeout 1 --reregister-timeout 10 --stop-grace 5 --latency-samples 3 -q)
 plugin() {
   echo "$BIN sample-plugin --config $SRC/examples/$1 --dir \$DEVMGR_PLUGIN_DIR --call-log $2"
 }
