@@ -51,8 +51,9 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& endpoint,
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   if (opts.initial_reconnect_backoff > absl::ZeroDuration()) {
     const int ms = static_cast<int>(absl::ToInt64Milliseconds(opts.initial_reconnect_backoff));
+    // Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: C++ gRPC also takes it as the
+    // connect timeout (20 s by default).
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, ms);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, ms);
   }
   if (opts.max_reconnect_backoff > absl::ZeroDuration()) {
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
@@ -118,8 +119,9 @@ bool UnprepareResponseValidUtf8(const Response& resp) {
 }
 
 // A failed call as the kubelet wraps it. UNCONFIRMED: the "<RPC>: " prefix
-// (dra-kubelet.md gives no text for a failed call). The deadline's text is
-// Go's context error, which grpc-go puts in the status.
+// (not settled by the kubelet oracle; docs/profiles.md, "DRA", has no row
+// for it). The deadline's text is Go's context error, which grpc-go puts in
+// the status.
 absl::Status CallError(std::string_view rpc, const grpc::Status& s) {
   grpc::Status go = s;
   if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
@@ -141,11 +143,12 @@ const Claim* FindClaim(const std::vector<Claim>& claims, const std::string& uid)
 // without an entry fail the whole call. The kubelet walks the map in Go's
 // random order, so with several faults which one is reported varies; devmgr
 // walks UIDs in ascending order. `on_ok` gets each entry that passed.
-// UNCONFIRMED: the texts of the unknown-UID and per-claim errors
-// (dra-kubelet.md says only "error"); the per-claim text is the one
-// kubelets print in public reports (kubernetes#124090, 1.29: "NodePrepareResources
-// failed for claim <ns>/<name>: <error>"). "skipped <n> ResourceClaims" is
-// dra-kubelet.md's.
+// UNCONFIRMED: the texts of the unknown-UID and per-claim errors (known only
+// to be errors; not settled by the kubelet oracle); the per-claim text is
+// the one kubelets print in public reports (kubernetes#124090, 1.29:
+// "NodePrepareResources failed for claim <ns>/<name>: <error>"). "skipped
+// <n> ResourceClaims" is the kubelet's (pkg/kubelet/cm/dra manager.go,
+// 1.34+); NodeUnprepareResources' by analogy, UNCONFIRMED.
 template <typename Map, typename OnOk>
 absl::Status CheckResponse(std::string_view rpc, const std::vector<Claim>& claims,
                            const Map& entries, OnOk on_ok) {

@@ -57,8 +57,8 @@ void DraPluginHandler::Stop() {
   own.reset();
 }
 
-// UNCONFIRMED: the empty-name check and its text (dra-kubelet.md names no
-// check of the driver name); the service list is checked as the kubelet
+// UNCONFIRMED: the empty-name check and its text (no check of the driver
+// name is settled by the kubelet oracle); the service list is checked as the kubelet
 // does (docs/profiles.md, "DRA": oracle-confirmed texts).
 absl::Status DraPluginHandler::ValidatePlugin(const std::string& name, const std::string& endpoint,
                                               const std::vector<std::string>& versions) {
