@@ -22,6 +22,7 @@ Profile ProfileForMinor(int minor) {
   p.watcher_failure_deregisters = minor >= 36;
   p.capacity_out_of_sync_log = minor <= 34;
   p.topology_hints_device_numa_only = minor >= 36;
+  p.dra_validates_utf8 = minor >= 35;
   p.health_update_per_resource = minor >= 37;
   p.cdi_feature_gate = minor == 30;
   p.max_allowable_numa_nodes_option = minor >= 31;

@@ -82,6 +82,11 @@ struct Profile {
   // unmarshal rejects invalid UTF-8 in proto3 string fields (ListAndWatch
   // and other responses, Register requests); before, gogo accepts any bytes.
   bool validates_utf8 = false;
+  // 1.35+ (#133026): the DRA plugin API's Go types come from protoc-gen-go
+  // (gogo before), so a NodePrepareResources/NodeUnprepareResources response
+  // with invalid UTF-8 in a `string` field fails to unmarshal; 1.34 accepts
+  // any bytes there.
+  bool dra_validates_utf8 = false;
   // 1.37+ (#138738): PodResources reports pod-level cpu_ids and memory.
   bool pod_resources_pod_level_fields = false;
 };

@@ -46,6 +46,8 @@ TEST(ProfileTest, SwitchesPerVersion) {
   EXPECT_TRUE(p("1.31").max_allowable_numa_nodes_option);
   EXPECT_FALSE(p("1.33").validates_utf8);
   EXPECT_TRUE(p("1.34").validates_utf8);
+  EXPECT_FALSE(p("1.34").dra_validates_utf8);
+  EXPECT_TRUE(p("1.35").dra_validates_utf8);
   EXPECT_TRUE(p("1.37").health_update_per_resource);
   EXPECT_FALSE(p("1.36").health_update_per_resource);
 }

@@ -1,0 +1,241 @@
+#include "dra/dra_client.h"
+
+#include <cassert>
+#include <string_view>
+#include <utility>
+
+#include "common/go_format.h"
+#include "dra/v1/api.grpc.pb.h"
+#include "dra/v1beta1/api.grpc.pb.h"
+#include "fmt/format.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "transport/go_grpc_error.h"
+#include "transport/utf8_fields.h"
+
+namespace devmgr::dra {
+namespace {
+
+namespace drav1 = ::k8s::io::kubelet::pkg::apis::dra::v1;
+namespace drav1beta1 = ::k8s::io::kubelet::pkg::apis::dra::v1beta1;
+
+// The generated types of one DRAPlugin version.
+template <typename Service, typename PrepReq, typename PrepResp, typename UnprepReq,
+          typename UnprepResp>
+struct ApiTypes {
+  using Stub = typename Service::Stub;
+  static std::unique_ptr<Stub> NewStub(const std::shared_ptr<grpc::Channel>& ch) {
+    return Service::NewStub(ch);
+  }
+  using PrepareRequest = PrepReq;
+  using PrepareResponse = PrepResp;
+  using UnprepareRequest = UnprepReq;
+  using UnprepareResponse = UnprepResp;
+};
+using V1Api = ApiTypes<drav1::DRAPlugin, drav1::NodePrepareResourcesRequest,
+                       drav1::NodePrepareResourcesResponse, drav1::NodeUnprepareResourcesRequest,
+                       drav1::NodeUnprepareResourcesResponse>;
+using V1beta1Api =
+    ApiTypes<drav1beta1::DRAPlugin, drav1beta1::NodePrepareResourcesRequest,
+             drav1beta1::NodePrepareResourcesResponse, drav1beta1::NodeUnprepareResourcesRequest,
+             drav1beta1::NodeUnprepareResourcesResponse>;
+
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& endpoint,
+                                          const DraClientOptions& opts) {
+  grpc::ChannelArguments args;
+  args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, "localhost");
+  // A Go ClientConn never shares its connection with another one: two
+  // instances of a driver are two connections.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  if (opts.initial_reconnect_backoff > absl::ZeroDuration()) {
+    const int ms = static_cast<int>(absl::ToInt64Milliseconds(opts.initial_reconnect_backoff));
+    // Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: C++ gRPC also takes it as the
+    // connect timeout (20 s by default).
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, ms);
+  }
+  if (opts.max_reconnect_backoff > absl::ZeroDuration()) {
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+                static_cast<int>(absl::ToInt64Milliseconds(opts.max_reconnect_backoff)));
+  }
+  return grpc::CreateCustomChannel("unix:" + endpoint, grpc::InsecureChannelCredentials(), args);
+}
+
+template <typename Request>
+void FillClaims(const std::vector<Claim>& claims, Request* req) {
+  for (const Claim& c : claims) {
+    auto* out = req->add_claims();
+    out->set_namespace_(c.namespace_);
+    out->set_uid(c.uid);
+    out->set_name(c.name);
+  }
+}
+
+template <typename Device>
+PreparedDevice ToPreparedDevice(const Device& d, bool read_share_id) {
+  PreparedDevice out;
+  out.request_names.assign(d.request_names().begin(), d.request_names().end());
+  out.pool_name = d.pool_name();
+  out.device_name = d.device_name();
+  out.cdi_device_ids.assign(d.cdi_device_ids().begin(), d.cdi_device_ids().end());
+  if constexpr (requires { d.has_share_id(); }) {
+    if (read_share_id && d.has_share_id()) out.share_id = d.share_id();
+  }
+  return out;
+}
+
+template <typename List>
+bool AllValidUtf8(const List& list) {
+  for (const std::string& s : list) {
+    if (!IsValidUtf8(s)) return false;
+  }
+  return true;
+}
+
+// Go's unmarshal (1.35+) checks every `string` field of the response; the
+// map keys are `string` in devmgr's protos too, so C++ has checked them.
+template <typename Response>
+bool PrepareResponseValidUtf8(const Response& resp) {
+  for (const auto& [uid, entry] : resp.claims()) {
+    if (!IsValidUtf8(entry.error())) return false;
+    for (const auto& d : entry.devices()) {
+      if (!AllValidUtf8(d.request_names()) || !AllValidUtf8(d.cdi_device_ids())) return false;
+      if (!IsValidUtf8(d.pool_name()) || !IsValidUtf8(d.device_name())) return false;
+      if constexpr (requires { d.share_id(); }) {
+        if (!IsValidUtf8(d.share_id())) return false;
+      }
+    }
+  }
+  return true;
+}
+
+template <typename Response>
+bool UnprepareResponseValidUtf8(const Response& resp) {
+  for (const auto& [uid, entry] : resp.claims()) {
+    if (!IsValidUtf8(entry.error())) return false;
+  }
+  return true;
+}
+
+// A failed call as the kubelet wraps it. UNCONFIRMED: the "<RPC>: " prefix
+// (not settled by the kubelet oracle; docs/profiles.md, "DRA", has no row
+// for it). The deadline's text is Go's context error, which grpc-go puts in
+// the status.
+absl::Status CallError(std::string_view rpc, const grpc::Status& s) {
+  grpc::Status go = s;
+  if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    go = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "context deadline exceeded");
+  }
+  return absl::Status(static_cast<absl::StatusCode>(go.error_code()),
+                      fmt::format("{}: {}", rpc, transport::GoRpcErrorText(go)));
+}
+
+const Claim* FindClaim(const std::vector<Claim>& claims, const std::string& uid) {
+  for (const Claim& c : claims) {
+    if (c.uid == uid) return &c;
+  }
+  return nullptr;
+}
+
+// The kubelet's checks of a response map (claim UID -> entry with `error`):
+// an entry for a claim not asked for, an entry with an error, and claims
+// without an entry fail the whole call. The kubelet walks the map in Go's
+// random order, so with several faults which one is reported varies; devmgr
+// walks UIDs in ascending order. `on_ok` gets each entry that passed.
+// UNCONFIRMED: the texts of the unknown-UID and per-claim errors (known only
+// to be errors; not settled by the kubelet oracle); the per-claim text is
+// the one kubelets print in public reports (kubernetes#124090, 1.29:
+// "NodePrepareResources failed for claim <ns>/<name>: <error>"). "skipped
+// <n> ResourceClaims" is the kubelet's (pkg/kubelet/cm/dra manager.go,
+// 1.34+); NodeUnprepareResources' by analogy, UNCONFIRMED.
+template <typename Map, typename OnOk>
+absl::Status CheckResponse(std::string_view rpc, const std::vector<Claim>& claims,
+                           const Map& entries, OnOk on_ok) {
+  const std::map<std::string, const typename Map::mapped_type*> sorted = [&] {
+    std::map<std::string, const typename Map::mapped_type*> m;
+    for (const auto& [uid, entry] : entries) m.emplace(uid, &entry);
+    return m;
+  }();
+  size_t unfinished = claims.size();
+  for (const auto& [uid, entry] : sorted) {
+    const Claim* claim = FindClaim(claims, uid);
+    if (claim == nullptr) {
+      return absl::UnknownError(
+          fmt::format("{} returned result for unknown claim UID {}", rpc, uid));
+    }
+    if (!entry->error().empty()) {
+      return absl::UnknownError(fmt::format("{} failed for claim {}/{}: {}", rpc, claim->namespace_,
+                                            claim->name, entry->error()));
+    }
+    on_ok(uid, *entry);
+    --unfinished;
+  }
+  if (unfinished != 0) {
+    return absl::UnknownError(fmt::format("{} skipped {} ResourceClaims", rpc, unfinished));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+DraClient::DraClient(std::string driver, std::string endpoint, DraService service,
+                     DraClientOptions opts)
+    : driver_(std::move(driver)),
+      endpoint_(std::move(endpoint)),
+      service_(service),
+      opts_(opts),
+      channel_(NewChannel(endpoint_, opts_)) {}
+
+absl::StatusOr<PreparedClaims> DraClient::NodePrepareResources(const std::vector<Claim>& claims) {
+  assert(!claims.empty());
+  return service_ == DraService::kV1 ? Prepare<V1Api>(claims) : Prepare<V1beta1Api>(claims);
+}
+
+absl::Status DraClient::NodeUnprepareResources(const std::vector<Claim>& claims) {
+  assert(!claims.empty());
+  return service_ == DraService::kV1 ? Unprepare<V1Api>(claims) : Unprepare<V1beta1Api>(claims);
+}
+
+template <typename Api>
+absl::StatusOr<PreparedClaims> DraClient::Prepare(const std::vector<Claim>& claims) {
+  constexpr std::string_view kRpc = "NodePrepareResources";
+  typename Api::PrepareRequest req;
+  FillClaims(claims, &req);
+  typename Api::PrepareResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + opts_.call_timeout));
+  grpc::Status s = Api::NewStub(channel_)->NodePrepareResources(&ctx, req, &resp);
+  if (s.ok() && opts_.validate_utf8 && !PrepareResponseValidUtf8(resp)) {
+    s = transport::ClientInvalidUtf8Status();
+  }
+  if (!s.ok()) return CallError(kRpc, s);
+  PreparedClaims out;
+  absl::Status check =
+      CheckResponse(kRpc, claims, resp.claims(), [&](const std::string& uid, const auto& entry) {
+        std::vector<PreparedDevice>& devices = out[uid];
+        for (const auto& d : entry.devices()) {
+          devices.push_back(ToPreparedDevice(d, opts_.read_share_id));
+        }
+      });
+  if (!check.ok()) return check;
+  return out;
+}
+
+template <typename Api>
+absl::Status DraClient::Unprepare(const std::vector<Claim>& claims) {
+  constexpr std::string_view kRpc = "NodeUnprepareResources";
+  typename Api::UnprepareRequest req;
+  FillClaims(claims, &req);
+  typename Api::UnprepareResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + opts_.call_timeout));
+  grpc::Status s = Api::NewStub(channel_)->NodeUnprepareResources(&ctx, req, &resp);
+  if (s.ok() && opts_.validate_utf8 && !UnprepareResponseValidUtf8(resp)) {
+    s = transport::ClientInvalidUtf8Status();
+  }
+  if (!s.ok()) return CallError(kRpc, s);
+  return CheckResponse(kRpc, claims, resp.claims(), [](const std::string&, const auto&) {});
+}
+
+}  // namespace devmgr::dra

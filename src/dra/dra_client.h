@@ -1,0 +1,113 @@
+// DraClient: the kubelet's gRPC client to one DRA driver instance (one
+// registered DRA socket), calling NodePrepareResources and
+// NodeUnprepareResources of the service chosen at registration (v1 or
+// v1beta1 DRAPlugin) and checking the responses as the kubelet's DRA manager
+// does, with its error texts.
+#ifndef DEVMGR_DRA_DRA_CLIENT_H_
+#define DEVMGR_DRA_DRA_CLIENT_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "dra/services.h"
+#include "grpcpp/channel.h"
+
+namespace devmgr::dra {
+
+// The kubelet's defaultClientCallTimeout: the deadline of every call unless
+// configured otherwise.
+inline constexpr absl::Duration kDefaultCallTimeout = absl::Seconds(45);
+
+// A ResourceClaim as the DRAPlugin API names it.
+struct Claim {
+  std::string namespace_;
+  std::string uid;
+  std::string name;
+
+  bool operator==(const Claim&) const = default;
+};
+
+// One prepared device of a NodePrepareResources response.
+struct PreparedDevice {
+  // Empty: the device serves every request of the claim.
+  std::vector<std::string> request_names;
+  std::string pool_name;
+  std::string device_name;
+  std::vector<std::string> cdi_device_ids;
+  // v1 only (1.35+ drivers); nullopt when the driver sent none.
+  std::optional<std::string> share_id;
+
+  bool operator==(const PreparedDevice&) const = default;
+};
+
+// Claim UID -> its devices.
+using PreparedClaims = std::map<std::string, std::vector<PreparedDevice>>;
+
+struct DraClientOptions {
+  absl::Duration call_timeout = kDefaultCallTimeout;
+  // Profile::dra_validates_utf8 (1.35+): a response with invalid UTF-8 in a
+  // field the kubelet's Go types declare `string` fails as Go's unmarshal does.
+  bool validate_utf8 = false;
+  // 1.35+: Device.share_id (field 5 of v1) is read; the 1.34 kubelet's v1
+  // API has no such field and ignores it.
+  bool read_share_id = true;
+  // The channel's reconnect backoff; zero leaves gRPC's default (1 s initial,
+  // 120 s max, as grpc-go's). Tests shorten them.
+  absl::Duration initial_reconnect_backoff = absl::ZeroDuration();
+  absl::Duration max_reconnect_backoff = absl::ZeroDuration();
+};
+
+// Thread-safe. The channel is created by the constructor (insecure,
+// "unix:<endpoint>", :authority "localhost", a subchannel of its own) and
+// connects lazily; calls fail fast while it is not connected.
+class DraClient {
+ public:
+  DraClient(std::string driver, std::string endpoint, DraService service, DraClientOptions opts);
+  DraClient(const DraClient&) = delete;
+  DraClient& operator=(const DraClient&) = delete;
+
+  const std::string& driver() const { return driver_; }
+  const std::string& endpoint() const { return endpoint_; }
+  DraService service() const { return service_; }
+  // For connection monitoring (DraPluginHandler).
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+
+  // One NodePrepareResources call with all `claims`. Success: every claim
+  // has an entry without error; returns the devices per claim UID. Failure
+  // (the first that applies, entries checked in claim UID order):
+  //   the call:      "NodePrepareResources: rpc error: code = <Code> desc = <message>"
+  //                  (the deadline: "... code = DeadlineExceeded desc = context
+  //                  deadline exceeded"; invalid UTF-8 with validate_utf8:
+  //                  "... code = Internal desc = grpc: failed to unmarshal the
+  //                  received message: string field contains invalid UTF-8")
+  //   unknown UID:   "NodePrepareResources returned result for unknown claim UID <uid>"
+  //   claim error:   "NodePrepareResources failed for claim <namespace>/<name>: <error>"
+  //   missing UIDs:  "NodePrepareResources skipped <n> ResourceClaims"
+  // REQUIRES: `claims` is not empty.
+  absl::StatusOr<PreparedClaims> NodePrepareResources(const std::vector<Claim>& claims);
+  // The same for NodeUnprepareResources (texts with "NodeUnprepareResources").
+  absl::Status NodeUnprepareResources(const std::vector<Claim>& claims);
+
+ private:
+  template <typename Api>
+  absl::StatusOr<PreparedClaims> Prepare(const std::vector<Claim>& claims);
+  template <typename Api>
+  absl::Status Unprepare(const std::vector<Claim>& claims);
+
+  // Constant after construction.
+  const std::string driver_;
+  const std::string endpoint_;
+  const DraService service_;
+  const DraClientOptions opts_;
+  const std::shared_ptr<grpc::Channel> channel_;
+};
+
+}  // namespace devmgr::dra
+
+#endif  // DEVMGR_DRA_DRA_CLIENT_H_
