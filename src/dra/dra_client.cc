@@ -73,8 +73,8 @@ void FillClaims(const std::vector<Claim>& claims, Request* req) {
 }
 
 template <typename Device>
-PreparedDevice ToPreparedDevice(const Device& d, bool read_share_id) {
-  PreparedDevice out;
+ResponseDevice ToResponseDevice(const Device& d, bool read_share_id) {
+  ResponseDevice out;
   out.request_names.assign(d.request_names().begin(), d.request_names().end());
   out.pool_name = d.pool_name();
   out.device_name = d.device_name();
@@ -213,9 +213,9 @@ absl::StatusOr<PreparedClaims> DraClient::Prepare(const std::vector<Claim>& clai
   PreparedClaims out;
   absl::Status check =
       CheckResponse(kRpc, claims, resp.claims(), [&](const std::string& uid, const auto& entry) {
-        std::vector<PreparedDevice>& devices = out[uid];
+        std::vector<ResponseDevice>& devices = out[uid];
         for (const auto& d : entry.devices()) {
-          devices.push_back(ToPreparedDevice(d, opts_.read_share_id));
+          devices.push_back(ToResponseDevice(d, opts_.read_share_id));
         }
       });
   if (!check.ok()) return check;

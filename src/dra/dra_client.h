@@ -33,8 +33,9 @@ struct Claim {
   bool operator==(const Claim&) const = default;
 };
 
-// One prepared device of a NodePrepareResources response.
-struct PreparedDevice {
+// One prepared device of a NodePrepareResources response, as the client
+// reads it (the manager keeps its own dra::PreparedDevice, driver_calls.h).
+struct ResponseDevice {
   // Empty: the device serves every request of the claim.
   std::vector<std::string> request_names;
   std::string pool_name;
@@ -43,11 +44,11 @@ struct PreparedDevice {
   // v1 only (1.35+ drivers); nullopt when the driver sent none.
   std::optional<std::string> share_id;
 
-  bool operator==(const PreparedDevice&) const = default;
+  bool operator==(const ResponseDevice&) const = default;
 };
 
 // Claim UID -> its devices.
-using PreparedClaims = std::map<std::string, std::vector<PreparedDevice>>;
+using PreparedClaims = std::map<std::string, std::vector<ResponseDevice>>;
 
 struct DraClientOptions {
   absl::Duration call_timeout = kDefaultCallTimeout;

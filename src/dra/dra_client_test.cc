@@ -43,8 +43,8 @@ TEST_F(DraClientTest, PreparesAllClaimsInOneV1Call) {
   absl::StatusOr<PreparedClaims> got = client.NodePrepareResources(kClaims);
   ASSERT_OK(got);
   ASSERT_EQ(got->size(), 2u);
-  const PreparedDevice want{{}, "pool", "dev-uid-1", {"vendor.com/dev=uid-1"}, std::nullopt};
-  EXPECT_EQ(got->at("uid-1"), std::vector<PreparedDevice>{want});
+  const ResponseDevice want{{}, "pool", "dev-uid-1", {"vendor.com/dev=uid-1"}, std::nullopt};
+  EXPECT_EQ(got->at("uid-1"), std::vector<ResponseDevice>{want});
   const std::vector<testutil::FakeCall> calls = driver_.Calls();
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].method, testutil::kV1Prepare);
