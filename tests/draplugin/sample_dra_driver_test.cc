@@ -19,6 +19,7 @@
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "draplugin/cdi.h"
 #include "draplugin/config.h"
+#include "draplugin/resource_slice.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -454,6 +455,10 @@ TEST(SampleDraDriverConfigTest, TheExampleParses) {
   ASSERT_OK(c.status());
   EXPECT_EQ(c->devices.size(), 4u);
   EXPECT_EQ(c->CdiKind(), "sample.dra.devmgr.io/gpu");
+  // Its slice is one a validating API server accepts (which names it from generateName).
+  json slice = BuildResourceSlice(*c, kNode, 1);
+  slice["metadata"]["name"] = "node-a-sample.dra.devmgr.io-abcde";
+  EXPECT_THAT(apiserver::ValidateResourceSlice(slice, nullptr), IsEmpty());
 }
 
 }  // namespace
