@@ -323,6 +323,56 @@ TEST_F(SampleDraDriverTest, PublishesOneValidSliceAndReplacesItOnRestart) {
   EXPECT_EQ(slices[0]["spec"]["pool"]["generation"], 2);
 }
 
+TEST_F(SampleDraDriverTest, PrepareTakesOnlyItsOwnDriversResults) {
+  StartDriver();
+  const std::string uid = CreateClaim("claim-a", "other-dev", "other.example.com");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &resp).ok());
+  EXPECT_EQ(resp.claims().at(uid).error(), "");
+  EXPECT_EQ(resp.claims().at(uid).devices_size(), 0);
+}
+
+TEST_F(SampleDraDriverTest, PrepareFailsForAClaimWithoutAllocation) {
+  StartDriver();
+  json claim = {{"metadata", {{"name", "pending"}, {"namespace", kNs}}}, {"spec", json::object()}};
+  apiserver::ApiOr<json> created = server_.store().Create(apiserver::ResourceClaims(), kNs, claim);
+  ASSERT_TRUE(created.ok());
+  const std::string uid = created.value["metadata"]["uid"];
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("pending", uid)}, &resp).ok());
+  EXPECT_EQ(resp.claims().at(uid).error(), "claim default/pending: not allocated");
+}
+
+TEST_F(SampleDraDriverTest, ACorruptStateFileStopsTheStart) {
+  StartDriver();
+  driver_->Stop();
+  ASSERT_OK(fs::WriteOutputFile(StatePath(), "{not json"));
+  absl::StatusOr<Config> config = ParseConfig(kDevicesYaml, "test.yaml");
+  ASSERT_OK(config.status());
+  DriverOptions o;
+  o.registry_dir = dir_.Join("registry");
+  o.plugin_dir = dir_.Join("plugins");
+  o.cdi_dir = dir_.Join("cdi");
+  o.node_name = kNode;
+  o.kubeconfig = dir_.Join("kubeconfig");
+  SampleDraDriver d(*std::move(config), o);
+  absl::Status s = d.Start();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_EQ(s.message(), StatePath() + ": not a version 1 state file");
+}
+
+TEST_F(SampleDraDriverTest, AdvertisesTheConfiguredServices) {
+  absl::StatusOr<Config> config = ParseConfig(
+      std::string(kDevicesYaml) + "registration:\n  supported_versions: [v1beta1.DRAPlugin]\n",
+      "test.yaml");
+  ASSERT_OK(config.status());
+  EXPECT_THAT(config->supported_versions, ElementsAre("v1beta1.DRAPlugin"));
+  config = ParseConfig(std::string(kDevicesYaml) + "registration:\n  supported_versions: []\n",
+                       "test.yaml");
+  ASSERT_OK(config.status());
+  EXPECT_THAT(config->supported_versions, IsEmpty());
+}
+
 // ---- misbehaviours (misbehave.*), each doing what the docs say ----
 
 TEST_F(SampleDraDriverTest, MisbehaviourPrepareNotIdempotentAnswersAnotherDevice) {
