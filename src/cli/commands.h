@@ -17,6 +17,7 @@ inline constexpr int kExitEnvironment = 3;  // sockets, permissions, missing too
 // is stored in *exit_code.
 void AddServeCommand(CLI::App& app, int* exit_code);
 void AddSamplePluginCommand(CLI::App& app, int* exit_code);
+void AddSampleDraDriverCommand(CLI::App& app, int* exit_code);
 void AddCheckpointCommand(CLI::App& app, int* exit_code);
 void AddPodResourcesCommand(CLI::App& app, int* exit_code);
 void AddConformanceCommand(CLI::App& app, int* exit_code);

@@ -17,9 +17,10 @@ namespace {
 
 using AddFn = void (*)(CLI::App&, int*);
 constexpr AddFn kCommands[] = {
-    devmgr::cli::AddServeCommand,       devmgr::cli::AddSamplePluginCommand,
-    devmgr::cli::AddCheckpointCommand,  devmgr::cli::AddPodResourcesCommand,
-    devmgr::cli::AddConformanceCommand, devmgr::cli::AddRunCommand,
+    devmgr::cli::AddServeCommand,           devmgr::cli::AddSamplePluginCommand,
+    devmgr::cli::AddCheckpointCommand,      devmgr::cli::AddPodResourcesCommand,
+    devmgr::cli::AddConformanceCommand,     devmgr::cli::AddRunCommand,
+    devmgr::cli::AddSampleDraDriverCommand,
 };
 
 }  // namespace

@@ -1,0 +1,96 @@
+// The reference DRA driver's configuration (`devmgr sample-dra-driver
+// --config`), read from YAML by config_parser.cc: the driver name, its
+// devices (published as one ResourceSlice), the CDI kind it writes specs for,
+// the services it advertises, and one switch per misbehaviour
+// (docs/sample-dra-driver.md).
+#ifndef DEVMGR_DRAPLUGIN_CONFIG_H_
+#define DEVMGR_DRAPLUGIN_CONFIG_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace devmgr::draplugin {
+
+// The kubelet's directories (pkg/kubelet/config defaults).
+inline constexpr char kDefaultRegistryDir[] = "/var/lib/kubelet/plugins_registry";
+inline constexpr char kDefaultPluginDir[] = "/var/lib/kubelet/plugins";
+inline constexpr char kDefaultCdiDir[] = "/var/run/cdi";
+
+// One device attribute, as in the API: exactly one of the four is set
+// (`type` says which); `value` is its text ("40", "true", "1.2.3").
+struct Attribute {
+  std::string type;  // "string", "int", "bool" or "version"
+  std::string value;
+};
+
+struct DeviceConfig {
+  std::string name;
+  std::map<std::string, Attribute> attributes;  // qualified name -> value
+  // Extra containerEdits env of its CDI device, "KEY" -> "value".
+  std::map<std::string, std::string> env;
+};
+
+// Where a CDI spec goes (misbehave.cdi_spec).
+enum class CdiSpecMode {
+  kWrite,     // into --cdi-dir (well-behaved)
+  kSkip,      // not written; the IDs are still answered
+  kWrongDir,  // into <plugin-dir>/<driver>/cdi instead of --cdi-dir
+};
+
+// Every switch off: a well-behaved driver.
+struct Misbehaviour {
+  // A second Prepare of a prepared claim answers a different device.
+  bool prepare_not_idempotent = false;
+  // Unprepare of a claim UID it does not know answers an error.
+  bool unprepare_unknown_fails = false;
+  // A claim whose prepare fails after its CDI spec was written keeps the
+  // spec and its entry in the state file.
+  bool leak_state_on_failure = false;
+  CdiSpecMode cdi_spec = CdiSpecMode::kWrite;
+  // Claims (by name) answered with a per-claim error.
+  std::vector<std::string> fail_claims;
+  // Claims (by name) left out of the Prepare response.
+  std::vector<std::string> omit_claims;
+  // Each NodePrepareResources waits this long before answering.
+  absl::Duration prepare_delay = absl::ZeroDuration();
+  // Registration is served first and the DRA socket only this much later.
+  absl::Duration register_before_serving = absl::ZeroDuration();
+  // The published slice's first device gets an invalid name.
+  bool invalid_slice = false;
+};
+
+struct Config {
+  std::string driver = "sample.dra.devmgr.io";
+  // The CDI kind is "<cdi_vendor>/<cdi_class>"; the vendor defaults to the driver name.
+  std::string cdi_vendor;
+  std::string cdi_class = "device";
+  // PluginInfo.supported_versions, in order; each must be a served service.
+  std::vector<std::string> supported_versions = {"v1.DRAPlugin", "v1beta1.DRAPlugin"};
+  std::vector<DeviceConfig> devices;
+  Misbehaviour misbehave;
+
+  std::string CdiKind() const { return cdi_vendor + "/" + cdi_class; }
+};
+
+// The services this driver can serve, as registration names.
+inline const std::vector<std::string>& ServedServices() {
+  static const std::vector<std::string> kServices = {"v1.DRAPlugin", "v1beta1.DRAPlugin"};
+  return kServices;
+}
+
+// Parses `yaml_text`; errors read "<source_name>:<line>:<col>: <what>".
+absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source_name);
+// Reads and parses the file at `path`; NotFound "<path>: cannot read the file".
+absl::StatusOr<Config> LoadConfig(const std::string& path);
+
+// The server URL of a kubeconfig file: the cluster of its current context,
+// else its first cluster. Errors name the file.
+absl::StatusOr<std::string> KubeconfigServer(const std::string& path);
+
+}  // namespace devmgr::draplugin
+
+#endif  // DEVMGR_DRAPLUGIN_CONFIG_H_

@@ -1,0 +1,220 @@
+#include "draplugin/driver_core.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "common/logging.h"
+#include "draplugin/cdi.h"
+#include "fmt/format.h"
+
+namespace devmgr::draplugin {
+namespace {
+
+using nlohmann::json;
+
+bool Listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// "gpu-0" -> "GPU_0": an environment variable name part.
+std::string EnvName(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) out += std::isalnum(c) ? static_cast<char>(std::toupper(c)) : '_';
+  return out;
+}
+
+std::string Str(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
+DriverCore::DriverCore(Config config, CoreOptions options, const ApiClient* api)
+    : config_(std::move(config)), options_(std::move(options)), api_(api) {}
+
+std::string DriverCore::SpecDir() const {
+  return config_.misbehave.cdi_spec == CdiSpecMode::kWrongDir ? options_.driver_dir + "/cdi"
+                                                              : options_.cdi_dir;
+}
+
+absl::Status DriverCore::LoadState() {
+  absl::StatusOr<PreparedClaims> loaded = LoadClaimState(StatePath());
+  if (absl::IsNotFound(loaded.status())) return absl::OkStatus();
+  if (!loaded.ok()) return loaded.status();
+  absl::MutexLock l(&mu_);
+  prepared_ = *std::move(loaded);
+  DM_INFO("Restored prepared claims", {"count", std::to_string(prepared_.size())});
+  return absl::OkStatus();
+}
+
+PreparedClaims DriverCore::PreparedForTest() const {
+  absl::MutexLock l(&mu_);
+  return prepared_;
+}
+
+absl::Status DriverCore::SaveLocked() { return SaveClaimState(StatePath(), prepared_); }
+
+std::map<std::string, PrepareResult> DriverCore::Prepare(const std::vector<ClaimRef>& claims) {
+  absl::MutexLock l(&mu_);
+  std::map<std::string, PrepareResult> out;
+  const absl::Duration delay = config_.misbehave.prepare_delay;
+  if (delay > absl::ZeroDuration() && stop_.WaitForNotificationWithTimeout(delay)) {
+    for (const ClaimRef& c : claims) out[c.uid].error = "the driver is stopping";
+    return out;
+  }
+  for (const ClaimRef& c : claims) {
+    if (Listed(config_.misbehave.omit_claims, c.name)) {
+      DM_INFO("Misbehaving: leaving the claim out of the answer", {"claim", c.name});
+      continue;
+    }
+    out[c.uid] = PrepareOneLocked(c);
+  }
+  return out;
+}
+
+PrepareResult DriverCore::PrepareOneLocked(const ClaimRef& claim) {
+  if (prepared_.count(claim.uid) > 0) return PrepareAgainLocked(claim);
+  PrepareResult r;
+  absl::StatusOr<std::vector<PreparedDevice>> devices = AllocatedDevices(claim);
+  if (!devices.ok()) {
+    r.error = std::string(devices.status().message());
+    return r;
+  }
+  absl::Status s = WriteSpec(claim, *devices);
+  const bool injected = Listed(config_.misbehave.fail_claims, claim.name);
+  if (s.ok() && injected) {
+    s = absl::InternalError(
+        fmt::format("injected failure preparing claim {}/{}", claim.namespace_, claim.name));
+  }
+  if (!s.ok() && !(injected && config_.misbehave.leak_state_on_failure)) {
+    // Well-behaved: a failed prepare leaves nothing behind.
+    (void)RemoveCdiSpec(CdiSpecPath(SpecDir(), config_.driver, claim.uid));
+    r.error = std::string(s.message());
+    return r;
+  }
+  prepared_[claim.uid] = PreparedClaim{claim.namespace_, claim.name, *devices};
+  absl::Status saved = SaveLocked();
+  if (!s.ok()) {
+    DM_INFO("Misbehaving: a failed prepare keeps its CDI spec and state", {"claim", claim.name});
+    r.error = std::string(s.message());
+    return r;
+  }
+  if (!saved.ok()) {
+    prepared_.erase(claim.uid);
+    (void)RemoveCdiSpec(CdiSpecPath(SpecDir(), config_.driver, claim.uid));
+    r.error = std::string(saved.message());
+    return r;
+  }
+  r.devices = *std::move(devices);
+  DM_INFO("Prepared claim", {"claim", claim.namespace_ + "/" + claim.name}, {"uid", claim.uid});
+  return r;
+}
+
+PrepareResult DriverCore::PrepareAgainLocked(const ClaimRef& claim) {
+  PrepareResult r;
+  r.devices = prepared_[claim.uid].devices;
+  if (!config_.misbehave.prepare_not_idempotent) {
+    // The spec may be gone (a CDI dir on tmpfs after a reboot): write it again.
+    absl::Status s = WriteSpec(claim, r.devices);
+    if (!s.ok()) r = PrepareResult{{}, std::string(s.message())};
+    return r;
+  }
+  DM_INFO("Misbehaving: answering another device on a repeated prepare", {"claim", claim.name});
+  for (PreparedDevice& d : r.devices) {
+    auto it = std::find_if(config_.devices.begin(), config_.devices.end(),
+                           [&](const DeviceConfig& c) { return c.name == d.device_name; });
+    size_t next = it == config_.devices.end() ? 0 : (it - config_.devices.begin() + 1);
+    d.device_name = config_.devices.size() > 1 ? config_.devices[next % config_.devices.size()].name
+                                               : d.device_name + "-again";
+    d.cdi_device_ids = {CdiDeviceId(config_.CdiKind(), CdiDeviceName(claim.uid, d.device_name))};
+  }
+  return r;
+}
+
+absl::StatusOr<std::vector<PreparedDevice>> DriverCore::AllocatedDevices(
+    const ClaimRef& claim) const {
+  const std::string id = claim.namespace_ + "/" + claim.name;
+  absl::StatusOr<json> got = api_->GetClaim(claim.namespace_, claim.name);
+  if (!got.ok()) {
+    return absl::Status(got.status().code(), fmt::format("retrieve claim {}: {}", id,
+                                                         std::string(got.status().message())));
+  }
+  const json& meta = got->value("metadata", json::object());
+  if (Str(meta, "uid") != claim.uid) {
+    return absl::FailedPreconditionError(
+        fmt::format("claim {}: got replaced (UID {}, want {})", id, Str(meta, "uid"), claim.uid));
+  }
+  const json status = got->value("status", json::object());
+  if (!status.contains("allocation") || status["allocation"].is_null()) {
+    return absl::FailedPreconditionError(fmt::format("claim {}: not allocated", id));
+  }
+  const json results =
+      status["allocation"].value("devices", json::object()).value("results", json::array());
+  std::vector<PreparedDevice> devices;
+  for (const json& res : results) {
+    if (Str(res, "driver") != config_.driver) continue;
+    PreparedDevice d;
+    d.request_names = {Str(res, "request")};
+    d.pool_name = Str(res, "pool");
+    d.device_name = Str(res, "device");
+    d.cdi_device_ids = {CdiDeviceId(config_.CdiKind(), CdiDeviceName(claim.uid, d.device_name))};
+    devices.push_back(std::move(d));
+  }
+  return devices;
+}
+
+absl::Status DriverCore::WriteSpec(const ClaimRef& claim,
+                                   const std::vector<PreparedDevice>& devices) const {
+  if (config_.misbehave.cdi_spec == CdiSpecMode::kSkip) {
+    DM_INFO("Misbehaving: not writing the CDI spec", {"claim", claim.name});
+    return absl::OkStatus();
+  }
+  std::vector<CdiDevice> cdi;
+  for (const PreparedDevice& d : devices) {
+    CdiDevice c;
+    c.name = CdiDeviceName(claim.uid, d.device_name);
+    const std::string request = d.request_names.empty() ? "" : d.request_names[0];
+    c.env.push_back(fmt::format("DRA_{}={}/{}/{}", EnvName(d.device_name), claim.namespace_,
+                                claim.name, request));
+    for (const DeviceConfig& dc : config_.devices) {
+      if (dc.name != d.device_name) continue;
+      for (const auto& [k, v] : dc.env) c.env.push_back(k + "=" + v);
+    }
+    cdi.push_back(std::move(c));
+  }
+  return WriteCdiSpec(CdiSpecPath(SpecDir(), config_.driver, claim.uid), config_.CdiKind(), cdi);
+}
+
+std::map<std::string, std::string> DriverCore::Unprepare(const std::vector<ClaimRef>& claims) {
+  absl::MutexLock l(&mu_);
+  std::map<std::string, std::string> out;
+  for (const ClaimRef& c : claims) {
+    std::string& error = out[c.uid];
+    auto it = prepared_.find(c.uid);
+    if (it == prepared_.end()) {
+      // Unprepare needs no claim object and must succeed for one it never saw.
+      if (config_.misbehave.unprepare_unknown_fails) {
+        error = fmt::format("claim {} is not prepared by {}", c.uid, config_.driver);
+      }
+      continue;
+    }
+    absl::Status s = RemoveCdiSpec(CdiSpecPath(SpecDir(), config_.driver, c.uid));
+    if (!s.ok()) {
+      error = std::string(s.message());
+      continue;
+    }
+    PreparedClaim old = it->second;
+    prepared_.erase(it);
+    s = SaveLocked();
+    if (!s.ok()) {
+      prepared_[c.uid] = std::move(old);
+      error = std::string(s.message());
+      continue;
+    }
+    DM_INFO("Unprepared claim", {"claim", c.namespace_ + "/" + c.name}, {"uid", c.uid});
+  }
+  return out;
+}
+
+}  // namespace devmgr::draplugin

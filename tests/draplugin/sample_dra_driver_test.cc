@@ -1,0 +1,515 @@
+// The reference DRA driver (src/draplugin) over real unix sockets in a
+// per-test temp dir, against devmgr's embedded API endpoint in process:
+// registration, prepare/unprepare with the CDI spec's bytes, idempotence,
+// restart, the published slice, and each misbehaviour switch doing what
+// docs/sample-dra-driver.md says.
+#include "draplugin/sample_dra_driver.h"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apiserver/server.h"
+#include "apiserver/validation.h"
+#include "common/fs.h"
+#include "common/status_testutil.h"
+#include "common/temp_dir_testutil.h"
+#include "dra/v1/api.grpc.pb.h"
+#include "dra/v1beta1/api.grpc.pb.h"
+#include "draplugin/cdi.h"
+#include "draplugin/config.h"
+#include "draplugin/resource_slice.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "pluginregistration/v1/api.grpc.pb.h"
+
+namespace devmgr::draplugin {
+namespace {
+
+namespace v1 = k8s::io::kubelet::pkg::apis::dra::v1;
+namespace v1beta1 = k8s::io::kubelet::pkg::apis::dra::v1beta1;
+using nlohmann::json;
+using testing::ElementsAre;
+using testing::IsEmpty;
+
+constexpr char kDriver[] = "sample.dra.devmgr.io";
+constexpr char kNode[] = "node-a";
+constexpr char kNs[] = "default";
+constexpr absl::Duration kWait = absl::Seconds(30);
+
+constexpr char kDevicesYaml[] = R"(
+devices:
+  - name: dev-0
+    attributes:
+      model: {string: sample-a}
+      memory: {int: 40}
+    env: {SAMPLE_VISIBLE: "0"}
+  - name: dev-1
+    attributes:
+      ok: {bool: true}
+      fw: {version: 1.2.3}
+)";
+
+std::chrono::system_clock::time_point Deadline(absl::Duration d = kWait) {
+  return absl::ToChronoTime(absl::Now() + d);
+}
+
+class SampleDraDriverTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* d : {"registry", "plugins", "cdi"}) {
+      std::filesystem::create_directories(dir_.Join(d));
+    }
+    absl::StatusOr<std::string> url = server_.Start(apiserver::kDefaultApiListen);
+    ASSERT_OK(url.status());
+    ASSERT_OK(apiserver::CreateNode(server_.store(), kNode));
+    ASSERT_OK(apiserver::WriteKubeconfig(dir_.Join("kubeconfig"), *url));
+  }
+
+  void TearDown() override {
+    if (driver_) driver_->Stop();
+    server_.Stop();
+  }
+
+  // Starts a driver with kDevicesYaml plus `misbehave` (a YAML mapping body).
+  void StartDriver(const std::string& misbehave = "") {
+    std::string text = kDevicesYaml;
+    if (!misbehave.empty()) text += "misbehave:\n" + misbehave;
+    absl::StatusOr<Config> config = ParseConfig(text, "test.yaml");
+    ASSERT_OK(config.status());
+    DriverOptions o;
+    o.registry_dir = dir_.Join("registry");
+    o.plugin_dir = dir_.Join("plugins");
+    o.cdi_dir = dir_.Join("cdi");
+    o.node_name = kNode;
+    o.kubeconfig = dir_.Join("kubeconfig");
+    if (driver_) driver_->Stop();
+    stub_.reset();
+    driver_ = std::make_unique<SampleDraDriver>(*std::move(config), o);
+    ASSERT_OK(driver_->Start());
+  }
+
+  v1::DRAPlugin::Stub& Stub() {
+    if (!stub_) {
+      stub_ = v1::DRAPlugin::NewStub(
+          grpc::CreateChannel("unix:" + driver_->dra_socket(), grpc::InsecureChannelCredentials()));
+    }
+    return *stub_;
+  }
+
+  // Creates claim `name` allocated `device` (request "req") of this driver; returns its UID.
+  std::string CreateClaim(const std::string& name, const std::string& device,
+                          const std::string& driver = kDriver) {
+    json claim = {{"apiVersion", "resource.k8s.io/v1"},
+                  {"kind", "ResourceClaim"},
+                  {"metadata", {{"name", name}, {"namespace", kNs}}},
+                  {"spec", json::object()}};
+    apiserver::ApiOr<json> created =
+        server_.store().Create(apiserver::ResourceClaims(), kNs, claim);
+    EXPECT_TRUE(created.ok());
+    if (!created.ok()) return "";
+    json results = json::array();
+    results.push_back(
+        {{"request", "req"}, {"driver", driver}, {"pool", kNode}, {"device", device}});
+    created.value["status"] = {{"allocation", {{"devices", {{"results", results}}}}}};
+    apiserver::ApiOr<json> updated = server_.store().Update(apiserver::ResourceClaims(), kNs, name,
+                                                            created.value, /*status_only=*/true);
+    EXPECT_TRUE(updated.ok());
+    return created.value["metadata"]["uid"].get<std::string>();
+  }
+
+  static v1::Claim Claim(const std::string& name, const std::string& uid) {
+    v1::Claim c;
+    c.set_namespace_(kNs);
+    c.set_name(name);
+    c.set_uid(uid);
+    return c;
+  }
+
+  grpc::Status Prepare(const std::vector<v1::Claim>& claims, v1::NodePrepareResourcesResponse* r,
+                       absl::Duration timeout = kWait) {
+    v1::NodePrepareResourcesRequest req;
+    for (const v1::Claim& c : claims) *req.add_claims() = c;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(Deadline(timeout));
+    return Stub().NodePrepareResources(&ctx, req, r);
+  }
+
+  grpc::Status Unprepare(const std::vector<v1::Claim>& claims,
+                         v1::NodeUnprepareResourcesResponse* r) {
+    v1::NodeUnprepareResourcesRequest req;
+    for (const v1::Claim& c : claims) *req.add_claims() = c;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(Deadline());
+    return Stub().NodeUnprepareResources(&ctx, req, r);
+  }
+
+  std::string SpecPath(const std::string& uid) const {
+    return CdiSpecPath(dir_.Join("cdi"), kDriver, uid);
+  }
+  std::string StatePath() const {
+    return dir_.Join("plugins/sample.dra.devmgr.io/") + kStateFileName;
+  }
+
+  std::vector<json> Slices() {
+    apiserver::ApiOr<apiserver::Store::ListResult> list =
+        server_.store().List(apiserver::ResourceSlices(), "", apiserver::FieldSelector());
+    return list.ok() ? list.value.items : std::vector<json>{};
+  }
+
+  testutil::TempDir dir_;
+  apiserver::ApiServer server_{RealClock::Get()};
+  std::unique_ptr<SampleDraDriver> driver_;
+  std::unique_ptr<v1::DRAPlugin::Stub> stub_;
+};
+
+bool Exists(const std::string& path) { return std::filesystem::exists(path); }
+
+std::string Read(const std::string& path) {
+  absl::StatusOr<std::string> s = fs::Default()->ReadFile(path);
+  return s.ok() ? *s : "";
+}
+
+TEST_F(SampleDraDriverTest, RegistrationInfoNamesTheDraSocketAndServices) {
+  StartDriver();
+  auto stub = pluginregistration::Registration::NewStub(
+      grpc::CreateChannel("unix:" + dir_.Join("registry/sample.dra.devmgr.io-reg.sock"),
+                          grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline());
+  pluginregistration::PluginInfo info;
+  ASSERT_TRUE(stub->GetInfo(&ctx, pluginregistration::InfoRequest(), &info).ok());
+  EXPECT_EQ(info.type(), "DRAPlugin");
+  EXPECT_EQ(info.name(), kDriver);
+  EXPECT_EQ(info.endpoint(), dir_.Join("plugins/sample.dra.devmgr.io/dra.sock"));
+  EXPECT_THAT(info.supported_versions(), ElementsAre("v1.DRAPlugin", "v1beta1.DRAPlugin"));
+  EXPECT_TRUE(Exists(info.endpoint()));
+
+  grpc::ClientContext ctx2;
+  ctx2.set_deadline(Deadline());
+  pluginregistration::RegistrationStatus status;
+  status.set_plugin_registered(false);
+  status.set_error("none of the services is supported");
+  pluginregistration::RegistrationStatusResponse resp;
+  ASSERT_TRUE(stub->NotifyRegistrationStatus(&ctx2, status, &resp).ok());
+  std::optional<RegistrationOutcome> outcome = driver_->registration().WaitForOutcome(kWait);
+  ASSERT_TRUE(outcome.has_value());
+  EXPECT_FALSE(outcome->registered);
+  EXPECT_EQ(outcome->error, "none of the services is supported");
+}
+
+TEST_F(SampleDraDriverTest, PrepareWritesTheCdiSpecAndUnprepareRemovesIt) {
+  StartDriver();
+  const std::string uid = CreateClaim("claim-a", "dev-0");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &resp).ok());
+  ASSERT_EQ(resp.claims().count(uid), 1u);
+  const v1::NodePrepareResourceResponse& r = resp.claims().at(uid);
+  EXPECT_EQ(r.error(), "");
+  ASSERT_EQ(r.devices_size(), 1);
+  EXPECT_THAT(r.devices(0).request_names(), ElementsAre("req"));
+  EXPECT_EQ(r.devices(0).pool_name(), kNode);
+  EXPECT_EQ(r.devices(0).device_name(), "dev-0");
+  const std::string cdi_id = "sample.dra.devmgr.io/device=" + uid + "-dev-0";
+  EXPECT_THAT(r.devices(0).cdi_device_ids(), ElementsAre(cdi_id));
+  EXPECT_EQ(Read(SpecPath(uid)),
+            "{\n  \"cdiVersion\": \"0.6.0\",\n  \"kind\": \"sample.dra.devmgr.io/device\",\n"
+            "  \"devices\": [\n    {\n      \"name\": \"" +
+                uid +
+                "-dev-0\",\n"
+                "      \"containerEdits\": {\n        \"env\": [\n"
+                "          \"DRA_DEV_0=default/claim-a/req\",\n          \"SAMPLE_VISIBLE=0\"\n"
+                "        ]\n      }\n    }\n  ]\n}\n");
+  EXPECT_EQ(driver_->core().PreparedForTest().count(uid), 1u);
+  EXPECT_THAT(Read(StatePath()), testing::HasSubstr(uid));
+
+  v1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(Unprepare({Claim("claim-a", uid)}, &un).ok());
+  ASSERT_EQ(un.claims().count(uid), 1u);
+  EXPECT_EQ(un.claims().at(uid).error(), "");
+  EXPECT_FALSE(Exists(SpecPath(uid)));
+  EXPECT_THAT(driver_->core().PreparedForTest(), IsEmpty());
+}
+
+TEST_F(SampleDraDriverTest, ServesV1beta1Too) {
+  StartDriver();
+  const std::string uid = CreateClaim("claim-a", "dev-1");
+  auto stub = v1beta1::DRAPlugin::NewStub(
+      grpc::CreateChannel("unix:" + driver_->dra_socket(), grpc::InsecureChannelCredentials()));
+  v1beta1::NodePrepareResourcesRequest req;
+  v1beta1::Claim* c = req.add_claims();
+  c->set_namespace_(kNs);
+  c->set_name("claim-a");
+  c->set_uid(uid);
+  v1beta1::NodePrepareResourcesResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline());
+  ASSERT_TRUE(stub->NodePrepareResources(&ctx, req, &resp).ok());
+  ASSERT_EQ(resp.claims().at(uid).devices_size(), 1);
+  EXPECT_EQ(resp.claims().at(uid).devices(0).device_name(), "dev-1");
+}
+
+TEST_F(SampleDraDriverTest, PrepareIsIdempotentAndRewritesALostSpec) {
+  StartDriver();
+  const std::string uid = CreateClaim("claim-a", "dev-0");
+  v1::NodePrepareResourcesResponse first, second;
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &first).ok());
+  const std::string spec = Read(SpecPath(uid));
+  std::filesystem::remove(SpecPath(uid));
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &second).ok());
+  EXPECT_EQ(first.SerializeAsString(), second.SerializeAsString());
+  EXPECT_EQ(Read(SpecPath(uid)), spec);
+}
+
+TEST_F(SampleDraDriverTest, ARestartedDriverKnowsItsPreparedClaims) {
+  StartDriver();
+  const std::string uid = CreateClaim("claim-a", "dev-0");
+  v1::NodePrepareResourcesResponse first, second;
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &first).ok());
+  StartDriver();
+  // The claim is gone from the API: only the state file can answer.
+  ASSERT_TRUE(server_.store().Delete(apiserver::ResourceClaims(), kNs, "claim-a", {}).ok());
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &second).ok());
+  EXPECT_EQ(first.SerializeAsString(), second.SerializeAsString());
+  v1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(Unprepare({Claim("claim-a", uid)}, &un).ok());
+  EXPECT_EQ(un.claims().at(uid).error(), "");
+  EXPECT_FALSE(Exists(SpecPath(uid)));
+}
+
+TEST_F(SampleDraDriverTest, UnprepareOfAnUnknownClaimSucceeds) {
+  StartDriver();
+  v1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(Unprepare({Claim("gone", "uid-never-seen")}, &un).ok());
+  ASSERT_EQ(un.claims().count("uid-never-seen"), 1u);
+  EXPECT_EQ(un.claims().at("uid-never-seen").error(), "");
+}
+
+TEST_F(SampleDraDriverTest, PrepareFailsForAClaimNotAllocatedOrReplaced) {
+  StartDriver();
+  const std::string uid = CreateClaim("claim-a", "dev-0");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", "other-uid"), Claim("missing", "uid-m")}, &resp).ok());
+  EXPECT_THAT(resp.claims().at("other-uid").error(),
+              testing::HasSubstr("claim default/claim-a: got replaced"));
+  EXPECT_THAT(resp.claims().at("uid-m").error(),
+              testing::HasSubstr("retrieve claim default/missing"));
+  EXPECT_FALSE(Exists(SpecPath("other-uid")));
+  EXPECT_THAT(driver_->core().PreparedForTest(), IsEmpty());
+}
+
+TEST_F(SampleDraDriverTest, PublishesOneValidSliceAndReplacesItOnRestart) {
+  StartDriver();
+  EXPECT_OK(driver_->publish_status());
+  std::vector<json> slices = Slices();
+  ASSERT_EQ(slices.size(), 1u);
+  EXPECT_THAT(apiserver::ValidateResourceSlice(slices[0], nullptr), IsEmpty());
+  const json& spec = slices[0]["spec"];
+  EXPECT_EQ(spec["driver"], kDriver);
+  EXPECT_EQ(spec["nodeName"], kNode);
+  EXPECT_EQ(spec["pool"], json({{"name", kNode}, {"generation", 1}, {"resourceSliceCount", 1}}));
+  ASSERT_EQ(spec["devices"].size(), 2u);
+  EXPECT_EQ(
+      spec["devices"][0],
+      json({{"name", "dev-0"},
+            {"attributes", {{"memory", {{"int", 40}}}, {"model", {{"string", "sample-a"}}}}}}));
+  EXPECT_EQ(spec["devices"][1]["attributes"],
+            json({{"fw", {{"version", "1.2.3"}}}, {"ok", {{"bool", true}}}}));
+  StartDriver();
+  slices = Slices();
+  ASSERT_EQ(slices.size(), 1u);
+  EXPECT_EQ(slices[0]["spec"]["pool"]["generation"], 2);
+}
+
+TEST_F(SampleDraDriverTest, PrepareTakesOnlyItsOwnDriversResults) {
+  StartDriver();
+  const std::string uid = CreateClaim("claim-a", "other-dev", "other.example.com");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &resp).ok());
+  EXPECT_EQ(resp.claims().at(uid).error(), "");
+  EXPECT_EQ(resp.claims().at(uid).devices_size(), 0);
+}
+
+TEST_F(SampleDraDriverTest, PrepareFailsForAClaimWithoutAllocation) {
+  StartDriver();
+  json claim = {{"metadata", {{"name", "pending"}, {"namespace", kNs}}}, {"spec", json::object()}};
+  apiserver::ApiOr<json> created = server_.store().Create(apiserver::ResourceClaims(), kNs, claim);
+  ASSERT_TRUE(created.ok());
+  const std::string uid = created.value["metadata"]["uid"];
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("pending", uid)}, &resp).ok());
+  EXPECT_EQ(resp.claims().at(uid).error(), "claim default/pending: not allocated");
+}
+
+TEST_F(SampleDraDriverTest, ACorruptStateFileStopsTheStart) {
+  StartDriver();
+  driver_->Stop();
+  ASSERT_OK(fs::WriteOutputFile(StatePath(), "{not json"));
+  absl::StatusOr<Config> config = ParseConfig(kDevicesYaml, "test.yaml");
+  ASSERT_OK(config.status());
+  DriverOptions o;
+  o.registry_dir = dir_.Join("registry");
+  o.plugin_dir = dir_.Join("plugins");
+  o.cdi_dir = dir_.Join("cdi");
+  o.node_name = kNode;
+  o.kubeconfig = dir_.Join("kubeconfig");
+  SampleDraDriver d(*std::move(config), o);
+  absl::Status s = d.Start();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_EQ(s.message(), StatePath() + ": not a version 1 state file");
+}
+
+TEST_F(SampleDraDriverTest, AdvertisesTheConfiguredServices) {
+  absl::StatusOr<Config> config = ParseConfig(
+      std::string(kDevicesYaml) + "registration:\n  supported_versions: [v1beta1.DRAPlugin]\n",
+      "test.yaml");
+  ASSERT_OK(config.status());
+  EXPECT_THAT(config->supported_versions, ElementsAre("v1beta1.DRAPlugin"));
+  config = ParseConfig(std::string(kDevicesYaml) + "registration:\n  supported_versions: []\n",
+                       "test.yaml");
+  ASSERT_OK(config.status());
+  EXPECT_THAT(config->supported_versions, IsEmpty());
+}
+
+// ---- misbehaviours (misbehave.*), each doing what the docs say ----
+
+TEST_F(SampleDraDriverTest, MisbehaviourPrepareNotIdempotentAnswersAnotherDevice) {
+  StartDriver("  prepare_not_idempotent: true\n");
+  const std::string uid = CreateClaim("claim-a", "dev-0");
+  v1::NodePrepareResourcesResponse first, second;
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &first).ok());
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &second).ok());
+  EXPECT_EQ(first.claims().at(uid).devices(0).device_name(), "dev-0");
+  EXPECT_EQ(second.claims().at(uid).devices(0).device_name(), "dev-1");
+  EXPECT_THAT(second.claims().at(uid).devices(0).cdi_device_ids(),
+              ElementsAre("sample.dra.devmgr.io/device=" + uid + "-dev-1"));
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourUnprepareUnknownFails) {
+  StartDriver("  unprepare_unknown_fails: true\n");
+  v1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(Unprepare({Claim("gone", "uid-x")}, &un).ok());
+  EXPECT_EQ(un.claims().at("uid-x").error(), "claim uid-x is not prepared by sample.dra.devmgr.io");
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourFailClaimsFailsOneClaimOfABatchAndCleansUp) {
+  StartDriver("  fail_claims: [claim-b]\n");
+  const std::string a = CreateClaim("claim-a", "dev-0");
+  const std::string b = CreateClaim("claim-b", "dev-1");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", a), Claim("claim-b", b)}, &resp).ok());
+  EXPECT_EQ(resp.claims().at(a).error(), "");
+  EXPECT_EQ(resp.claims().at(a).devices_size(), 1);
+  EXPECT_EQ(resp.claims().at(b).error(), "injected failure preparing claim default/claim-b");
+  // Without leak_state_on_failure the failed claim leaves nothing behind.
+  EXPECT_TRUE(Exists(SpecPath(a)));
+  EXPECT_FALSE(Exists(SpecPath(b)));
+  EXPECT_EQ(driver_->core().PreparedForTest().count(b), 0u);
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourLeakStateOnFailureKeepsSpecAndState) {
+  StartDriver("  fail_claims: [claim-b]\n  leak_state_on_failure: true\n");
+  const std::string b = CreateClaim("claim-b", "dev-1");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-b", b)}, &resp).ok());
+  EXPECT_NE(resp.claims().at(b).error(), "");
+  EXPECT_TRUE(Exists(SpecPath(b)));
+  EXPECT_EQ(driver_->core().PreparedForTest().count(b), 1u);
+  EXPECT_THAT(Read(StatePath()), testing::HasSubstr(b));
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourCdiSpecSkipWritesNoSpec) {
+  StartDriver("  cdi_spec: skip\n");
+  const std::string uid = CreateClaim("claim-a", "dev-0");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &resp).ok());
+  EXPECT_EQ(resp.claims().at(uid).devices(0).cdi_device_ids_size(), 1);
+  EXPECT_FALSE(Exists(SpecPath(uid)));
+  EXPECT_THAT(std::filesystem::is_empty(dir_.Join("cdi")), true);
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourCdiSpecWrongDirWritesIntoThePluginDir) {
+  StartDriver("  cdi_spec: wrong_dir\n");
+  const std::string uid = CreateClaim("claim-a", "dev-0");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &resp).ok());
+  EXPECT_FALSE(Exists(SpecPath(uid)));
+  EXPECT_TRUE(Exists(CdiSpecPath(dir_.Join("plugins/sample.dra.devmgr.io/cdi"), kDriver, uid)));
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourOmitClaimsLeavesAClaimOutOfTheAnswer) {
+  StartDriver("  omit_claims: [claim-b]\n");
+  const std::string a = CreateClaim("claim-a", "dev-0");
+  const std::string b = CreateClaim("claim-b", "dev-1");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", a), Claim("claim-b", b)}, &resp).ok());
+  EXPECT_EQ(resp.claims().size(), 1u);
+  EXPECT_EQ(resp.claims().count(a), 1u);
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourPrepareDelayOutlastsTheCallersDeadline) {
+  StartDriver("  prepare_delay: 1h\n");
+  const std::string uid = CreateClaim("claim-a", "dev-0");
+  v1::NodePrepareResourcesResponse resp;
+  grpc::Status s = Prepare({Claim("claim-a", uid)}, &resp, absl::Milliseconds(300));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  // TearDown's Stop wakes the waiting handler.
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourRegisterBeforeServingAdvertisesAMissingSocket) {
+  StartDriver("  register_before_serving: 1h\n");
+  EXPECT_TRUE(Exists(driver_->registration_socket()));
+  EXPECT_FALSE(Exists(driver_->dra_socket()));
+  EXPECT_FALSE(driver_->WaitUntilServing(absl::ZeroDuration()));
+  // With a short delay the DRA socket follows.
+  StartDriver("  register_before_serving: 100ms\n");
+  EXPECT_TRUE(driver_->WaitUntilServing(kWait));
+  EXPECT_TRUE(Exists(driver_->dra_socket()));
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourInvalidSliceIsRejectedByTheApiServer) {
+  StartDriver("  invalid_slice: true\n");
+  EXPECT_EQ(driver_->publish_status().code(), absl::StatusCode::kInvalidArgument)
+      << driver_->publish_status();
+  EXPECT_THAT(std::string(driver_->publish_status().message()),
+              testing::HasSubstr("spec.devices[0].name"));
+  EXPECT_THAT(Slices(), IsEmpty());
+  bool rejected = false;
+  for (const apiserver::RequestRecord& r : server_.Requests()) {
+    rejected |= r.method == "POST" && r.status == 422;
+  }
+  EXPECT_TRUE(rejected);
+}
+
+// ---- the config ----
+
+TEST(SampleDraDriverConfigTest, UnknownKeysAreNamedWithTheirPosition) {
+  EXPECT_EQ(ParseConfig("devcies: []\n", "c.yaml").status().message(),
+            "c.yaml:1:1: unknown key 'devcies' in the config (did you mean 'devices'?)");
+  EXPECT_EQ(
+      ParseConfig("devices: []\nmisbehave:\n  cdi_spec: wrongdir\n", "c.yaml").status().message(),
+      "c.yaml:3:13: misbehave.cdi_spec must be write, skip or wrong_dir (did you mean "
+      "'wrong_dir'?)");
+  EXPECT_EQ(
+      ParseConfig("devices: []\nregistration:\n  supported_versions: [v2.DRAPlugin]\n", "c.yaml")
+          .status()
+          .message(),
+      "c.yaml:3:24: unknown service 'v2.DRAPlugin' (did you mean 'v1.DRAPlugin'?)");
+}
+
+TEST(SampleDraDriverConfigTest, TheExampleParses) {
+  absl::StatusOr<Config> c =
+      LoadConfig(std::string(DEVMGR_SOURCE_DIR) + "/examples/sample-dra-driver.yaml");
+  ASSERT_OK(c.status());
+  EXPECT_EQ(c->devices.size(), 4u);
+  EXPECT_EQ(c->CdiKind(), "sample.dra.devmgr.io/gpu");
+  // Its slice is one a validating API server accepts (which names it from generateName).
+  json slice = BuildResourceSlice(*c, kNode, 1);
+  slice["metadata"]["name"] = "node-a-sample.dra.devmgr.io-abcde";
+  EXPECT_THAT(apiserver::ValidateResourceSlice(slice, nullptr), IsEmpty());
+}
+
+}  // namespace
+}  // namespace devmgr::draplugin
