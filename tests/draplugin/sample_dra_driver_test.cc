@@ -73,18 +73,24 @@ class SampleDraDriverTest : public testing::Test {
     server_.Stop();
   }
 
-  // Starts a driver with kDevicesYaml plus `misbehave` (a YAML mapping body).
-  void StartDriver(const std::string& misbehave = "") {
-    std::string text = kDevicesYaml;
-    if (!misbehave.empty()) text += "misbehave:\n" + misbehave;
-    absl::StatusOr<Config> config = ParseConfig(text, "test.yaml");
-    ASSERT_OK(config.status());
+  // The test's directories, node and kubeconfig.
+  DriverOptions Options() {
     DriverOptions o;
     o.registry_dir = dir_.Join("registry");
     o.plugin_dir = dir_.Join("plugins");
     o.cdi_dir = dir_.Join("cdi");
     o.node_name = kNode;
     o.kubeconfig = dir_.Join("kubeconfig");
+    return o;
+  }
+
+  // Starts a driver with kDevicesYaml plus `misbehave` (a YAML mapping body).
+  void StartDriver(const std::string& misbehave = "") {
+    std::string text = kDevicesYaml;
+    if (!misbehave.empty()) text += "misbehave:\n" + misbehave;
+    absl::StatusOr<Config> config = ParseConfig(text, "test.yaml");
+    ASSERT_OK(config.status());
+    DriverOptions o = Options();
     if (driver_) driver_->Stop();
     stub_.reset();
     driver_ = std::make_unique<SampleDraDriver>(*std::move(config), o);
@@ -349,12 +355,7 @@ TEST_F(SampleDraDriverTest, ACorruptStateFileStopsTheStart) {
   ASSERT_OK(fs::WriteOutputFile(StatePath(), "{not json"));
   absl::StatusOr<Config> config = ParseConfig(kDevicesYaml, "test.yaml");
   ASSERT_OK(config.status());
-  DriverOptions o;
-  o.registry_dir = dir_.Join("registry");
-  o.plugin_dir = dir_.Join("plugins");
-  o.cdi_dir = dir_.Join("cdi");
-  o.node_name = kNode;
-  o.kubeconfig = dir_.Join("kubeconfig");
+  DriverOptions o = Options();
   SampleDraDriver d(*std::move(config), o);
   absl::Status s = d.Start();
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
