@@ -6,19 +6,7 @@
 # none; a bad --node-name is a usage error.
 set -euo pipefail
 : "${DEVMGR_BIN:?}"
-tmp=$(mktemp -d /tmp/dmapiXXXXXX)
-pid=""
-cleanup() {
-  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; wait "$pid" || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [[ -f "$tmp/serve.err" ]] && tail -20 "$tmp/serve.err" >&2; exit 1; }
-wait_for() {  # wait_for DESCRIPTION COMMAND...: polls up to 20 s
-  local what=$1; shift
-  for _ in $(seq 1 200); do "$@" && return 0; sleep 0.1; done
-  fail "timed out waiting for $what"
-}
+E2E_NAME=api source "$(dirname "$0")/lib/serve.bash"
 
 mkdir -p "$tmp/dp"
 "$DEVMGR_BIN" serve --dir "$tmp/dp" --fsync false --kubeconfig-out "$tmp/kubeconfig" \

@@ -6,29 +6,7 @@ BIN=${DEVMGR_BIN:?DEVMGR_BIN must point at the devmgr binary}
 DATA=${DEVMGR_SOURCE_DIR:?DEVMGR_SOURCE_DIR must be set}/tests/testdata/checkpoint
 WORK=$(mktemp -d /tmp/devmgr-e2e-ckpt.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-failures=0
-
-# run EXPECTED_RC CMD...: runs CMD, captures stdout+stderr in $OUT, checks rc.
-run() {
-  local want=$1
-  shift
-  OUT=$("$@" 2>&1)
-  local rc=$?
-  if [[ $rc -ne $want ]]; then
-    echo "FAIL: exit $rc (want $want): $*"
-    echo "$OUT" | head -20
-    failures=$((failures + 1))
-  fi
-}
-
-# expect TEXT: $OUT must contain TEXT (fixed string).
-expect() {
-  if ! grep -qF -- "$1" <<<"$OUT"; then
-    echo "FAIL: output lacks: $1"
-    echo "$OUT" | head -20
-    failures=$((failures + 1))
-  fi
-}
+source "$(dirname "$0")/lib/checks.bash"
 
 # --- verify ---------------------------------------------------------------
 run 0 "$BIN" checkpoint verify "$DATA/v2-single-gpu-numa0.json" "$DATA/v1-single.json"
@@ -142,7 +120,7 @@ run 0 "$BIN" checkpoint repair --in-place "$WORK/cp"
 expect "checksum 331594835 -> 343084809 (v2)"
 expect "backup: $WORK/cp.bak"
 run 0 "$BIN" checkpoint verify "$WORK/cp"
-cmp -s "$WORK/cp.bak" "$DATA/bad-device-edited.json" || { echo "FAIL: backup differs"; failures=$((failures + 1)); }
+cmp -s "$WORK/cp.bak" "$DATA/bad-device-edited.json" || fail "backup differs"
 
 run 0 "$BIN" checkpoint repair "$DATA/v2-multi-resource.json" --drop-pod 9a15d2b5-c152-46b9-96e0-d57032629e1f --drop-pod nope -o "$WORK/dropped.json"
 expect "dropped 2 entries of pod 9a15d2b5-c152-46b9-96e0-d57032629e1f"
@@ -156,7 +134,7 @@ expect "<stdin>: OK v2 checksum 3414037502"
 
 run 2 "$BIN" checkpoint repair "$DATA/bad-truncated.json" -o "$WORK/never.json"
 expect "refusing to repair"
-[[ -e $WORK/never.json ]] && { echo "FAIL: repair wrote unparseable input"; failures=$((failures + 1)); }
+[[ -e $WORK/never.json ]] && fail "repair wrote unparseable input"
 run 2 "$BIN" checkpoint repair --in-place - <"$DATA/bad-numa-moved.json"
 run 2 "$BIN" checkpoint repair "$WORK/empty"
 run 2 "$BIN" checkpoint repair "$WORK/cp" -o x --in-place
@@ -224,7 +202,7 @@ run 0 "$BIN" checkpoint repair --in-place "$WORK/dra-repair.json"
 expect "checksum 2820117767 -> "
 expect "backup: $WORK/dra-repair.json.bak"
 run 0 "$BIN" checkpoint verify "$WORK/dra-repair.json"
-cmp -s "$WORK/dra-repair.json.bak" "$WORK/dra-flipped.json" || { echo "FAIL: DRA backup differs"; failures=$((failures + 1)); }
+cmp -s "$WORK/dra-repair.json.bak" "$WORK/dra-flipped.json" || fail "DRA backup differs"
 run 0 bash -c "'$BIN' checkpoint repair - <'$DRA/upstream-v1.34/single-claim-info-state.json' | cmp - '$DRA/upstream-v1.34/single-claim-info-state.json'"
 expect "checksum 1656016162 was already valid (dra)"
 run 2 "$BIN" checkpoint repair "$WORK/dra_manager_state" -o "$WORK/never-dra.json"
@@ -252,12 +230,7 @@ elif [[ -x $DEVMGR_ORACLE ]]; then
 elif [[ -f $(dirname "$DEVMGR_ORACLE")/SKIPPED ]]; then
   echo "checkpoint_cli: SKIPPED the kubelet-code checks: $(cat "$(dirname "$DEVMGR_ORACLE")/SKIPPED")"
 else
-  echo "FAIL: the checkpoint reference tool $DEVMGR_ORACLE is missing (see test checkpoint_oracle.build)"
-  failures=$((failures + 1))
+  fail "the checkpoint reference tool $DEVMGR_ORACLE is missing (see test checkpoint_oracle.build)"
 fi
 
-if [[ $failures -ne 0 ]]; then
-  echo "checkpoint_cli: $failures failure(s)"
-  exit 1
-fi
-echo "checkpoint_cli: all passed"
+finish checkpoint_cli

@@ -7,34 +7,15 @@ BIN=${DEVMGR_BIN:?DEVMGR_BIN must point at the devmgr binary}
 SRC=${DEVMGR_SOURCE_DIR:?DEVMGR_SOURCE_DIR must be set}
 WORK=$(mktemp -d /tmp/dmconf-e2e.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-failures=0
 # Short deadlines: seconds per check at most.
 FAST=(--rpc-timeout 10 --register-timeout 10 --first-list-timeout 10 --observe 0.4 --list-window 0.4
       --prestart-timeout 1 --reregister-timeout 10 --stop-grace 5 --latency-samples 3 -q)
 plugin() { echo "$BIN sample-plugin --config $SRC/examples/$1 --dir \$DEVMGR_PLUGIN_DIR"; }
 
-run() {
-  local want=$1
-  shift
-  OUT=$("$@" 2>&1)
-  local rc=$?
-  if [[ $rc -ne $want ]]; then
-    echo "FAIL: exit $rc (want $want): $*"
-    echo "$OUT" | tail -40
-    failures=$((failures + 1))
-  fi
-}
-expect() {
-  if ! grep -qF -- "$1" <<<"$OUT"; then
-    echo "FAIL: output lacks: $1"
-    echo "$OUT" | tail -40
-    failures=$((failures + 1))
-  fi
-}
+source "$(dirname "$0")/lib/checks.bash"
 expect_file() {
   if ! grep -qF -- "$2" "$1"; then
-    echo "FAIL: $1 lacks: $2"
-    failures=$((failures + 1))
+    fail "$1 lacks: $2"
   fi
 }
 
@@ -63,7 +44,7 @@ run 1 timeout 120 "$BIN" conformance --plugin "sh -c 'echo boom >&2; exit 3'" --
 expect "registration.timely         MUST    FAIL"
 expect "the plugin exited with code 3 before it registered"
 expect "plugin: boom"
-(( SECONDS - start < 60 )) || { echo "FAIL: a crashing plugin took $((SECONDS - start)) s"; failures=$((failures + 1)); }
+(( SECONDS - start < 60 )) || fail "a crashing plugin took $((SECONDS - start)) s"
 
 # --- the catalogue ----------------------------------------------------------
 run 0 "$BIN" conformance --list
@@ -123,8 +104,4 @@ expect "restart.kubelet             MUST    PASS"
 kill "$ppid"
 wait "$ppid" 2>/dev/null
 
-if [[ $failures -ne 0 ]]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "PASS"
+finish conformance_cli

@@ -10,7 +10,8 @@ BIN=${DEVMGR_BIN:?DEVMGR_BIN must point at the devmgr binary}
 SRC=${DEVMGR_SOURCE_DIR:?DEVMGR_SOURCE_DIR must be set}
 WORK=$(mktemp -d /tmp/dmconfm-e2e.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-failures=0
+source "$(dirname "$0")/lib/checks.bash"
+RUN_TIMEOUT=60
 RES=example.com/gpu
 # Short deadlines: seconds per check at most. `timeout` bounds every run.
 FAST=(--rpc-timeout 10 --register-timeout 10 --first-list-timeout 10 --observe 0.4 --list-window 0.4
@@ -19,23 +20,6 @@ plugin() {
   echo "$BIN sample-plugin --config $SRC/examples/$1 --dir \$DEVMGR_PLUGIN_DIR --call-log $2"
 }
 
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-run() {
-  local want=$1
-  shift
-  OUT=$(timeout 60 "$@" 2>&1)
-  local rc=$?
-  if [[ $rc -ne $want ]]; then
-    fail "exit $rc (want $want): $*"
-    echo "$OUT" | tail -40
-  fi
-}
-expect() {
-  grep -qF -- "$1" <<<"$OUT" || { fail "output lacks: $1"; echo "$OUT" | tail -40; }
-}
 # The value of the sample `name{resource_name="RES"}` in a metrics file ("" if absent).
 sample() {
   awk -v want="$2{resource_name=\"$RES\"}" '$1 == want { print $2 }' "$1"
@@ -92,8 +76,4 @@ run 3 "$BIN" conformance --plugin "devmgr-no-such-command-xyz" --register-timeou
 expect "the plugin command could not run (exit code 127)"
 [[ -e $WORK/env.prom ]] && fail "a metrics file was written though no check ran"
 
-if [[ $failures -ne 0 ]]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "PASS"
+finish conformance_metrics

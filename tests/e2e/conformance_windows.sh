@@ -14,8 +14,7 @@ BIN=${DEVMGR_BIN:?DEVMGR_BIN must point at the devmgr binary}
 SRC=${DEVMGR_SOURCE_DIR:?DEVMGR_SOURCE_DIR must be set}
 WORK=$(mktemp -d /tmp/dmconf-win.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/lib/checks.bash"
 sample() { echo "$BIN sample-plugin --config $SRC/examples/broken/$1.yaml --dir \$DEVMGR_PLUGIN_DIR"; }
 # has OUT PATTERN: a fixed string in the report.
 has() { grep -qF -- "$2" <<<"$1" || { fail "missing '$2'"; echo "$1" | tail -20; }; }
@@ -108,8 +107,4 @@ verdict "$out" restart.plugin "MUST SKIP"
 has "$out" "the plugin exited with code 3 before it registered again"
 has "$out" "2 plugin session(s)"
 
-if [[ $failures -ne 0 ]]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "PASS"
+finish conformance_windows

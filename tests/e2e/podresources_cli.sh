@@ -5,19 +5,7 @@
 # Get is off by default in 1.32 and its error is the kubelet's.
 set -euo pipefail
 : "${DEVMGR_BIN:?}" "${DEVMGR_SOURCE_DIR:?}"
-tmp=$(mktemp -d /tmp/dmprXXXXXX)
-pid=""
-cleanup() {
-  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; wait "$pid" || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [[ -f "$tmp/serve.err" ]] && tail -20 "$tmp/serve.err" >&2; exit 1; }
-wait_for() {  # wait_for DESCRIPTION COMMAND...: polls up to 20 s
-  local what=$1; shift
-  for _ in $(seq 1 200); do "$@" && return 0; sleep 0.1; done
-  fail "timed out waiting for $what"
-}
+E2E_NAME=pr source "$(dirname "$0")/lib/serve.bash"
 
 mkdir -p "$tmp/device-plugins" "$tmp/manifests"
 sock="$tmp/pod-resources/kubelet.sock"

@@ -9,30 +9,13 @@ SRC=${DEVMGR_SOURCE_DIR:?DEVMGR_SOURCE_DIR must be set}
 F=$SRC/tests/scenarios_failing
 WORK=$(mktemp -d /tmp/devmgr-e2e-runf.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/lib/checks.bash"
 
-# run EXPECTED_RC ARGS...: runs devmgr run, output in $OUT.
-run() {
-  local want=$1
-  shift
-  OUT=$(timeout 60 "$BIN" run "$@" 2>&1)
-  local rc=$?
-  if [[ $rc -ne $want ]]; then
-    fail "exit $rc (want $want): devmgr run $*"
-    echo "$OUT" | head -40
-  fi
-}
-expect() {
-  if ! grep -qF -- "$1" <<<"$OUT"; then
-    fail "output lacks: $1"
-    echo "$OUT" | head -40
-  fi
-}
+RUN_TIMEOUT=60
 
 # A hung plugin: fails within the 2s step timeout, naming the stopped plugin.
 start=$(date +%s)
-run 1 "$F/sigstop-hang.yaml" --junit "$WORK/hang.xml"
+run 1 "$BIN" run "$F/sigstop-hang.yaml" --junit "$WORK/hang.xml"
 elapsed=$(( $(date +%s) - start ))
 [[ $elapsed -lt 20 ]] || fail "sigstop-hang took ${elapsed}s"
 expect "admission of pod default/stuck did not finish within 2s"
@@ -48,76 +31,76 @@ assert "did not finish within 2s" in f.get("message"), f.get("message")
 PY
 fi
 
-run 1 "$F/wrong-device-count.yaml"
+run 1 "$BIN" run "$F/wrong-device-count.yaml"
 expect "wrong-device-count.yaml:14:9: resources['example.com/gpu'].capacity"
 expect "expected: 3"
 expect "actual:   2"
 expect "recent devmgr log lines:"
 expect "plugin gpu output"
 
-run 1 "$F/unexpected-rejection.yaml"
+run 1 "$BIN" run "$F/unexpected-rejection.yaml"
 expect "pod default/too-big was rejected: UnexpectedAdmissionError: Allocate failed due to requested number of devices unavailable for example.com/gpu. Requested: 2, Available: 1, which is unexpected"
 
 start=$(date +%s)
-run 1 "$F/plugin-exits.yaml"
+run 1 "$BIN" run "$F/plugin-exits.yaml"
 elapsed=$(( $(date +%s) - start ))
 [[ $elapsed -lt 15 ]] || fail "plugin-exits waited ${elapsed}s for a dead plugin"
 expect "plugin 'broken' exited with code 3"
 expect "cannot find any GPU"
 
-run 1 "$F/wrong-calls.yaml"
+run 1 "$BIN" run "$F/wrong-calls.yaml"
 expect "calls['gpu'].sequence[0]"
 expect "expected: GetPreferredAllocation"
 
-run 1 "$F/command-fails.yaml"
+run 1 "$BIN" run "$F/command-fails.yaml"
 expect "command exited with 1 (expected 0)"
 
 # Scenario expectations of issue 18, each with a wrong expectation.
-run 1 "$F/expect-for-breaks.yaml"
+run 1 "$BIN" run "$F/expect-for-breaks.yaml"
 expect "stopped holding"
 expect "into the 3s window (expect_for)"
 expect "expect-for-breaks.yaml:14:9: resources['example.com/gpu'].healthy"
 expect "actual:   [gpu-0]"
-run 1 "$F/wrong-capture-relation.yaml"
+run 1 "$BIN" run "$F/wrong-capture-relation.yaml"
 expect "captured \$first = [gpu-"
 expect "pods['two'].containers['app'].devices['example.com/gpu']"
 expect "expected: \$first [gpu-"
-run 1 "$F/wrong-absent.yaml"
+run 1 "$BIN" run "$F/wrong-absent.yaml"
 expect "resources['example.com/gpu'].capacity"
 expect "expected: absent"
 expect "actual:   1"
-run 1 "$F/wrong-unordered-list.yaml"
+run 1 "$BIN" run "$F/wrong-unordered-list.yaml"
 expect "pods['p'].containers['app'].mounts"
 expect "expected: exactly 1 item(s), in any order"
-run 1 "$F/wrong-checkpoint-checksum.yaml"
+run 1 "$BIN" run "$F/wrong-checkpoint-checksum.yaml"
 expect "checkpoint.valid"
 expect "stored,"
-run 1 "$F/wrong-register-result.yaml"
+run 1 "$BIN" run "$F/wrong-register-result.yaml"
 expect "calls['old'].sequence[0]"
 expect "expected: Register -> ok"
 expect '-> error UNKNOWN "requested API version "v1alpha" is not supported by kubelet'
 
-run 1 "$F/stopped-kubelet.yaml"
+run 1 "$BIN" run "$F/stopped-kubelet.yaml"
 expect "admit needs a running kubelet: it was stopped by stop_kubelet"
-run 2 "$F/invalid/unknown-capture.yaml"
+run 2 "$BIN" run "$F/invalid/unknown-capture.yaml"
 expect "unknown-capture.yaml:6:60: expect.resources['example.com/gpu'].healthy.superset_of: no earlier step captures 'befor' (no step before this one has capture:)"
 
 # Several files: one failure makes the run fail, the others still run.
-run 1 "$SRC/scenarios/basic-allocation.yaml" "$F/wrong-device-count.yaml"
+run 1 "$BIN" run "$SRC/scenarios/basic-allocation.yaml" "$F/wrong-device-count.yaml"
 expect "1 passed, 1 failed, 0 errors, 0 skipped"
 
 # Bad files: exit 2 before anything runs.
-run 2 "$F/invalid/typo.yaml"
+run 2 "$BIN" run "$F/invalid/typo.yaml"
 expect "typo.yaml:7:7: unknown key 'devcies' in the config (did you mean 'devices'?)"
-run 2 "$F/invalid/unknown-step.yaml"
+run 2 "$BIN" run "$F/invalid/unknown-step.yaml"
 expect "unknown-step.yaml:4:5: unknown key 'restart_kublet' in a step (did you mean 'restart_kubelet'?)"
-run 2 "$F/invalid/wrong-type.yaml"
+run 2 "$BIN" run "$F/invalid/wrong-type.yaml"
 expect "wrong-type.yaml:4:20: advance_clock must be a duration"
-run 2 "$F/does-not-exist.yaml"
+run 2 "$BIN" run "$F/does-not-exist.yaml"
 expect "does-not-exist.yaml"
-run 2
-run 2 "$SRC/scenarios/basic-allocation.yaml" --focus '('
-run 2 "$SRC/scenarios/basic-allocation.yaml" --focus 'no-such-scenario'
+run 2 "$BIN" run
+run 2 "$BIN" run "$SRC/scenarios/basic-allocation.yaml" --focus '('
+run 2 "$BIN" run "$SRC/scenarios/basic-allocation.yaml" --focus 'no-such-scenario'
 expect "--focus matches no scenario"
 
 # Ctrl-C mid-step: the run stops, reports, exits 1, and kills the plugin.
@@ -142,8 +125,4 @@ if [[ -n "$dir" ]] && pgrep -f -- "--dir $dir/dp" >/dev/null; then
 fi
 [[ -z "$dir" || ! -e "$dir" ]] || fail "the interrupted run left $dir"
 
-if [[ $failures -ne 0 ]]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "ok: failing scenarios fail clearly"
+finish run_failing

@@ -17,8 +17,7 @@ WORK=$(mktemp -d /tmp/dmrm.XXXXXX)
 kept=()
 cleanup() { rm -rf "$WORK" "${kept[@]}"; }
 trap cleanup EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/lib/checks.bash"
 
 # 1. Two library scenarios (three runs: pod-resources under 1.32 and 1.34+, demo).
 "$BIN" run "$SRC/scenarios/pod-resources.yaml" "$SRC/scenarios/demo.yaml" --keep-dir \
@@ -112,5 +111,4 @@ rc=$?
 [[ $rc -eq 3 ]] || fail "unwritable --metrics-file exited $rc, want 3"
 grep -q "devmgr run: --metrics-file: " "$WORK/out" || { fail "no --metrics-file error"; cat "$WORK/out"; }
 
-if [[ $failures -ne 0 ]]; then echo "$failures failure(s)"; exit 1; fi
-echo "PASS"
+finish run_metrics

@@ -8,8 +8,7 @@ BIN=${DEVMGR_BIN:?DEVMGR_BIN must point at the devmgr binary}
 SRC=${DEVMGR_SOURCE_DIR:?DEVMGR_SOURCE_DIR must be set}
 WORK=$(mktemp -d /tmp/devmgr-e2e-run.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/lib/checks.bash"
 
 # Every scenario, scenarios/topology/ included.
 mapfile -t files < <(find "$SRC/scenarios" -name '*.yaml' | sort)
@@ -91,8 +90,4 @@ else
   fail "--keep-dir did not keep the call log ($kept)"
 fi
 
-if [[ $failures -ne 0 ]]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "ok: ${#files[@]} scenarios passed in ${elapsed}s; reports valid"
+finish run_scenarios
