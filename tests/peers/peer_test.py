@@ -50,6 +50,18 @@ def peer_binary(peer, release):
     return copy
 
 
+def run_bounded(argv, **kwargs):
+    """subprocess.run with output captured, ended 30 s before ctest's 300 s would kill this
+    script: a run that hangs fails here with what it printed so far (the step it hung in)."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=270, **kwargs)
+    except subprocess.TimeoutExpired as e:
+        for out, stream in ((e.stdout, sys.stdout), (e.stderr, sys.stderr)):
+            if out:
+                print(out.decode(errors="replace") if isinstance(out, bytes) else out, file=stream)
+        sys.exit(f"FAIL: still running after {e.timeout} s (killed): {' '.join(argv)}")
+
+
 def private_mount_unavailable(output):
     return "--private-mount" in output and ("needs root" in output or "namespace" in output)
 
@@ -91,7 +103,7 @@ def conformance(peer, release, kubelet, verdicts="verdicts.txt"):
                 "--kubelet-version", kubelet, "--dir", os.path.join(work, "dp"),
                 "--json", report, "--observe", "1", "-q"] + flags
         print("$", " ".join(argv), flush=True)
-        run = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        run = run_bounded(argv)
         print(run.stdout)
         print(run.stderr, file=sys.stderr)
         if run.returncode == 3 and private_mount_unavailable(run.stdout + run.stderr):
@@ -132,7 +144,7 @@ def scenarios(peer, release, kubelet):
     env[peer.upper().replace("-", "_")] = binary
     argv = [devmgr, "run", "--kubelet-version", kubelet] + files
     print("$", " ".join(argv), flush=True)
-    run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    run = run_bounded(argv, env=env)
     print(run.stdout)
     print(run.stderr, file=sys.stderr)
     if run.returncode == 3 and "private" in (run.stdout + run.stderr):
