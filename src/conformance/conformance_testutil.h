@@ -18,10 +18,7 @@ inline Timeouts FastTimeouts() {
   t.rpc = absl::Seconds(2);
   t.register_within = absl::Milliseconds(500);
   t.serve_wait = absl::Milliseconds(500);
-  // No broken config is late by a margin (law.first-list's never sends), and
-  // law.size's 80,004-device list can take a loaded machine over 500 ms to
-  // encode and send.
-  t.first_list_within = absl::Seconds(3);
+  t.first_list_within = absl::Milliseconds(500);
   t.observe = absl::Milliseconds(400);
   t.list_window = absl::Milliseconds(400);
   t.prestart = absl::Seconds(1);
