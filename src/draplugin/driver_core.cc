@@ -70,12 +70,25 @@ std::map<std::string, PrepareResult> DriverCore::Prepare(const std::vector<Claim
     }
     out[c.uid] = PrepareOneLocked(c);
   }
+  if (config_.misbehave.batch_mixes_claims && claims.size() > 1 && out.count(claims[0].uid)) {
+    DM_INFO("Misbehaving: answering every claim of the batch with the first one's devices");
+    for (const ClaimRef& c : claims) {
+      if (out.count(c.uid) && out[c.uid].error.empty()) {
+        out[c.uid].devices = out[claims[0].uid].devices;
+      }
+    }
+  }
   return out;
 }
 
 PrepareResult DriverCore::PrepareOneLocked(const ClaimRef& claim) {
   if (prepared_.count(claim.uid) > 0) return PrepareAgainLocked(claim);
   PrepareResult r;
+  if (config_.misbehave.prepare_after_unprepare_fails && unprepared_.count(claim.uid) > 0) {
+    DM_INFO("Misbehaving: refusing to prepare an unprepared claim again", {"claim", claim.name});
+    r.error = fmt::format("claim {} was unprepared; not preparing it again", claim.uid);
+    return r;
+  }
   absl::StatusOr<std::vector<PreparedDevice>> devices = AllocatedDevices(claim);
   if (!devices.ok()) {
     r.error = std::string(devices.status().message());
@@ -158,6 +171,7 @@ absl::StatusOr<std::vector<PreparedDevice>> DriverCore::AllocatedDevices(
     d.request_names = {Str(res, "request")};
     d.pool_name = Str(res, "pool");
     d.device_name = Str(res, "device");
+    if (config_.misbehave.prepare_wrong_device) d.device_name += "-unallocated";
     d.cdi_device_ids = {CdiDeviceId(config_.CdiKind(), CdiDeviceName(claim.uid, d.device_name))};
     devices.push_back(std::move(d));
   }
@@ -212,6 +226,7 @@ std::map<std::string, std::string> DriverCore::Unprepare(const std::vector<Claim
       error = std::string(s.message());
       continue;
     }
+    unprepared_.insert(c.uid);
     DM_INFO("Unprepared claim", {"claim", c.namespace_ + "/" + c.name}, {"uid", c.uid});
   }
   return out;
