@@ -1,0 +1,225 @@
+// The DRA catalogue's exact verdicts: the reference DRA driver (in process)
+// passes every check when it behaves, and each misbehaviour switch of
+// docs/sample-dra-driver.md fails exactly the check that judges it, at the
+// check's level; the checks that cannot judge without it are skipped with
+// a pointer to it. Windows are shortened where a misbehaviour outlasts one.
+#include <map>
+#include <set>
+#include <string>
+
+#include "common/status_testutil.h"
+#include "conformance/conformance_testutil.h"
+#include "conformance/dra_catalogue.h"
+#include "conformance/dra_runner.h"
+#include "conformance/dra_testutil.h"
+#include "conformance/report.h"
+#include "draplugin/config.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace devmgr::conformance {
+namespace {
+
+using ::testing::HasSubstr;
+using Verdicts = std::map<std::string, Status>;
+
+draplugin::Config Reference() {
+  absl::StatusOr<draplugin::Config> c =
+      draplugin::LoadConfig(std::string(DEVMGR_SOURCE_DIR) + "/examples/sample-dra-driver.yaml");
+  EXPECT_OK(c.status());
+  return c.ok() ? *c : draplugin::Config{};
+}
+
+// Generous windows: a well-behaved driver ends every wait early.
+DraTimeouts Windows() {
+  DraTimeouts t;
+  t.register_within = absl::Seconds(20);
+  t.publish_within = absl::Seconds(10);
+  t.call = absl::Seconds(10);
+  t.stop_grace = absl::Seconds(1);
+  return t;
+}
+
+RunReport RunDra(const draplugin::Config& config, const DraTimeouts& t = Windows(),
+                 const std::string& focus = "") {
+  testutil::InProcessDraDriver target(config);
+  testutil::TempDir dir;
+  DraRunOptions o;
+  o.dir = dir.path();
+  o.timeouts = t;
+  o.focus = focus;
+  absl::StatusOr<RunReport> r = RunDraConformance(target, o);
+  EXPECT_OK(r.status());
+  return r.ok() ? *r : RunReport{};
+}
+
+Verdicts Of(const RunReport& r) {
+  Verdicts v;
+  for (const CheckResult& c : r.results) v[c.id] = c.outcome.status;
+  return v;
+}
+
+const CheckResult* Find(const RunReport& r, const std::string& id) {
+  for (const CheckResult& c : r.results) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
+// Every check PASS except the given ones.
+Verdicts AllPassBut(const Verdicts& others) {
+  Verdicts v;
+  for (const DraCheckInfo& c : DraCatalogue()) v[c.id] = Status::kPass;
+  for (const auto& [id, s] : others) v[id] = s;
+  return v;
+}
+
+// Every check but `failed` and `passed` skipped; `failed` FAIL.
+Verdicts FailsAndSkipsTheRest(const std::string& failed, const std::set<std::string>& passed) {
+  Verdicts v;
+  for (const DraCheckInfo& c : DraCatalogue()) {
+    v[c.id] = passed.count(c.id) ? Status::kPass : Status::kSkip;
+  }
+  v[failed] = Status::kFail;
+  return v;
+}
+
+TEST(DraVerdictsTest, TheReferenceDriverPassesEveryCheckInOneSession) {
+  RunReport r = RunDra(Reference());
+  EXPECT_EQ(Of(r), AllPassBut({})) << SummaryTable(r);
+  EXPECT_EQ(r.sessions, 1);
+  EXPECT_TRUE(r.MustPassed());
+  EXPECT_THAT(Find(r, "dra.services")->outcome.message,
+              HasSubstr("the kubelet 1.36 calls v1.DRAPlugin"));
+}
+
+TEST(DraVerdictsTest, AnotherPluginTypeFailsRegistration) {
+  draplugin::Config c = Reference();
+  c.misbehave.registration_type = "DevicePlugin";
+  RunReport r = RunDra(c);
+  EXPECT_EQ(Of(r), FailsAndSkipsTheRest("dra.registration", {"dra.services"})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.registration")->outcome.message,
+              HasSubstr("GetInfo answers type \"DevicePlugin\", not \"DRAPlugin\""));
+  EXPECT_THAT(Find(r, "dra.prepare.answers-all")->outcome.message,
+              HasSubstr("(see dra.registration, dra.services)"));
+}
+
+TEST(DraVerdictsTest, NoServiceTheKubeletSupportsFailsServices) {
+  draplugin::Config c = Reference();
+  c.supported_versions.clear();
+  RunReport r = RunDra(c);
+  EXPECT_EQ(Of(r), FailsAndSkipsTheRest("dra.services", {"dra.registration"})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.services")->outcome.message,
+              HasSubstr("empty list of supported gRPC services"));
+}
+
+TEST(DraVerdictsTest, ASliceTheApiServerRefusesFailsSlices) {
+  draplugin::Config c = Reference();
+  c.misbehave.invalid_slice = true;
+  DraTimeouts t = Windows();
+  t.publish_within = absl::Seconds(1);
+  RunReport r = RunDra(c, t);
+  EXPECT_EQ(Of(r),
+            FailsAndSkipsTheRest("dra.slices", {"dra.registration", "dra.services",
+                                                "dra.unprepare.unknown", "dra.calls.timely"}))
+      << SummaryTable(r);
+  const CheckResult* f = Find(r, "dra.slices");
+  ASSERT_NE(f, nullptr);
+  EXPECT_THAT(f->outcome.evidence,
+              testing::Contains(HasSubstr("POST /apis/resource.k8s.io/v1/resourceslices")));
+}
+
+TEST(DraVerdictsTest, AnOmittedClaimFailsAnswersAll) {
+  draplugin::Config c = Reference();
+  c.misbehave.omit_claims = {"conformance-answers"};
+  RunReport r = RunDra(c);
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.answers-all", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.prepare.answers-all")->outcome.message,
+              HasSubstr("NodePrepareResources skipped 1 ResourceClaims"));
+}
+
+TEST(DraVerdictsTest, AnUnallocatedDeviceFailsDevices) {
+  draplugin::Config c = Reference();
+  c.misbehave.prepare_wrong_device = true;
+  RunReport r = RunDra(c);
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.devices", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.prepare.devices")->outcome.message,
+              HasSubstr("device devmgr-conformance-node/gpu-0-unallocated is in none of the "
+                        "driver's slices"));
+}
+
+TEST(DraVerdictsTest, AnotherDeviceOnARepeatedPrepareFailsIdempotent) {
+  draplugin::Config c = Reference();
+  c.misbehave.prepare_not_idempotent = true;
+  RunReport r = RunDra(c);
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.idempotent", Status::kFail}})) << SummaryTable(r);
+}
+
+TEST(DraVerdictsTest, AFailingUnprepareOfAnUnknownClaimFailsUnprepareUnknown) {
+  draplugin::Config c = Reference();
+  c.misbehave.unprepare_unknown_fails = true;
+  RunReport r = RunDra(c);
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.unprepare.unknown", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.unprepare.unknown")->outcome.message,
+              HasSubstr("is not prepared by sample.dra.devmgr.io"));
+}
+
+TEST(DraVerdictsTest, RefusingToPrepareAgainFailsAfterUnprepare) {
+  draplugin::Config c = Reference();
+  c.misbehave.prepare_after_unprepare_fails = true;
+  RunReport r = RunDra(c);
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.after-unprepare", Status::kFail}})) << SummaryTable(r);
+}
+
+TEST(DraVerdictsTest, MixedUpBatchAnswersFailBatched) {
+  draplugin::Config c = Reference();
+  c.misbehave.batch_mixes_claims = true;
+  RunReport r = RunDra(c);
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.batched", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.prepare.batched")->outcome.message, HasSubstr("both hold"));
+}
+
+TEST(DraVerdictsTest, APrepareSlowerThanTheDeadlineFailsTimelyAndSkipsWhatItHides) {
+  draplugin::Config c = Reference();
+  c.misbehave.prepare_delay = absl::Milliseconds(1500);
+  DraTimeouts t = Windows();
+  t.call = absl::Milliseconds(500);
+  RunReport r = RunDra(c, t);
+  std::set<std::string> failed;
+  for (const CheckResult& res : r.results) {
+    if (res.outcome.status == Status::kFail) failed.insert(res.id);
+  }
+  EXPECT_EQ(failed, std::set<std::string>{"dra.calls.timely"}) << SummaryTable(r);
+  for (const char* id : {"dra.registration", "dra.services", "dra.slices"}) {
+    EXPECT_EQ(Of(r)[id], Status::kPass) << id;
+  }
+  EXPECT_EQ(Of(r)["dra.prepare.answers-all"], Status::kSkip);
+  EXPECT_THAT(Find(r, "dra.prepare.answers-all")->outcome.message,
+              HasSubstr("(see dra.calls.timely)"));
+  EXPECT_THAT(Find(r, "dra.calls.timely")->outcome.message,
+              HasSubstr("not answered within the kubelet's deadline of 500ms"));
+}
+
+TEST(DraVerdictsTest, AFocusedCheckRunsThePrerequisiteItWasSkippedFor) {
+  draplugin::Config c = Reference();
+  c.misbehave.registration_type = "DevicePlugin";
+  RunReport r = RunDra(c, Windows(), "^dra\\.prepare\\.batched");
+  EXPECT_EQ(Of(r), (Verdicts{{"dra.prepare.batched", Status::kSkip},
+                             {"dra.registration", Status::kFail},
+                             {"dra.services", Status::kPass}}))
+      << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.registration")->outcome.message,
+              HasSubstr("(not selected; run because dra.prepare.batched depends on it)"));
+}
+
+TEST(DraVerdictsTest, KubeletsOlderThan134AreRefused) {
+  testutil::InProcessDraDriver target(Reference());
+  DraRunOptions o;
+  absl::StatusOr<Profile> p = ProfileForVersion("1.33");
+  ASSERT_OK(p.status());
+  o.profile = *p;
+  EXPECT_EQ(RunDraConformance(target, o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace devmgr::conformance
