@@ -1,4 +1,4 @@
-// The DRA catalogue: dra.registration, dra.services, dra.slices, dra.prepare.*,
+// The DRA catalogue: dra.registration, dra.serves-first, dra.services, dra.slices, dra.prepare.*,
 // dra.unprepare.*, dra.calls.timely. docs/conformance.md gives each check's
 // source in the kubelet (pkg/kubelet/cm/dra) and the helper library.
 #include <algorithm>
@@ -153,6 +153,23 @@ Outcome Registration(DraSession& s) {
                                         i.name, D(took), i.endpoint));
   o.figures.push_back({"time to GetInfo", D(took)});
   return o;
+}
+
+Outcome ServesFirst(DraSession& s) {
+  std::optional<DraRegistrationRecord> r = s.FirstInfo();
+  if (!r) return Outcome::Skip("the driver never answered GetInfo (see dra.registration)");
+  const std::string& e = r->info.endpoint;
+  if (e.empty() || e.front() != '/') {
+    return Outcome::Skip("the endpoint is not an absolute path (see dra.registration)");
+  }
+  if (r->served_at_info) {
+    return Outcome::Pass("the endpoint accepted a connection when GetInfo answered");
+  }
+  return Outcome::Fail(fmt::format("the endpoint {} accepted no connection when GetInfo "
+                                   "answered; the kubelet registers the driver at once and "
+                                   "its calls fail until the socket is served",
+                                   e))
+      .Evidence(SocketAccepts(e) ? "it accepts connections now" : "it accepts none now");
 }
 
 Outcome Services(DraSession& s) {
@@ -436,6 +453,11 @@ const std::vector<DraCheckInfo>& DraCatalogue() {
        Level::kMust,
        {},
        Registration},
+      {"dra.serves-first",
+       "The driver serves its DRA socket before it registers",
+       Level::kShould,
+       {},
+       ServesFirst},
       {"dra.services",
        "The advertised services include one the kubelet supports, first in its list",
        Level::kMust,

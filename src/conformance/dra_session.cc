@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "conformance/checks.h"
+#include "conformance/probe.h"
 #include "dra/allocator.h"
 #include "dra/pod_claims.h"
 #include "fmt/format.h"
@@ -113,6 +114,7 @@ absl::Status DraSession::Begin() {
   if (absl::Status s = target_->Start(env_); !s.ok()) return s;
   driver_running_ = true;
   WaitForRegistration();
+  WaitForConnection();
   int code = 0;
   if (Driver().empty() && target_->Exited(&code) && (code == 126 || code == 127)) {
     std::string out;
@@ -137,6 +139,16 @@ void DraSession::WaitForRegistration() {
   }
 }
 
+void DraSession::WaitForConnection() {
+  const std::string driver = Driver();
+  if (driver.empty()) return;
+  const absl::Duration left = t().register_within - MonoSub(MonoNow(), started_at_);
+  for (const std::string& endpoint : handler_->Endpoints(driver)) {
+    handler_->WaitForConnectionForTest(driver, endpoint, true,
+                                       std::max(left, absl::ZeroDuration()));
+  }
+}
+
 void DraSession::End() {
   // The kubelet first, so that no registration is in flight while the
   // driver goes; the endpoint last, so that the driver's requests are
@@ -156,7 +168,11 @@ void DraSession::OnInfo(const std::string& socket,
   rec.socket = socket;
   rec.at = MonoNow();
   rec.info_status = r.status();
-  if (r.ok()) rec.info = *r;
+  if (r.ok()) {
+    rec.info = *r;
+    const std::string& e = r->endpoint;
+    rec.served_at_info = !e.empty() && e.front() == '/' && SocketAccepts(e);
+  }
   absl::MutexLock l(&mu_);
   registrations_.push_back(std::move(rec));
   changed_.SignalAll();

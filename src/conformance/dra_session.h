@@ -57,6 +57,9 @@ struct DraRegistrationRecord {
   MonoTime at;         // when GetInfo answered (or failed)
   absl::Status info_status;
   pluginmanager::RegistrationInfo info;
+  // Whether the endpoint (an absolute path) accepted a connection right
+  // after GetInfo answered.
+  bool served_at_info = false;
   // What the kubelet told the driver (NotifyRegistrationStatus); unset until then.
   std::optional<bool> registered;
   std::string error;
@@ -88,8 +91,11 @@ class DraSession {
   DraSession& operator=(const DraSession&) = delete;
 
   // Prepares the root, starts the API endpoint, the plugin manager and the
-  // driver, then waits (bounded) until the kubelet accepted a registration
-  // or refused one. Errors are environment problems only.
+  // driver, then waits (bounded by register_within from the driver's start)
+  // until the kubelet accepted a registration or refused one, and for an
+  // accepted one until the kubelet's client is connected to the endpoint, so
+  // that a driver serving late is judged by dra.serves-first only. Errors
+  // are environment problems only.
   absl::Status Begin();
   // Stops the driver, the plugin manager and the API endpoint.
   void End();
@@ -138,6 +144,7 @@ class DraSession {
   absl::Status StartApi();
   absl::Status StartKubelet();
   void WaitForRegistration();
+  void WaitForConnection();
   absl::Status EnsureDeviceClass();
   void Record(const std::string& method, const std::vector<dra::Claim>& claims, MonoTime start,
               const absl::Status& status);
