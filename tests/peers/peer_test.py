@@ -12,7 +12,8 @@
       `devmgr conformance --dra` over the DRA catalogue (KUBELET_VERSION may be
       a list or `all`); every check's verdict for every version must be the
       one PEER/dra-verdicts.txt names for it. Its `#! command` line is the
-      driver's command, `{binary}` standing for the built driver.
+      driver's command, `{binary}` standing for the built driver; a line
+      `CHECK-ID@RELEASE ...` holds that check's verdict for one release.
   peer_test.py scenarios PEER RELEASE KUBELET_VERSION
       `devmgr run` over scenarios/PEER*.yaml, with the plugin's binary in
       the environment variable named after PEER (upper case, '-' as '_':
@@ -159,6 +160,12 @@ def dra_conformance(peer, release, kubelet, verdicts="dra-verdicts.txt"):
     binary = peer_binary(peer, release)
     devmgr = os.environ["DEVMGR_BIN"]
     want, _, flags = read_verdicts(peer, verdicts)
+    # "CHECK-ID@RELEASE" lines hold the verdict of that driver release only.
+    for key in [k for k in want if "@" in k]:
+        check, _, rel = key.partition("@")
+        value = want.pop(key)
+        if rel == release:
+            want[check] = value
     if "--command" not in flags:
         sys.exit(f"{peer}/{verdicts}: no '#! command' line")
     i = flags.index("--command")
