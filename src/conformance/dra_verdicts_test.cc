@@ -3,6 +3,7 @@
 // docs/sample-dra-driver.md fails exactly the check that judges it, at the
 // check's level; the checks that cannot judge without it are skipped with
 // a pointer to it. Windows are shortened where a misbehaviour outlasts one.
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -54,6 +55,55 @@ RunReport RunDra(const draplugin::Config& config, const DraTimeouts& t = Windows
   return r.ok() ? *r : RunReport{};
 }
 
+// The reference driver and windows, with the switch that breaks exactly
+// check `id` (docs/conformance.md, "The catalogue"), the windows fitted to it.
+struct Setup {
+  draplugin::Config config;
+  DraTimeouts timeouts;
+};
+
+const std::map<std::string, std::function<void(Setup&)>>& Breakers() {
+  static const auto* const m = new std::map<std::string, std::function<void(Setup&)>>{
+      {"dra.registration", [](Setup& s) { s.config.misbehave.registration_type = "DevicePlugin"; }},
+      {"dra.serves-first",
+       [](Setup& s) { s.config.misbehave.register_before_serving = absl::Seconds(2); }},
+      {"dra.services", [](Setup& s) { s.config.supported_versions.clear(); }},
+      {"dra.slices",
+       [](Setup& s) {
+         s.config.misbehave.invalid_slice = true;
+         s.timeouts.publish_within = absl::Seconds(1);
+       }},
+      {"dra.prepare.answers-all",
+       [](Setup& s) { s.config.misbehave.omit_claims = {"conformance-answers"}; }},
+      {"dra.prepare.devices", [](Setup& s) { s.config.misbehave.prepare_wrong_device = true; }},
+      {"dra.prepare.idempotent",
+       [](Setup& s) { s.config.misbehave.prepare_not_idempotent = true; }},
+      {"dra.unprepare.unknown",
+       [](Setup& s) { s.config.misbehave.unprepare_unknown_fails = true; }},
+      {"dra.prepare.after-unprepare",
+       [](Setup& s) { s.config.misbehave.prepare_after_unprepare_fails = true; }},
+      {"dra.prepare.batched", [](Setup& s) { s.config.misbehave.batch_mixes_claims = true; }},
+      {"dra.calls.timely",
+       [](Setup& s) {
+         s.config.misbehave.prepare_delay = absl::Milliseconds(1500);
+         s.timeouts.call = absl::Milliseconds(500);
+       }},
+  };
+  return *m;
+}
+
+Setup Broken(const std::string& id) {
+  Setup s{Reference(), Windows()};
+  auto it = Breakers().find(id);
+  EXPECT_NE(it, Breakers().end()) << id;
+  if (it != Breakers().end()) it->second(s);
+  return s;
+}
+
+RunReport RunDra(const Setup& s, const std::string& focus = "") {
+  return RunDra(s.config, s.timeouts, focus);
+}
+
 Verdicts Of(const RunReport& r) {
   Verdicts v;
   for (const CheckResult& c : r.results) v[c.id] = c.outcome.status;
@@ -85,6 +135,14 @@ Verdicts FailsAndSkipsTheRest(const std::string& failed, const std::set<std::str
   return v;
 }
 
+TEST(DraVerdictsTest, EveryCheckHasASwitchThatBreaksIt) {
+  // Each entry of Breakers() has its verdict test below.
+  for (const DraCheckInfo& c : DraCatalogue()) {
+    EXPECT_EQ(Breakers().count(c.id), 1u) << c.id << " has no misbehaviour that fails it";
+  }
+  EXPECT_EQ(Breakers().size(), DraCatalogue().size());
+}
+
 TEST(DraVerdictsTest, TheReferenceDriverPassesEveryCheckInOneSession) {
   RunReport r = RunDra(Reference());
   EXPECT_EQ(Of(r), AllPassBut({})) << SummaryTable(r);
@@ -95,9 +153,7 @@ TEST(DraVerdictsTest, TheReferenceDriverPassesEveryCheckInOneSession) {
 }
 
 TEST(DraVerdictsTest, AnotherPluginTypeFailsRegistration) {
-  draplugin::Config c = Reference();
-  c.misbehave.registration_type = "DevicePlugin";
-  RunReport r = RunDra(c);
+  RunReport r = RunDra(Broken("dra.registration"));
   EXPECT_EQ(Of(r), FailsAndSkipsTheRest("dra.registration", {"dra.services", "dra.serves-first"}))
       << SummaryTable(r);
   EXPECT_THAT(Find(r, "dra.registration")->outcome.message,
@@ -107,18 +163,14 @@ TEST(DraVerdictsTest, AnotherPluginTypeFailsRegistration) {
 }
 
 TEST(DraVerdictsTest, RegisteringBeforeServingFailsTheShouldOnly) {
-  draplugin::Config c = Reference();
-  c.misbehave.register_before_serving = absl::Seconds(2);
-  RunReport r = RunDra(c);
+  RunReport r = RunDra(Broken("dra.serves-first"));
   EXPECT_EQ(Of(r), AllPassBut({{"dra.serves-first", Status::kFail}})) << SummaryTable(r);
   EXPECT_TRUE(r.MustPassed());
   EXPECT_EQ(Find(r, "dra.serves-first")->level, Level::kShould);
 }
 
 TEST(DraVerdictsTest, NoServiceTheKubeletSupportsFailsServices) {
-  draplugin::Config c = Reference();
-  c.supported_versions.clear();
-  RunReport r = RunDra(c);
+  RunReport r = RunDra(Broken("dra.services"));
   EXPECT_EQ(Of(r), FailsAndSkipsTheRest("dra.services", {"dra.registration", "dra.serves-first"}))
       << SummaryTable(r);
   EXPECT_THAT(Find(r, "dra.services")->outcome.message,
@@ -126,11 +178,7 @@ TEST(DraVerdictsTest, NoServiceTheKubeletSupportsFailsServices) {
 }
 
 TEST(DraVerdictsTest, ASliceTheApiServerRefusesFailsSlices) {
-  draplugin::Config c = Reference();
-  c.misbehave.invalid_slice = true;
-  DraTimeouts t = Windows();
-  t.publish_within = absl::Seconds(1);
-  RunReport r = RunDra(c, t);
+  RunReport r = RunDra(Broken("dra.slices"));
   EXPECT_EQ(Of(r), FailsAndSkipsTheRest("dra.slices",
                                         {"dra.registration", "dra.serves-first", "dra.services",
                                          "dra.unprepare.unknown", "dra.calls.timely"}))
@@ -142,18 +190,14 @@ TEST(DraVerdictsTest, ASliceTheApiServerRefusesFailsSlices) {
 }
 
 TEST(DraVerdictsTest, AnOmittedClaimFailsAnswersAll) {
-  draplugin::Config c = Reference();
-  c.misbehave.omit_claims = {"conformance-answers"};
-  RunReport r = RunDra(c);
+  RunReport r = RunDra(Broken("dra.prepare.answers-all"));
   EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.answers-all", Status::kFail}})) << SummaryTable(r);
   EXPECT_THAT(Find(r, "dra.prepare.answers-all")->outcome.message,
               HasSubstr("NodePrepareResources skipped 1 ResourceClaims"));
 }
 
 TEST(DraVerdictsTest, AnUnallocatedDeviceFailsDevices) {
-  draplugin::Config c = Reference();
-  c.misbehave.prepare_wrong_device = true;
-  RunReport r = RunDra(c);
+  RunReport r = RunDra(Broken("dra.prepare.devices"));
   EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.devices", Status::kFail}})) << SummaryTable(r);
   EXPECT_THAT(Find(r, "dra.prepare.devices")->outcome.message,
               HasSubstr("device devmgr-conformance-node/gpu-0-unallocated is in none of the "
@@ -161,42 +205,30 @@ TEST(DraVerdictsTest, AnUnallocatedDeviceFailsDevices) {
 }
 
 TEST(DraVerdictsTest, AnotherDeviceOnARepeatedPrepareFailsIdempotent) {
-  draplugin::Config c = Reference();
-  c.misbehave.prepare_not_idempotent = true;
-  RunReport r = RunDra(c);
+  RunReport r = RunDra(Broken("dra.prepare.idempotent"));
   EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.idempotent", Status::kFail}})) << SummaryTable(r);
 }
 
 TEST(DraVerdictsTest, AFailingUnprepareOfAnUnknownClaimFailsUnprepareUnknown) {
-  draplugin::Config c = Reference();
-  c.misbehave.unprepare_unknown_fails = true;
-  RunReport r = RunDra(c);
+  RunReport r = RunDra(Broken("dra.unprepare.unknown"));
   EXPECT_EQ(Of(r), AllPassBut({{"dra.unprepare.unknown", Status::kFail}})) << SummaryTable(r);
   EXPECT_THAT(Find(r, "dra.unprepare.unknown")->outcome.message,
               HasSubstr("is not prepared by sample.dra.devmgr.io"));
 }
 
 TEST(DraVerdictsTest, RefusingToPrepareAgainFailsAfterUnprepare) {
-  draplugin::Config c = Reference();
-  c.misbehave.prepare_after_unprepare_fails = true;
-  RunReport r = RunDra(c);
+  RunReport r = RunDra(Broken("dra.prepare.after-unprepare"));
   EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.after-unprepare", Status::kFail}})) << SummaryTable(r);
 }
 
 TEST(DraVerdictsTest, MixedUpBatchAnswersFailBatched) {
-  draplugin::Config c = Reference();
-  c.misbehave.batch_mixes_claims = true;
-  RunReport r = RunDra(c);
+  RunReport r = RunDra(Broken("dra.prepare.batched"));
   EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.batched", Status::kFail}})) << SummaryTable(r);
   EXPECT_THAT(Find(r, "dra.prepare.batched")->outcome.message, HasSubstr("both hold"));
 }
 
 TEST(DraVerdictsTest, APrepareSlowerThanTheDeadlineFailsTimelyAndSkipsWhatItHides) {
-  draplugin::Config c = Reference();
-  c.misbehave.prepare_delay = absl::Milliseconds(1500);
-  DraTimeouts t = Windows();
-  t.call = absl::Milliseconds(500);
-  RunReport r = RunDra(c, t);
+  RunReport r = RunDra(Broken("dra.calls.timely"));
   std::set<std::string> failed;
   for (const CheckResult& res : r.results) {
     if (res.outcome.status == Status::kFail) failed.insert(res.id);
@@ -213,9 +245,7 @@ TEST(DraVerdictsTest, APrepareSlowerThanTheDeadlineFailsTimelyAndSkipsWhatItHide
 }
 
 TEST(DraVerdictsTest, AFocusedCheckRunsThePrerequisiteItWasSkippedFor) {
-  draplugin::Config c = Reference();
-  c.misbehave.registration_type = "DevicePlugin";
-  RunReport r = RunDra(c, Windows(), "^dra\\.prepare\\.batched");
+  RunReport r = RunDra(Broken("dra.registration"), "^dra\\.prepare\\.batched");
   EXPECT_EQ(Of(r), (Verdicts{{"dra.prepare.batched", Status::kSkip},
                              {"dra.registration", Status::kFail},
                              {"dra.services", Status::kPass}}))
