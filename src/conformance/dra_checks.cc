@@ -3,8 +3,11 @@
 // source in the kubelet (pkg/kubelet/cm/dra) and the helper library.
 #include <algorithm>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -346,6 +349,96 @@ Outcome UnprepareUnknown(DraSession& s) {
   return Outcome::Pass(what + " succeeded");
 }
 
+Outcome UnprepareDeleted(DraSession& s) {
+  if (auto o = NotReady(s)) return *o;
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* c = claims.Add("conformance-deleted", &skip);
+  if (c == nullptr) return skip;
+  absl::StatusOr<dra::PreparedClaims> r = s.Prepare(claims.Refs());
+  if (!r.ok()) {
+    return Outcome::Skip(
+        fmt::format("NodePrepareResources failed: {} (see "
+                    "dra.prepare.answers-all)",
+                    std::string(r.status().message())));
+  }
+  // The pod and its claim are gone from the API before the kubelet
+  // unprepares (a force-deleted pod, a deleted namespace).
+  s.DeleteClaim(*c);
+  const std::string what = fmt::format(
+      "NodeUnprepareResources of the prepared {}, deleted from the API before", ClaimText(*c));
+  if (absl::Status u = s.Unprepare(claims.Refs()); !u.ok()) {
+    return CallFailed(what, u).Evidence(
+        "the kubelet unprepares without the claim object and retries until it succeeds: the pod "
+        "stays Terminating meanwhile");
+  }
+  return Outcome::Pass(what + " succeeded");
+}
+
+// The CDI devices of the specs in `dir` (*.json; the tester reads no YAML
+// specs), as "<kind>=<name>", and the files it could not read.
+std::set<std::string> CdiDevices(const std::string& dir, std::vector<std::string>* unread) {
+  std::set<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string path = entry.path().string();
+    if (entry.path().extension() != ".json") {
+      if (entry.path().extension() == ".yaml") unread->push_back(path + " (YAML, not read)");
+      continue;
+    }
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    const json spec = json::parse(text.str(), nullptr, false);
+    if (spec.is_discarded() || !spec.is_object()) {
+      unread->push_back(path + " (not a JSON object)");
+      continue;
+    }
+    const std::string kind = spec.value("kind", "");
+    for (const json& d : spec.value("devices", json::array())) {
+      if (d.is_object()) out.insert(kind + "=" + d.value("name", ""));
+    }
+  }
+  return out;
+}
+
+Outcome PrepareCdi(DraSession& s) {
+  if (auto o = NotReady(s)) return *o;
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* c = claims.Add("conformance-cdi", &skip);
+  if (c == nullptr) return skip;
+  absl::StatusOr<dra::PreparedClaims> r = s.Prepare(claims.Refs());
+  if (!r.ok()) {
+    return Outcome::Skip(
+        fmt::format("NodePrepareResources failed: {} (see "
+                    "dra.prepare.answers-all)",
+                    std::string(r.status().message())));
+  }
+  std::vector<std::string> unread;
+  const std::set<std::string> known = CdiDevices(s.env().cdi_dir, &unread);
+  std::vector<std::string> ids, missing;
+  for (const dra::ResponseDevice& d : r->at(c->claim.uid)) {
+    for (const std::string& id : d.cdi_device_ids) {
+      ids.push_back(id);
+      if (!known.count(id)) missing.push_back(id);
+    }
+  }
+  if (ids.empty()) return Outcome::Skip("the driver answered no CDI device ID");
+  if (!missing.empty()) {
+    Outcome o = Outcome::Fail(
+        fmt::format("CDI device(s) [{}] of {} resolve to no device of a CDI spec in the CDI "
+                    "root {}; the container runtime fails the container (unresolvable CDI "
+                    "devices)",
+                    fmt::join(missing, ", "), ClaimText(*c), s.env().cdi_dir));
+    o.Evidence(fmt::format("devices of the specs there: [{}]", fmt::join(known, ", ")));
+    for (const std::string& u : unread) o.Evidence(u);
+    return o;
+  }
+  return Outcome::Pass(
+      fmt::format("{}: [{}] resolve in {}", ClaimText(*c), fmt::join(ids, ", "), s.env().cdi_dir));
+}
+
 Outcome PrepareAfterUnprepare(DraSession& s) {
   if (auto o = NotReady(s)) return *o;
   Claims claims(s);
@@ -443,81 +536,62 @@ Outcome CallsTimely(DraSession& s) {
   return o;
 }
 
+// A catalogue row; rank: its place in the shared session (registration,
+// services and slices first, the calls next, dra.calls.timely last: it
+// judges every call of the session).
+DraCheckInfo Row(std::string id, std::string title, Level level,
+                 std::function<Outcome(DraSession&)> run, int rank) {
+  DraCheckInfo c;
+  c.id = std::move(id);
+  c.title = std::move(title);
+  c.level = level;
+  c.run = std::move(run);
+  c.shared_rank = rank;
+  return c;
+}
+
 }  // namespace
 
 const std::vector<DraCheckInfo>& DraCatalogue() {
   static const std::vector<DraCheckInfo>* const all = new std::vector<DraCheckInfo>{
-      {"dra.registration",
-       "The driver registers in plugins_registry as a DRAPlugin with a name and a served "
-       "absolute endpoint",
-       Level::kMust,
-       {},
-       Registration},
-      {"dra.serves-first",
-       "The driver serves its DRA socket before it registers",
-       Level::kShould,
-       {},
-       ServesFirst},
-      {"dra.services",
-       "The advertised services include one the kubelet supports, first in its list",
-       Level::kMust,
-       {},
-       Services},
-      {"dra.slices",
-       "The driver publishes complete, valid ResourceSlices for the node",
-       Level::kMust,
-       {},
-       Slices},
-      {"dra.prepare.answers-all",
-       "NodePrepareResources answers every claim asked, without error",
-       Level::kMust,
-       {},
-       PrepareAnswersAll,
-       SessionUse::kShared,
-       1},
-      {"dra.prepare.devices",
-       "NodePrepareResources answers the devices allocated to the claim, from the driver's slices",
-       Level::kMust,
-       {},
-       PrepareDevices,
-       SessionUse::kShared,
-       1},
-      {"dra.prepare.idempotent",
-       "NodePrepareResources of a prepared claim answers the same devices again",
-       Level::kMust,
-       {},
-       PrepareTwice,
-       SessionUse::kShared,
-       1},
-      {"dra.unprepare.unknown",
-       "NodeUnprepareResources of a claim the driver never prepared succeeds",
-       Level::kMust,
-       {},
-       UnprepareUnknown,
-       SessionUse::kShared,
-       1},
-      {"dra.prepare.after-unprepare",
-       "A claim prepared, unprepared and prepared again gets its devices again",
-       Level::kMust,
-       {},
-       PrepareAfterUnprepare,
-       SessionUse::kShared,
-       1},
-      {"dra.prepare.batched",
-       "Two claims in one NodePrepareResources are answered per claim",
-       Level::kMust,
-       {},
-       PrepareBatched,
-       SessionUse::kShared,
-       1},
-      {"dra.calls.timely",
-       "Every NodePrepareResources and NodeUnprepareResources is answered within the kubelet's "
-       "deadline",
-       Level::kMust,
-       {},
-       CallsTimely,
-       SessionUse::kShared,
-       2},
+      Row("dra.registration",
+          "The driver registers in plugins_registry as a DRAPlugin with a name and a served "
+          "absolute endpoint",
+          Level::kMust, Registration, 0),
+      Row("dra.serves-first", "The driver serves its DRA socket before it registers",
+          Level::kShould, ServesFirst, 0),
+      Row("dra.services",
+          "The advertised services include one the kubelet supports, first in its list",
+          Level::kMust, Services, 0),
+      Row("dra.slices", "The driver publishes complete, valid ResourceSlices for the node",
+          Level::kMust, Slices, 0),
+      Row("dra.prepare.answers-all",
+          "NodePrepareResources answers every claim asked, without error", Level::kMust,
+          PrepareAnswersAll, 1),
+      Row("dra.prepare.devices",
+          "NodePrepareResources answers the devices allocated to the claim, from the driver's "
+          "slices",
+          Level::kMust, PrepareDevices, 1),
+      Row("dra.prepare.idempotent",
+          "NodePrepareResources of a prepared claim answers the same devices again", Level::kMust,
+          PrepareTwice, 1),
+      Row("dra.unprepare.unknown",
+          "NodeUnprepareResources of a claim the driver never prepared succeeds", Level::kMust,
+          UnprepareUnknown, 1),
+      Row("dra.unprepare.deleted",
+          "NodeUnprepareResources of a prepared claim deleted from the API succeeds", Level::kMust,
+          UnprepareDeleted, 1),
+      Row("dra.prepare.cdi", "Every CDI device ID answered resolves in a CDI spec of the CDI root",
+          Level::kMust, PrepareCdi, 1),
+      Row("dra.prepare.after-unprepare",
+          "A claim prepared, unprepared and prepared again gets its devices again", Level::kMust,
+          PrepareAfterUnprepare, 1),
+      Row("dra.prepare.batched", "Two claims in one NodePrepareResources are answered per claim",
+          Level::kMust, PrepareBatched, 1),
+      Row("dra.calls.timely",
+          "Every NodePrepareResources and NodeUnprepareResources is answered within the "
+          "kubelet's deadline",
+          Level::kMust, CallsTimely, 2),
   };
   return *all;
 }

@@ -57,34 +57,35 @@ RunReport RunDra(const draplugin::Config& config, const DraTimeouts& t = Windows
 
 // The reference driver and windows, with the switch that breaks exactly
 // check `id` (docs/conformance.md, "The catalogue"), the windows fitted to it.
-struct Setup {
+struct Rig {
   draplugin::Config config;
   DraTimeouts timeouts;
 };
 
-const std::map<std::string, std::function<void(Setup&)>>& Breakers() {
-  static const auto* const m = new std::map<std::string, std::function<void(Setup&)>>{
-      {"dra.registration", [](Setup& s) { s.config.misbehave.registration_type = "DevicePlugin"; }},
+const std::map<std::string, std::function<void(Rig&)>>& Breakers() {
+  static const auto* const m = new std::map<std::string, std::function<void(Rig&)>>{
+      {"dra.registration", [](Rig& s) { s.config.misbehave.registration_type = "DevicePlugin"; }},
       {"dra.serves-first",
-       [](Setup& s) { s.config.misbehave.register_before_serving = absl::Seconds(2); }},
-      {"dra.services", [](Setup& s) { s.config.supported_versions.clear(); }},
+       [](Rig& s) { s.config.misbehave.register_before_serving = absl::Seconds(2); }},
+      {"dra.services", [](Rig& s) { s.config.supported_versions.clear(); }},
       {"dra.slices",
-       [](Setup& s) {
+       [](Rig& s) {
          s.config.misbehave.invalid_slice = true;
          s.timeouts.publish_within = absl::Seconds(1);
        }},
       {"dra.prepare.answers-all",
-       [](Setup& s) { s.config.misbehave.omit_claims = {"conformance-answers"}; }},
-      {"dra.prepare.devices", [](Setup& s) { s.config.misbehave.prepare_wrong_device = true; }},
-      {"dra.prepare.idempotent",
-       [](Setup& s) { s.config.misbehave.prepare_not_idempotent = true; }},
-      {"dra.unprepare.unknown",
-       [](Setup& s) { s.config.misbehave.unprepare_unknown_fails = true; }},
+       [](Rig& s) { s.config.misbehave.omit_claims = {"conformance-answers"}; }},
+      {"dra.prepare.devices", [](Rig& s) { s.config.misbehave.prepare_wrong_device = true; }},
+      {"dra.prepare.idempotent", [](Rig& s) { s.config.misbehave.prepare_not_idempotent = true; }},
+      {"dra.unprepare.unknown", [](Rig& s) { s.config.misbehave.unprepare_unknown_fails = true; }},
       {"dra.prepare.after-unprepare",
-       [](Setup& s) { s.config.misbehave.prepare_after_unprepare_fails = true; }},
-      {"dra.prepare.batched", [](Setup& s) { s.config.misbehave.batch_mixes_claims = true; }},
+       [](Rig& s) { s.config.misbehave.prepare_after_unprepare_fails = true; }},
+      {"dra.prepare.batched", [](Rig& s) { s.config.misbehave.batch_mixes_claims = true; }},
+      {"dra.unprepare.deleted", [](Rig& s) { s.config.misbehave.unprepare_reads_claim = true; }},
+      {"dra.prepare.cdi",
+       [](Rig& s) { s.config.misbehave.cdi_spec = draplugin::CdiSpecMode::kSkip; }},
       {"dra.calls.timely",
-       [](Setup& s) {
+       [](Rig& s) {
          s.config.misbehave.prepare_delay = absl::Milliseconds(1500);
          s.timeouts.call = absl::Milliseconds(500);
        }},
@@ -92,15 +93,15 @@ const std::map<std::string, std::function<void(Setup&)>>& Breakers() {
   return *m;
 }
 
-Setup Broken(const std::string& id) {
-  Setup s{Reference(), Windows()};
+Rig Broken(const std::string& id) {
+  Rig s{Reference(), Windows()};
   auto it = Breakers().find(id);
   EXPECT_NE(it, Breakers().end()) << id;
   if (it != Breakers().end()) it->second(s);
   return s;
 }
 
-RunReport RunDra(const Setup& s, const std::string& focus = "") {
+RunReport RunDra(const Rig& s, const std::string& focus = "") {
   return RunDra(s.config, s.timeouts, focus);
 }
 
@@ -225,6 +226,25 @@ TEST(DraVerdictsTest, MixedUpBatchAnswersFailBatched) {
   RunReport r = RunDra(Broken("dra.prepare.batched"));
   EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.batched", Status::kFail}})) << SummaryTable(r);
   EXPECT_THAT(Find(r, "dra.prepare.batched")->outcome.message, HasSubstr("both hold"));
+}
+
+TEST(DraVerdictsTest, AnUnprepareThatNeedsTheClaimObjectFailsUnprepareDeleted) {
+  RunReport r = RunDra(Broken("dra.unprepare.deleted"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.unprepare.deleted", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.unprepare.deleted")->outcome.message,
+              HasSubstr("retrieve claim default/conformance-deleted: "));
+}
+
+TEST(DraVerdictsTest, CdiIdsWithoutASpecFailCdi) {
+  RunReport r = RunDra(Broken("dra.prepare.cdi"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.cdi", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.prepare.cdi")->outcome.message,
+              HasSubstr("resolve to no device of a CDI spec in the CDI root"));
+  // A spec written elsewhere (not the CDI root the driver was given) fails it too.
+  Rig wrong = Broken("dra.prepare.cdi");
+  wrong.config.misbehave.cdi_spec = draplugin::CdiSpecMode::kWrongDir;
+  RunReport w = RunDra(wrong, "^dra\\.prepare\\.cdi");
+  EXPECT_EQ(Of(w), (Verdicts{{"dra.prepare.cdi", Status::kFail}})) << SummaryTable(w);
 }
 
 TEST(DraVerdictsTest, APrepareSlowerThanTheDeadlineFailsTimelyAndSkipsWhatItHides) {

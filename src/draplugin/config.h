@@ -70,6 +70,9 @@ struct Misbehaviour {
   bool prepare_after_unprepare_fails = false;
   // A Prepare of several claims answers each with the first claim's devices.
   bool batch_mixes_claims = false;
+  // Unprepare of a prepared claim reads the claim from the API first and
+  // fails when it is gone.
+  bool unprepare_reads_claim = false;
 };
 
 struct Config {

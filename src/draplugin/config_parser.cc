@@ -27,6 +27,7 @@ const Keys kMisbehaveKeys = {"prepare_not_idempotent",
                              "prepare_wrong_device",
                              "prepare_after_unprepare_fails",
                              "batch_mixes_claims",
+                             "unprepare_reads_claim",
                              "unprepare_unknown_fails",
                              "leak_state_on_failure",
                              "cdi_spec",
@@ -149,6 +150,7 @@ class Parser : public yaml::TypedReader {
     DEVMGR_RETURN_IF_ERROR(
         flag("prepare_after_unprepare_fails", &m->prepare_after_unprepare_fails));
     DEVMGR_RETURN_IF_ERROR(flag("batch_mixes_claims", &m->batch_mixes_claims));
+    DEVMGR_RETURN_IF_ERROR(flag("unprepare_reads_claim", &m->unprepare_reads_claim));
     if (n["registration_type"]) {
       DEVMGR_RETURN_IF_ERROR(
           String(n["registration_type"], "misbehave.registration_type", &m->registration_type));

@@ -213,6 +213,15 @@ std::map<std::string, std::string> DriverCore::Unprepare(const std::vector<Claim
       }
       continue;
     }
+    if (config_.misbehave.unprepare_reads_claim) {
+      absl::StatusOr<json> got = api_->GetClaim(c.namespace_, c.name);
+      if (!got.ok()) {
+        DM_INFO("Misbehaving: unprepare needs the claim object", {"claim", c.name});
+        error = fmt::format("retrieve claim {}/{}: {}", c.namespace_, c.name,
+                            std::string(got.status().message()));
+        continue;
+      }
+    }
     absl::Status s = RemoveCdiSpec(CdiSpecPath(SpecDir(), config_.driver, c.uid));
     if (!s.ok()) {
       error = std::string(s.message());

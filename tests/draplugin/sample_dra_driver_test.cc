@@ -536,6 +536,23 @@ TEST_F(SampleDraDriverTest, MisbehaviourBatchMixesClaimsAnswersTheFirstClaimsDev
   EXPECT_EQ(one.claims().at(c).devices(0).device_name(), "dev-1");
 }
 
+TEST_F(SampleDraDriverTest, MisbehaviourUnprepareReadsClaimFailsForADeletedClaim) {
+  StartDriver("  unprepare_reads_claim: true\n");
+  const std::string a = CreateClaim("claim-a", "dev-0");
+  const std::string b = CreateClaim("claim-b", "dev-1");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", a), Claim("claim-b", b)}, &resp).ok());
+  ASSERT_TRUE(
+      server_.store()
+          .Delete(apiserver::ResourceClaims(), kNs, "claim-b", apiserver::Store::Preconditions{})
+          .ok());
+  v1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(Unprepare({Claim("claim-a", a), Claim("claim-b", b)}, &un).ok());
+  EXPECT_EQ(un.claims().at(a).error(), "");
+  EXPECT_THAT(un.claims().at(b).error(), testing::HasSubstr("retrieve claim default/claim-b: "));
+  EXPECT_EQ(driver_->core().PreparedForTest().count(b), 1u);
+}
+
 // ---- the config ----
 
 TEST(SampleDraDriverConfigTest, UnknownKeysAreNamedWithTheirPosition) {
