@@ -375,6 +375,38 @@ Outcome UnprepareDeleted(DraSession& s) {
   return Outcome::Pass(what + " succeeded");
 }
 
+Outcome PrepareReplaced(DraSession& s) {
+  if (auto o = NotReady(s)) return *o;
+  const std::string name = "conformance-replaced";
+  absl::StatusOr<DraTestClaim> old = s.NewClaim(name);
+  if (!old.ok()) {
+    return Outcome::Skip(fmt::format("cannot allocate claim {} from the driver's slices: {}", name,
+                                     std::string(old.status().message())));
+  }
+  // Deleted and re-created under the same name (a force-deleted pod's
+  // claim), while the kubelet still prepares the one it read.
+  s.DeleteClaim(*old);
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* now = claims.Add(name, &skip);
+  if (now == nullptr) return skip;
+  absl::StatusOr<dra::PreparedClaims> r = s.Prepare({old->claim});
+  s.Unprepare({old->claim}).IgnoreError();
+  const std::string what = fmt::format(
+      "NodePrepareResources of {}, which the API now holds "
+      "under UID {}",
+      ClaimText(*old), now->claim.uid);
+  if (r.ok()) {
+    return Outcome::Fail(
+        fmt::format("{} prepared it: {}; a driver must compare the UID and "
+                    "refuse a replaced claim, or the old pod gets the new "
+                    "claim's devices",
+                    what, DevicesText(r->at(old->claim.uid))));
+  }
+  if (TimedOut(r.status())) return CallFailed(what, r.status());
+  return Outcome::Pass(fmt::format("{} was refused: {}", what, std::string(r.status().message())));
+}
+
 // The CDI devices of the specs in `dir` (*.json; the tester reads no YAML
 // specs), as "<kind>=<name>", and the files it could not read.
 std::set<std::string> CdiDevices(const std::string& dir, std::vector<std::string>* unread) {
@@ -583,6 +615,9 @@ const std::vector<DraCheckInfo>& DraCatalogue() {
           UnprepareDeleted, 1),
       Row("dra.prepare.cdi", "Every CDI device ID answered resolves in a CDI spec of the CDI root",
           Level::kMust, PrepareCdi, 1),
+      Row("dra.prepare.replaced",
+          "NodePrepareResources of a claim replaced in the API (same name, new UID) fails for it",
+          Level::kMust, PrepareReplaced, 1),
       Row("dra.prepare.after-unprepare",
           "A claim prepared, unprepared and prepared again gets its devices again", Level::kMust,
           PrepareAfterUnprepare, 1),

@@ -81,6 +81,7 @@ const std::map<std::string, std::function<void(Rig&)>>& Breakers() {
       {"dra.prepare.after-unprepare",
        [](Rig& s) { s.config.misbehave.prepare_after_unprepare_fails = true; }},
       {"dra.prepare.batched", [](Rig& s) { s.config.misbehave.batch_mixes_claims = true; }},
+      {"dra.prepare.replaced", [](Rig& s) { s.config.misbehave.prepare_ignores_uid = true; }},
       {"dra.unprepare.deleted", [](Rig& s) { s.config.misbehave.unprepare_reads_claim = true; }},
       {"dra.prepare.cdi",
        [](Rig& s) { s.config.misbehave.cdi_spec = draplugin::CdiSpecMode::kSkip; }},
@@ -151,6 +152,7 @@ TEST(DraVerdictsTest, TheReferenceDriverPassesEveryCheckInOneSession) {
   EXPECT_TRUE(r.MustPassed());
   EXPECT_THAT(Find(r, "dra.services")->outcome.message,
               HasSubstr("the kubelet 1.36 calls v1.DRAPlugin"));
+  EXPECT_THAT(Find(r, "dra.prepare.replaced")->outcome.message, HasSubstr("got replaced"));
 }
 
 TEST(DraVerdictsTest, AnotherPluginTypeFailsRegistration) {
@@ -233,6 +235,13 @@ TEST(DraVerdictsTest, AnUnprepareThatNeedsTheClaimObjectFailsUnprepareDeleted) {
   EXPECT_EQ(Of(r), AllPassBut({{"dra.unprepare.deleted", Status::kFail}})) << SummaryTable(r);
   EXPECT_THAT(Find(r, "dra.unprepare.deleted")->outcome.message,
               HasSubstr("retrieve claim default/conformance-deleted: "));
+}
+
+TEST(DraVerdictsTest, PreparingAReplacedClaimFailsReplaced) {
+  RunReport r = RunDra(Broken("dra.prepare.replaced"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.replaced", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.prepare.replaced")->outcome.message,
+              HasSubstr("a driver must compare the UID and refuse a replaced claim"));
 }
 
 TEST(DraVerdictsTest, CdiIdsWithoutASpecFailCdi) {

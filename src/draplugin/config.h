@@ -73,6 +73,10 @@ struct Misbehaviour {
   // Unprepare of a prepared claim reads the claim from the API first and
   // fails when it is gone.
   bool unprepare_reads_claim = false;
+  // Prepare takes the claim of that name from the API whatever its UID (a
+  // claim deleted and re-created under the same name is prepared for the
+  // old UID).
+  bool prepare_ignores_uid = false;
 };
 
 struct Config {

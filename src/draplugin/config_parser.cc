@@ -28,6 +28,7 @@ const Keys kMisbehaveKeys = {"prepare_not_idempotent",
                              "prepare_after_unprepare_fails",
                              "batch_mixes_claims",
                              "unprepare_reads_claim",
+                             "prepare_ignores_uid",
                              "unprepare_unknown_fails",
                              "leak_state_on_failure",
                              "cdi_spec",
@@ -151,6 +152,7 @@ class Parser : public yaml::TypedReader {
         flag("prepare_after_unprepare_fails", &m->prepare_after_unprepare_fails));
     DEVMGR_RETURN_IF_ERROR(flag("batch_mixes_claims", &m->batch_mixes_claims));
     DEVMGR_RETURN_IF_ERROR(flag("unprepare_reads_claim", &m->unprepare_reads_claim));
+    DEVMGR_RETURN_IF_ERROR(flag("prepare_ignores_uid", &m->prepare_ignores_uid));
     if (n["registration_type"]) {
       DEVMGR_RETURN_IF_ERROR(
           String(n["registration_type"], "misbehave.registration_type", &m->registration_type));

@@ -154,7 +154,7 @@ absl::StatusOr<std::vector<PreparedDevice>> DriverCore::AllocatedDevices(
                                                          std::string(got.status().message())));
   }
   const json& meta = got->value("metadata", json::object());
-  if (Str(meta, "uid") != claim.uid) {
+  if (Str(meta, "uid") != claim.uid && !config_.misbehave.prepare_ignores_uid) {
     return absl::FailedPreconditionError(
         fmt::format("claim {}: got replaced (UID {}, want {})", id, Str(meta, "uid"), claim.uid));
   }

@@ -553,6 +553,16 @@ TEST_F(SampleDraDriverTest, MisbehaviourUnprepareReadsClaimFailsForADeletedClaim
   EXPECT_EQ(driver_->core().PreparedForTest().count(b), 1u);
 }
 
+TEST_F(SampleDraDriverTest, MisbehaviourPrepareIgnoresUidPreparesAReplacedClaim) {
+  StartDriver("  prepare_ignores_uid: true\n");
+  CreateClaim("claim-a", "dev-1");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", "uid-of-a-deleted-claim-a")}, &resp).ok());
+  EXPECT_EQ(resp.claims().at("uid-of-a-deleted-claim-a").error(), "");
+  ASSERT_EQ(resp.claims().at("uid-of-a-deleted-claim-a").devices_size(), 1);
+  EXPECT_EQ(resp.claims().at("uid-of-a-deleted-claim-a").devices(0).device_name(), "dev-1");
+}
+
 // ---- the config ----
 
 TEST(SampleDraDriverConfigTest, UnknownKeysAreNamedWithTheirPosition) {

@@ -21,9 +21,9 @@ driver() {  # driver [CONFIG]: the sample DRA driver command for --plugin
 run 0 "$BIN" conformance --dra --plugin "$(driver)" -q --junit "$WORK/dra.xml" --json "$WORK/dra.json"
 expect "dra.registration             MUST    PASS"
 expect "dra.calls.timely             MUST    PASS"
-expect "13 checks: 13 passed, 0 failed (0 MUST, 0 SHOULD, 0 INFO), 0 skipped"
+expect "14 checks: 14 passed, 0 failed (0 MUST, 0 SHOULD, 0 INFO), 0 skipped"
 expect "RESULT: PASS (every MUST check passed)"
-grep -qF 'tests="13" failures="0"' "$WORK/dra.xml" || fail "JUnit lacks tests=\"10\" failures=\"0\""
+grep -qF 'tests="14" failures="0"' "$WORK/dra.xml" || fail "JUnit lacks tests=\"10\" failures=\"0\""
 grep -qF '"passed": true' "$WORK/dra.json" || fail "JSON lacks \"passed\": true"
 
 # --- one misbehaviour: exactly its check fails, exit 1 ----------------------
