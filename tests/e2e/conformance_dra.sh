@@ -2,7 +2,8 @@
 # `devmgr conformance --dra` through the CLI with real `devmgr sample-dra-driver`
 # processes: the reference DRA driver passes every check (exit 0, JUnit), a driver
 # with one misbehaviour switch fails exactly its check (exit 1), a two-version
-# matrix, --dra --list, and the usage and environment exit codes.
+# matrix, examples/ci/dra-conformance.sh as a DRA driver repository runs it,
+# --dra --list, and the usage and environment exit codes.
 # Needs $DEVMGR_BIN and $DEVMGR_SOURCE_DIR.
 set -u
 BIN=${DEVMGR_BIN:?DEVMGR_BIN must point at the devmgr binary}
@@ -40,6 +41,17 @@ run 0 "$BIN" conformance --dra --kubelet-version 1.34,1.37 --plugin "$(driver)" 
 expect "=== kubelet 1.34"
 expect "=== kubelet 1.37"
 expect "=== no check verdict differs between kubelet versions"
+
+# --- the CI recipe for DRA driver repositories, verbatim ---------------------
+mkdir -p "$WORK/repo/bin"
+printf '#!/bin/sh\nexec "%s" sample-dra-driver "$@"\n' "$BIN" >"$WORK/repo/bin/my-dra-driver"
+chmod +x "$WORK/repo/bin/my-dra-driver"
+OUT=$(cd "$WORK/repo" && DEVMGR="$BIN" timeout 120 sh "$SRC/examples/ci/dra-conformance.sh" 2>&1)
+rc=$?
+[[ $rc -eq 0 ]] || { fail "examples/ci/dra-conformance.sh: exit $rc"; echo "$OUT" | tail -30; }
+expect "=== no check verdict differs between kubelet versions"
+grep -qF 'failures="0"' "$WORK/repo/reports/dra-conformance.xml" ||
+  fail "the recipe's JUnit report lacks failures=\"0\""
 
 # --- the catalogue, usage and environment errors ----------------------------
 run 0 "$BIN" conformance --dra --list
