@@ -283,6 +283,16 @@ TEST(DraVerdictsTest, AFocusedCheckRunsThePrerequisiteItWasSkippedFor) {
               HasSubstr("(not selected; run because dra.prepare.batched depends on it)"));
 }
 
+TEST(DraVerdictsTest, TheRealKubeletDirectoryIsRefused) {
+  testutil::InProcessDraDriver target(Reference());
+  for (const char* dir : {"/var/lib/kubelet", "/var/lib/kubelet/", "/var/lib/../lib/kubelet/x"}) {
+    DraRunOptions o;
+    o.dir = dir;
+    absl::StatusOr<RunReport> r = RunDraConformance(target, o);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << dir;
+  }
+}
+
 TEST(DraVerdictsTest, KubeletsOlderThan134AreRefused) {
   testutil::InProcessDraDriver target(Reference());
   DraRunOptions o;
