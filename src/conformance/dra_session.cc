@@ -77,6 +77,9 @@ absl::Status DraSession::StartKubelet() {
   dra::DraPluginHandlerOptions ho;
   ho.profile = opts_.profile;
   ho.client.call_timeout = t().call;
+  // Bounds how long the monitor takes to stop at the session's end; a
+  // channel's state changes are seen at once either way.
+  ho.connection_recheck = absl::Milliseconds(100);
   apiserver::Store* store = &api_->store();
   const std::string node = env_.node_name;
   ho.on_wipe = [store, node](const std::string& driver) {
@@ -153,11 +156,17 @@ void DraSession::End() {
   // The kubelet first, so that no registration is in flight while the
   // driver goes; the endpoint last, so that the driver's requests are
   // answered until it has gone.
+  const MonoTime start = MonoNow();
   if (plugin_manager_) plugin_manager_->Stop();
   if (handler_) handler_->Stop();
+  const MonoTime kubelet_stopped = MonoNow();
   if (driver_running_) {
-    target_->Stop(t().stop_grace);
+    const bool in_time = target_->Stop(t().stop_grace);
     driver_running_ = false;
+    DM_VINFO(1, "DRA conformance session stopped the driver",
+             {"inTime", in_time ? "true" : "false"},
+             {"kubeletStop", Dur(MonoSub(kubelet_stopped, start))},
+             {"driverStop", Dur(MonoSub(MonoNow(), kubelet_stopped))});
   }
   if (api_) api_->Stop();
 }
