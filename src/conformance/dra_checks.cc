@@ -300,6 +300,33 @@ Outcome PrepareDevices(DraSession& s) {
   return Outcome::Pass(fmt::format("{}: {} as allocated", ClaimText(*c), DevicesText(got)));
 }
 
+// The CDI devices of the specs in `dir` (*.json; the tester reads no YAML
+// specs), as "<kind>=<name>", and the files it could not read.
+std::set<std::string> CdiDevices(const std::string& dir, std::vector<std::string>* unread) {
+  std::set<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string path = entry.path().string();
+    if (entry.path().extension() != ".json") {
+      if (entry.path().extension() == ".yaml") unread->push_back(path + " (YAML, not read)");
+      continue;
+    }
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    const json spec = json::parse(text.str(), nullptr, false);
+    if (spec.is_discarded() || !spec.is_object()) {
+      unread->push_back(path + " (not a JSON object)");
+      continue;
+    }
+    const std::string kind = spec.value("kind", "");
+    for (const json& d : spec.value("devices", json::array())) {
+      if (d.is_object()) out.insert(kind + "=" + d.value("name", ""));
+    }
+  }
+  return out;
+}
+
 Outcome PrepareTwice(DraSession& s) {
   if (auto o = NotReady(s)) return *o;
   Claims claims(s);
@@ -313,6 +340,8 @@ Outcome PrepareTwice(DraSession& s) {
                     "dra.prepare.answers-all)",
                     std::string(first.status().message())));
   }
+  std::vector<std::string> unread;
+  const std::set<std::string> cdi_before = CdiDevices(s.env().cdi_dir, &unread);
   absl::StatusOr<dra::PreparedClaims> second = s.Prepare(claims.Refs());
   if (!second.ok()) {
     return CallFailed("the second NodePrepareResources of a prepared claim", second.status())
@@ -329,6 +358,17 @@ Outcome PrepareTwice(DraSession& s) {
                                      ClaimText(*c)))
         .Evidence("first:  " + DevicesText(a))
         .Evidence("second: " + DevicesText(b));
+  }
+  std::vector<std::string> added;
+  for (const std::string& d : CdiDevices(s.env().cdi_dir, &unread)) {
+    if (!cdi_before.count(d)) added.push_back(d);
+  }
+  if (!added.empty()) {
+    return Outcome::Fail(
+        fmt::format("{}: the second NodePrepareResources added CDI device(s) "
+                    "[{}] to the CDI root; every kubelet restart leaves more "
+                    "state behind",
+                    ClaimText(*c), fmt::join(added, ", ")));
   }
   return Outcome::Pass(fmt::format("{}: {} both times", ClaimText(*c), DevicesText(a)));
 }
@@ -405,33 +445,6 @@ Outcome PrepareReplaced(DraSession& s) {
   }
   if (TimedOut(r.status())) return CallFailed(what, r.status());
   return Outcome::Pass(fmt::format("{} was refused: {}", what, std::string(r.status().message())));
-}
-
-// The CDI devices of the specs in `dir` (*.json; the tester reads no YAML
-// specs), as "<kind>=<name>", and the files it could not read.
-std::set<std::string> CdiDevices(const std::string& dir, std::vector<std::string>* unread) {
-  std::set<std::string> out;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string path = entry.path().string();
-    if (entry.path().extension() != ".json") {
-      if (entry.path().extension() == ".yaml") unread->push_back(path + " (YAML, not read)");
-      continue;
-    }
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    const json spec = json::parse(text.str(), nullptr, false);
-    if (spec.is_discarded() || !spec.is_object()) {
-      unread->push_back(path + " (not a JSON object)");
-      continue;
-    }
-    const std::string kind = spec.value("kind", "");
-    for (const json& d : spec.value("devices", json::array())) {
-      if (d.is_object()) out.insert(kind + "=" + d.value("name", ""));
-    }
-  }
-  return out;
 }
 
 Outcome PrepareCdi(DraSession& s) {

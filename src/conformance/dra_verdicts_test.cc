@@ -212,6 +212,15 @@ TEST(DraVerdictsTest, AnotherDeviceOnARepeatedPrepareFailsIdempotent) {
   EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.idempotent", Status::kFail}})) << SummaryTable(r);
 }
 
+TEST(DraVerdictsTest, AnExtraCdiSpecOnARepeatedPrepareFailsIdempotent) {
+  Rig rig{Reference(), Windows()};
+  rig.config.misbehave.reprepare_adds_spec = true;
+  RunReport r = RunDra(rig);
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.idempotent", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.prepare.idempotent")->outcome.message,
+              HasSubstr("the second NodePrepareResources added CDI device(s)"));
+}
+
 TEST(DraVerdictsTest, AFailingUnprepareOfAnUnknownClaimFailsUnprepareUnknown) {
   RunReport r = RunDra(Broken("dra.unprepare.unknown"));
   EXPECT_EQ(Of(r), AllPassBut({{"dra.unprepare.unknown", Status::kFail}})) << SummaryTable(r);

@@ -77,6 +77,9 @@ struct Misbehaviour {
   // claim deleted and re-created under the same name is prepared for the
   // old UID).
   bool prepare_ignores_uid = false;
+  // A repeated Prepare of a prepared claim answers the same devices but also
+  // writes another CDI spec, <driver>-<claim uid>-again.json (left behind).
+  bool reprepare_adds_spec = false;
 };
 
 struct Config {

@@ -29,6 +29,7 @@ const Keys kMisbehaveKeys = {"prepare_not_idempotent",
                              "batch_mixes_claims",
                              "unprepare_reads_claim",
                              "prepare_ignores_uid",
+                             "reprepare_adds_spec",
                              "unprepare_unknown_fails",
                              "leak_state_on_failure",
                              "cdi_spec",
@@ -153,6 +154,7 @@ class Parser : public yaml::TypedReader {
     DEVMGR_RETURN_IF_ERROR(flag("batch_mixes_claims", &m->batch_mixes_claims));
     DEVMGR_RETURN_IF_ERROR(flag("unprepare_reads_claim", &m->unprepare_reads_claim));
     DEVMGR_RETURN_IF_ERROR(flag("prepare_ignores_uid", &m->prepare_ignores_uid));
+    DEVMGR_RETURN_IF_ERROR(flag("reprepare_adds_spec", &m->reprepare_adds_spec));
     if (n["registration_type"]) {
       DEVMGR_RETURN_IF_ERROR(
           String(n["registration_type"], "misbehave.registration_type", &m->registration_type));

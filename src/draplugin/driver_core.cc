@@ -130,6 +130,11 @@ PrepareResult DriverCore::PrepareAgainLocked(const ClaimRef& claim) {
   if (!config_.misbehave.prepare_not_idempotent) {
     // The spec may be gone (a CDI dir on tmpfs after a reboot): write it again.
     absl::Status s = WriteSpec(claim, r.devices);
+    if (s.ok() && config_.misbehave.reprepare_adds_spec) {
+      DM_INFO("Misbehaving: a repeated prepare writes another CDI spec", {"claim", claim.name});
+      s = WriteCdiSpec(CdiSpecPath(SpecDir(), config_.driver, claim.uid + "-again"),
+                       config_.CdiKind(), {CdiDevice{claim.uid + "-again", {}}});
+    }
     if (!s.ok()) r = PrepareResult{{}, std::string(s.message())};
     return r;
   }

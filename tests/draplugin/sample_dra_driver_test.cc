@@ -563,6 +563,20 @@ TEST_F(SampleDraDriverTest, MisbehaviourPrepareIgnoresUidPreparesAReplacedClaim)
   EXPECT_EQ(resp.claims().at("uid-of-a-deleted-claim-a").devices(0).device_name(), "dev-1");
 }
 
+TEST_F(SampleDraDriverTest, MisbehaviourReprepareAddsSpecLeavesAnotherSpec) {
+  StartDriver("  reprepare_adds_spec: true\n");
+  const std::string uid = CreateClaim("claim-a", "dev-0");
+  v1::NodePrepareResourcesResponse first, again;
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &first).ok());
+  EXPECT_FALSE(Exists(SpecPath(uid + "-again")));
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &again).ok());
+  EXPECT_EQ(again.claims().at(uid).devices(0).device_name(), "dev-0");
+  EXPECT_TRUE(Exists(SpecPath(uid + "-again")));
+  v1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(Unprepare({Claim("claim-a", uid)}, &un).ok());
+  EXPECT_TRUE(Exists(SpecPath(uid + "-again")));
+}
+
 // ---- the config ----
 
 TEST(SampleDraDriverConfigTest, UnknownKeysAreNamedWithTheirPosition) {
