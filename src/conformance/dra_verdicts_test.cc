@@ -66,7 +66,7 @@ const std::map<std::string, std::function<void(Rig&)>>& Breakers() {
   static const auto* const m = new std::map<std::string, std::function<void(Rig&)>>{
       {"dra.registration", [](Rig& s) { s.config.misbehave.registration_type = "DevicePlugin"; }},
       {"dra.serves-first",
-       [](Rig& s) { s.config.misbehave.register_before_serving = absl::Seconds(2); }},
+       [](Rig& s) { s.config.misbehave.register_before_serving = absl::Seconds(5); }},
       {"dra.services", [](Rig& s) { s.config.supported_versions.clear(); }},
       {"dra.slices",
        [](Rig& s) {
