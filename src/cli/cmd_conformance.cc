@@ -1,6 +1,7 @@
 // `devmgr conformance`: runs the conformance catalogue against a device
-// plugin and reports, check by check, where it departs from what the
-// kubelet needs. See docs/conformance.md.
+// plugin (with --dra, the DRA catalogue against a DRA driver) and reports,
+// check by check, where it departs from what the kubelet needs. See
+// docs/conformance.md.
 #include <signal.h>
 
 #include <algorithm>
@@ -14,10 +15,12 @@
 #include "cli/commands.h"
 #include "common/fs.h"
 #include "common/logging.h"
+#include "conformance/dra_runner.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
 #include "conformance/target.h"
 #include "conformance/version_matrix.h"
+#include "dra/services.h"
 #include "fmt/format.h"
 #include "kubelet/profile.h"
 #include "kubelet/version_matrix.h"
@@ -43,6 +46,7 @@ struct ConformanceOptions {
   std::string metrics_file;
   std::string kubelet_version = DefaultProfile().name;
   std::string feature_gates;
+  bool dra = false;
   bool list = false;
   bool quiet = false;
   int verbosity = -1;
@@ -58,6 +62,9 @@ struct ConformanceOptions {
   double stop_grace = 30;
   double latency_budget = 1;
   int latency_samples = 20;
+  // --dra only.
+  double call_timeout = 45;
+  double publish_timeout = 30;
 };
 
 absl::Duration Secs(double s) { return absl::Milliseconds(static_cast<int64_t>(s * 1000)); }
@@ -68,7 +75,15 @@ std::string Absolute(const std::string& p) {
   return ec ? p : abs.lexically_normal().string();
 }
 
-int ListCatalogue() {
+int ListCatalogue(bool dra) {
+  if (dra) {
+    for (const auto& c : conformance::DraCatalogue()) {
+      std::string title = c.title;
+      for (const auto& tag : c.tags) title += " " + tag;
+      std::cout << fmt::format("{:<28} {:<6} {}\n", c.id, conformance::LevelName(c.level), title);
+    }
+    return kExitOk;
+  }
   for (const auto& c : conformance::CatalogueEntries()) {
     std::string title = c.title;
     for (const auto& tag : c.tags) title += " " + tag;
@@ -169,12 +184,77 @@ absl::Status WriteReports(const ConformanceOptions& o, const conformance::RunRep
   return w;
 }
 
+// --dra: the flags of one DRA run into `ro`. Returns kExitOk, or the exit
+// code after printing the error.
+int DraRunOptionsFromFlags(const ConformanceOptions& o, conformance::DraRunOptions* ro) {
+  if (o.plugin.empty() || !o.socket.empty() || !o.resource.empty() || o.private_mount ||
+      !o.metrics_file.empty()) {
+    std::cerr << "devmgr conformance: --dra needs --plugin (the driver command) and takes none "
+                 "of --socket, --resource, --private-mount, --metrics-file\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<Profile> profile = ProfileForVersion(o.kubelet_version);
+  if (!profile.ok()) {
+    std::cerr << "devmgr conformance: --kubelet-version: " << profile.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (absl::Status s = profile->gates.Set(o.feature_gates); !s.ok()) {
+    std::cerr << "devmgr conformance: --feature-gates: " << s.message() << "\n";
+    return kExitUsage;
+  }
+  ro->profile = *profile;
+  ro->dir = o.dir.empty() ? "" : Absolute(o.dir);
+  ro->focus = o.focus;
+  ro->skip = o.skip;
+  ro->timeouts.register_within = Secs(o.register_timeout);
+  ro->timeouts.publish_within = Secs(o.publish_timeout);
+  ro->timeouts.call = Secs(o.call_timeout);
+  ro->timeouts.stop_grace = std::min(Secs(o.stop_grace), absl::Seconds(2));
+  return kExitOk;
+}
+
+// Prints a check's verdict as it is known (stderr), unless --quiet.
+std::function<void(const conformance::CheckResult&)> ProgressPrinter(bool quiet) {
+  return [quiet](const conformance::CheckResult& r) {
+    if (quiet) return;
+    std::cerr << fmt::format(
+        "[{}] {} {}\n", conformance::StatusName(r.outcome.status), r.id,
+        r.outcome.status == conformance::Status::kPass ? "" : r.outcome.message);
+  };
+}
+
+// One run of the DRA catalogue under one profile (--dra).
+int RunDraOnce(const ConformanceOptions& o, std::vector<conformance::RunReport>* collect) {
+  conformance::DraRunOptions ro;
+  if (int code = DraRunOptionsFromFlags(o, &ro); code != kExitOk) return code;
+  // The emulated kubelet's plugin manager and DRA handler log at info level
+  // as the kubelet's do: shown with -v only, the report is the output.
+  log::SetConsoleOutput(o.verbosity >= 0);
+  std::unique_ptr<conformance::DraTarget> target = conformance::NewDraProcessTarget(o.plugin);
+  signal(SIGPIPE, SIG_IGN);
+  absl::StatusOr<conformance::RunReport> report =
+      conformance::RunDraConformance(*target, ro, ProgressPrinter(o.quiet));
+  if (!report.ok()) {
+    std::cerr << "devmgr conformance: " << report.status().message() << "\n";
+    return report.status().code() == absl::StatusCode::kInvalidArgument ? kExitUsage
+                                                                        : kExitEnvironment;
+  }
+  if (collect != nullptr) collect->push_back(*report);
+  std::cout << conformance::SummaryTable(*report);
+  if (absl::Status w = WriteReports(o, *report, nullptr); !w.ok()) {
+    std::cerr << "devmgr conformance: " << w.message() << "\n";
+    return kExitEnvironment;
+  }
+  return report->MustPassed() ? kExitOk : kExitFailed;
+}
+
 // One run under one profile. With `collect`, the report is also appended
 // there (a version matrix).
 int RunConformanceOnce(const ConformanceOptions& o, std::vector<conformance::RunReport>* collect) {
-  if (o.list) return ListCatalogue();
+  if (o.list) return ListCatalogue(o.dra);
   // Plugin and tester logs stay quiet unless asked for: the report is the output.
   log::Init(o.verbosity, log::Format::kText);
+  if (o.dra) return RunDraOnce(o, collect);
   conformance::RunOptions ro;
   if (int code = RunOptionsFromFlags(o, collect != nullptr, &ro); code != kExitOk) return code;
   std::unique_ptr<metrics::KubeletMetrics> kubelet_metrics;
@@ -218,11 +298,18 @@ int RunConformanceOnce(const ConformanceOptions& o, std::vector<conformance::Run
 // --kubelet-version LIST: one run per profile, then the per-version table
 // and the differences; JUnit/JSON hold every version's checks.
 int RunConformanceCommand(const ConformanceOptions& o) {
-  if (o.list) return ListCatalogue();
+  if (o.list) return ListCatalogue(o.dra);
   absl::StatusOr<std::vector<std::string>> versions = ExpandVersionList(o.kubelet_version);
   if (!versions.ok()) {
     std::cerr << "devmgr conformance: --kubelet-version: " << versions.status().message() << "\n";
     return kExitUsage;
+  }
+  if (o.dra && o.kubelet_version == "all") {
+    // The kubelets whose DRA registration devmgr emulates.
+    std::erase_if(*versions, [](const std::string& v) {
+      absl::StatusOr<Profile> p = ProfileForVersion(v);
+      return p.ok() && p->minor < dra::kOldestDraMinor;
+    });
   }
   const bool matrix = versions->size() > 1 || o.kubelet_version == "all" ||
                       o.kubelet_version.find_first_of(",-") != std::string::npos;
@@ -268,7 +355,9 @@ void AddConformanceCommand(CLI::App& app, int* exit_code) {
       "Check a device plugin against what the kubelet needs: registration, options,\n"
       "ListAndWatch, Allocate, GetPreferredAllocation, PreStartContainer, restarts and\n"
       "latency, against an emulated kubelet. The checks share one plugin session; the\n"
-      "restart checks get a fresh one each. Exit 0 when every MUST check passes, 1\n"
+      "restart checks get a fresh one each. With --dra, check a DRA driver instead:\n"
+      "registration, ResourceSlices, NodePrepareResources and NodeUnprepareResources\n"
+      "against an emulated kubelet and API endpoint. Exit 0 when every MUST check passes, 1\n"
       "otherwise, 2 usage, 3 environment. See docs/conformance.md.");
   cmd->add_option("--plugin", o->plugin,
                   "Plugin command line, run with /bin/sh -c (started anew for each session). "
@@ -278,6 +367,12 @@ void AddConformanceCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--private-mount", o->private_mount,
                 "Run --plugin in a private mount namespace where the directory is bind-mounted "
                 "over /var/lib/kubelet/device-plugins");
+  cmd->add_flag("--dra", o->dra,
+                "The target is a DRA driver: run the DRA catalogue (docs/conformance.md, \"DRA "
+                "drivers\"). --plugin is the driver command, started for each session with "
+                "KUBECONFIG (the tester's API endpoint), DEVMGR_NODE_NAME, DEVMGR_REGISTRY_DIR "
+                "(plugins_registry), DEVMGR_PLUGINS_DIR, DEVMGR_CDI_DIR and DEVMGR_KUBELET_DIR "
+                "set; with --list, list the DRA catalogue");
   cmd->add_option("--socket", o->socket,
                   "Test an already running plugin's socket (no registration or restart checks)");
   cmd->add_option("--resource", o->resource,
@@ -349,6 +444,14 @@ void AddConformanceCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--latency-budget", o->latency_budget, "latency.rpcs: p99 budget per RPC (s)")
       ->capture_default_str();
   cmd->add_option("--latency-samples", o->latency_samples, "latency.rpcs: calls per RPC")
+      ->capture_default_str();
+  cmd->add_option("--call-timeout", o->call_timeout,
+                  "--dra: deadline of every NodePrepareResources and NodeUnprepareResources (s; "
+                  "the kubelet's is 45)")
+      ->capture_default_str();
+  cmd->add_option("--publish-timeout", o->publish_timeout,
+                  "--dra: MUST window of dra.slices: the driver's ResourceSlices within this long "
+                  "of its registration (s)")
       ->capture_default_str();
   cmd->callback([o, exit_code] { *exit_code = RunConformanceCommand(*o); });
 }

@@ -61,6 +61,25 @@ struct Misbehaviour {
   absl::Duration register_before_serving = absl::ZeroDuration();
   // The published slice's first device gets an invalid name.
   bool invalid_slice = false;
+  // GetInfo answers this plugin type instead of "DRAPlugin" ("" = DRAPlugin).
+  std::string registration_type;
+  // Prepare answers, for each allocated device, a device of that name with
+  // "-unallocated" appended (in none of its slices, allocated to no claim).
+  bool prepare_wrong_device = false;
+  // A claim UID that was unprepared fails its next prepare.
+  bool prepare_after_unprepare_fails = false;
+  // A Prepare of several claims answers each with the first claim's devices.
+  bool batch_mixes_claims = false;
+  // Unprepare of a prepared claim reads the claim from the API first and
+  // fails when it is gone.
+  bool unprepare_reads_claim = false;
+  // Prepare takes the claim of that name from the API whatever its UID (a
+  // claim deleted and re-created under the same name is prepared for the
+  // old UID).
+  bool prepare_ignores_uid = false;
+  // A repeated Prepare of a prepared claim answers the same devices but also
+  // writes another CDI spec, <driver>-<claim uid>-again.json (left behind).
+  bool reprepare_adds_spec = false;
 };
 
 struct Config {

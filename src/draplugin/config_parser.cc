@@ -23,6 +23,13 @@ const Keys kRegistrationKeys = {"supported_versions"};
 const Keys kDeviceKeys = {"name", "attributes", "env"};
 const Keys kAttributeTypes = {"string", "int", "bool", "version"};
 const Keys kMisbehaveKeys = {"prepare_not_idempotent",
+                             "registration_type",
+                             "prepare_wrong_device",
+                             "prepare_after_unprepare_fails",
+                             "batch_mixes_claims",
+                             "unprepare_reads_claim",
+                             "prepare_ignores_uid",
+                             "reprepare_adds_spec",
                              "unprepare_unknown_fails",
                              "leak_state_on_failure",
                              "cdi_spec",
@@ -141,6 +148,17 @@ class Parser : public yaml::TypedReader {
     DEVMGR_RETURN_IF_ERROR(flag("unprepare_unknown_fails", &m->unprepare_unknown_fails));
     DEVMGR_RETURN_IF_ERROR(flag("leak_state_on_failure", &m->leak_state_on_failure));
     DEVMGR_RETURN_IF_ERROR(flag("invalid_slice", &m->invalid_slice));
+    DEVMGR_RETURN_IF_ERROR(flag("prepare_wrong_device", &m->prepare_wrong_device));
+    DEVMGR_RETURN_IF_ERROR(
+        flag("prepare_after_unprepare_fails", &m->prepare_after_unprepare_fails));
+    DEVMGR_RETURN_IF_ERROR(flag("batch_mixes_claims", &m->batch_mixes_claims));
+    DEVMGR_RETURN_IF_ERROR(flag("unprepare_reads_claim", &m->unprepare_reads_claim));
+    DEVMGR_RETURN_IF_ERROR(flag("prepare_ignores_uid", &m->prepare_ignores_uid));
+    DEVMGR_RETURN_IF_ERROR(flag("reprepare_adds_spec", &m->reprepare_adds_spec));
+    if (n["registration_type"]) {
+      DEVMGR_RETURN_IF_ERROR(
+          String(n["registration_type"], "misbehave.registration_type", &m->registration_type));
+    }
     DEVMGR_RETURN_IF_ERROR(duration("prepare_delay", &m->prepare_delay));
     DEVMGR_RETURN_IF_ERROR(duration("register_before_serving", &m->register_before_serving));
     DEVMGR_RETURN_IF_ERROR(list("fail_claims", &m->fail_claims));

@@ -70,12 +70,25 @@ std::map<std::string, PrepareResult> DriverCore::Prepare(const std::vector<Claim
     }
     out[c.uid] = PrepareOneLocked(c);
   }
+  if (config_.misbehave.batch_mixes_claims && claims.size() > 1 && out.count(claims[0].uid)) {
+    DM_INFO("Misbehaving: answering every claim of the batch with the first one's devices");
+    for (const ClaimRef& c : claims) {
+      if (out.count(c.uid) && out[c.uid].error.empty()) {
+        out[c.uid].devices = out[claims[0].uid].devices;
+      }
+    }
+  }
   return out;
 }
 
 PrepareResult DriverCore::PrepareOneLocked(const ClaimRef& claim) {
   if (prepared_.count(claim.uid) > 0) return PrepareAgainLocked(claim);
   PrepareResult r;
+  if (config_.misbehave.prepare_after_unprepare_fails && unprepared_.count(claim.uid) > 0) {
+    DM_INFO("Misbehaving: refusing to prepare an unprepared claim again", {"claim", claim.name});
+    r.error = fmt::format("claim {} was unprepared; not preparing it again", claim.uid);
+    return r;
+  }
   absl::StatusOr<std::vector<PreparedDevice>> devices = AllocatedDevices(claim);
   if (!devices.ok()) {
     r.error = std::string(devices.status().message());
@@ -117,6 +130,11 @@ PrepareResult DriverCore::PrepareAgainLocked(const ClaimRef& claim) {
   if (!config_.misbehave.prepare_not_idempotent) {
     // The spec may be gone (a CDI dir on tmpfs after a reboot): write it again.
     absl::Status s = WriteSpec(claim, r.devices);
+    if (s.ok() && config_.misbehave.reprepare_adds_spec) {
+      DM_INFO("Misbehaving: a repeated prepare writes another CDI spec", {"claim", claim.name});
+      s = WriteCdiSpec(CdiSpecPath(SpecDir(), config_.driver, claim.uid + "-again"),
+                       config_.CdiKind(), {CdiDevice{claim.uid + "-again", {}}});
+    }
     if (!s.ok()) r = PrepareResult{{}, std::string(s.message())};
     return r;
   }
@@ -141,7 +159,7 @@ absl::StatusOr<std::vector<PreparedDevice>> DriverCore::AllocatedDevices(
                                                          std::string(got.status().message())));
   }
   const json& meta = got->value("metadata", json::object());
-  if (Str(meta, "uid") != claim.uid) {
+  if (Str(meta, "uid") != claim.uid && !config_.misbehave.prepare_ignores_uid) {
     return absl::FailedPreconditionError(
         fmt::format("claim {}: got replaced (UID {}, want {})", id, Str(meta, "uid"), claim.uid));
   }
@@ -158,6 +176,7 @@ absl::StatusOr<std::vector<PreparedDevice>> DriverCore::AllocatedDevices(
     d.request_names = {Str(res, "request")};
     d.pool_name = Str(res, "pool");
     d.device_name = Str(res, "device");
+    if (config_.misbehave.prepare_wrong_device) d.device_name += "-unallocated";
     d.cdi_device_ids = {CdiDeviceId(config_.CdiKind(), CdiDeviceName(claim.uid, d.device_name))};
     devices.push_back(std::move(d));
   }
@@ -199,6 +218,15 @@ std::map<std::string, std::string> DriverCore::Unprepare(const std::vector<Claim
       }
       continue;
     }
+    if (config_.misbehave.unprepare_reads_claim) {
+      absl::StatusOr<json> got = api_->GetClaim(c.namespace_, c.name);
+      if (!got.ok()) {
+        DM_INFO("Misbehaving: unprepare needs the claim object", {"claim", c.name});
+        error = fmt::format("retrieve claim {}/{}: {}", c.namespace_, c.name,
+                            std::string(got.status().message()));
+        continue;
+      }
+    }
     absl::Status s = RemoveCdiSpec(CdiSpecPath(SpecDir(), config_.driver, c.uid));
     if (!s.ok()) {
       error = std::string(s.message());
@@ -212,6 +240,7 @@ std::map<std::string, std::string> DriverCore::Unprepare(const std::vector<Claim
       error = std::string(s.message());
       continue;
     }
+    unprepared_.insert(c.uid);
     DM_INFO("Unprepared claim", {"claim", c.namespace_ + "/" + c.name}, {"uid", c.uid});
   }
   return out;

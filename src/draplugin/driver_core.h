@@ -7,6 +7,7 @@
 #define DEVMGR_DRAPLUGIN_DRIVER_CORE_H_
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,8 @@ class DriverCore {
 
   mutable absl::Mutex mu_;
   PreparedClaims prepared_ ABSL_GUARDED_BY(mu_);
+  // UIDs of claims it has unprepared (misbehave.prepare_after_unprepare_fails).
+  std::set<std::string> unprepared_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace devmgr::draplugin

@@ -8,7 +8,7 @@ grpc::Status RegistrationService::GetInfo(grpc::ServerContext*,
                                           const pluginregistration::InfoRequest*,
                                           pluginregistration::PluginInfo* resp) {
   DM_VINFO(2, "Received RPC", {"method", "GetInfo"});
-  resp->set_type(kDraPluginType);
+  resp->set_type(type_);
   resp->set_name(driver_);
   resp->set_endpoint(endpoint_);
   for (const std::string& v : versions_) resp->add_supported_versions(v);

@@ -28,10 +28,13 @@ struct RegistrationOutcome {
 // Thread-safe.
 class RegistrationService final : public pluginregistration::Registration::Service {
  public:
-  RegistrationService(std::string driver, std::string endpoint, std::vector<std::string> versions)
+  // `type`: what GetInfo answers ("" = kDraPluginType).
+  RegistrationService(std::string driver, std::string endpoint, std::vector<std::string> versions,
+                      std::string type = "")
       : driver_(std::move(driver)),
         endpoint_(std::move(endpoint)),
-        versions_(std::move(versions)) {}
+        versions_(std::move(versions)),
+        type_(type.empty() ? kDraPluginType : std::move(type)) {}
 
   grpc::Status GetInfo(grpc::ServerContext* ctx, const pluginregistration::InfoRequest* req,
                        pluginregistration::PluginInfo* resp) override;
@@ -47,6 +50,7 @@ class RegistrationService final : public pluginregistration::Registration::Servi
   const std::string driver_;
   const std::string endpoint_;
   const std::vector<std::string> versions_;
+  const std::string type_;
 
   mutable absl::Mutex mu_;
   std::optional<RegistrationOutcome> outcome_ ABSL_GUARDED_BY(mu_);

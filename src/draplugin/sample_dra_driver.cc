@@ -50,7 +50,8 @@ void Shutdown(std::unique_ptr<grpc::Server> server, const std::string& path) {
 SampleDraDriver::SampleDraDriver(Config config, DriverOptions options)
     : config_(std::move(config)), options_(std::move(options)) {
   registration_ = std::make_unique<RegistrationService>(config_.driver, dra_socket(),
-                                                        config_.supported_versions);
+                                                        config_.supported_versions,
+                                                        config_.misbehave.registration_type);
 }
 
 SampleDraDriver::~SampleDraDriver() { Stop(); }

@@ -484,6 +484,99 @@ TEST_F(SampleDraDriverTest, MisbehaviourInvalidSliceIsRejectedByTheApiServer) {
   EXPECT_TRUE(rejected);
 }
 
+TEST_F(SampleDraDriverTest, MisbehaviourRegistrationTypeAnswersAnotherType) {
+  StartDriver("  registration_type: DevicePlugin\n");
+  auto stub = pluginregistration::Registration::NewStub(grpc::CreateChannel(
+      "unix:" + driver_->registration_socket(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline());
+  pluginregistration::PluginInfo info;
+  ASSERT_TRUE(stub->GetInfo(&ctx, pluginregistration::InfoRequest(), &info).ok());
+  EXPECT_EQ(info.type(), "DevicePlugin");
+  EXPECT_EQ(info.name(), kDriver);
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourPrepareWrongDeviceAnswersAnUnallocatedDevice) {
+  StartDriver("  prepare_wrong_device: true\n");
+  const std::string uid = CreateClaim("claim-a", "dev-0");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &resp).ok());
+  ASSERT_EQ(resp.claims().at(uid).devices_size(), 1);
+  EXPECT_EQ(resp.claims().at(uid).devices(0).device_name(), "dev-0-unallocated");
+  EXPECT_EQ(resp.claims().at(uid).devices(0).pool_name(), kNode);
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourPrepareAfterUnprepareFails) {
+  StartDriver("  prepare_after_unprepare_fails: true\n");
+  const std::string uid = CreateClaim("claim-a", "dev-0");
+  v1::NodePrepareResourcesResponse first, again;
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &first).ok());
+  EXPECT_EQ(first.claims().at(uid).error(), "");
+  v1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(Unprepare({Claim("claim-a", uid)}, &un).ok());
+  EXPECT_EQ(un.claims().at(uid).error(), "");
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &again).ok());
+  EXPECT_EQ(again.claims().at(uid).error(),
+            "claim " + uid + " was unprepared; not preparing it again");
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourBatchMixesClaimsAnswersTheFirstClaimsDevices) {
+  StartDriver("  batch_mixes_claims: true\n");
+  const std::string a = CreateClaim("claim-a", "dev-0");
+  const std::string b = CreateClaim("claim-b", "dev-1");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", a), Claim("claim-b", b)}, &resp).ok());
+  ASSERT_EQ(resp.claims().at(b).devices_size(), 1);
+  EXPECT_EQ(resp.claims().at(a).devices(0).device_name(), "dev-0");
+  EXPECT_EQ(resp.claims().at(b).devices(0).device_name(), "dev-0");
+  // One claim at a time is answered well.
+  const std::string c = CreateClaim("claim-c", "dev-1");
+  v1::NodePrepareResourcesResponse one;
+  ASSERT_TRUE(Prepare({Claim("claim-c", c)}, &one).ok());
+  EXPECT_EQ(one.claims().at(c).devices(0).device_name(), "dev-1");
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourUnprepareReadsClaimFailsForADeletedClaim) {
+  StartDriver("  unprepare_reads_claim: true\n");
+  const std::string a = CreateClaim("claim-a", "dev-0");
+  const std::string b = CreateClaim("claim-b", "dev-1");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", a), Claim("claim-b", b)}, &resp).ok());
+  ASSERT_TRUE(
+      server_.store()
+          .Delete(apiserver::ResourceClaims(), kNs, "claim-b", apiserver::Store::Preconditions{})
+          .ok());
+  v1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(Unprepare({Claim("claim-a", a), Claim("claim-b", b)}, &un).ok());
+  EXPECT_EQ(un.claims().at(a).error(), "");
+  EXPECT_THAT(un.claims().at(b).error(), testing::HasSubstr("retrieve claim default/claim-b: "));
+  EXPECT_EQ(driver_->core().PreparedForTest().count(b), 1u);
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourPrepareIgnoresUidPreparesAReplacedClaim) {
+  StartDriver("  prepare_ignores_uid: true\n");
+  CreateClaim("claim-a", "dev-1");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", "uid-of-a-deleted-claim-a")}, &resp).ok());
+  EXPECT_EQ(resp.claims().at("uid-of-a-deleted-claim-a").error(), "");
+  ASSERT_EQ(resp.claims().at("uid-of-a-deleted-claim-a").devices_size(), 1);
+  EXPECT_EQ(resp.claims().at("uid-of-a-deleted-claim-a").devices(0).device_name(), "dev-1");
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourReprepareAddsSpecLeavesAnotherSpec) {
+  StartDriver("  reprepare_adds_spec: true\n");
+  const std::string uid = CreateClaim("claim-a", "dev-0");
+  v1::NodePrepareResourcesResponse first, again;
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &first).ok());
+  EXPECT_FALSE(Exists(SpecPath(uid + "-again")));
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &again).ok());
+  EXPECT_EQ(again.claims().at(uid).devices(0).device_name(), "dev-0");
+  EXPECT_TRUE(Exists(SpecPath(uid + "-again")));
+  v1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(Unprepare({Claim("claim-a", uid)}, &un).ok());
+  EXPECT_TRUE(Exists(SpecPath(uid + "-again")));
+}
+
 // ---- the config ----
 
 TEST(SampleDraDriverConfigTest, UnknownKeysAreNamedWithTheirPosition) {

@@ -8,6 +8,12 @@
   peer_test.py conformance-VARIANT PEER RELEASE KUBELET_VERSION
       The same with PEER/verdicts.VARIANT.txt, whose `#! env K=V` lines set
       the plugin's environment and `#! focus RE` selects the checks.
+  peer_test.py dra-conformance PEER RELEASE KUBELET_VERSION
+      `devmgr conformance --dra` over the DRA catalogue (KUBELET_VERSION may be
+      a list or `all`); every check's verdict for every version must be the
+      one PEER/dra-verdicts.txt names for it. Its `#! command` line is the
+      driver's command, `{binary}` standing for the built driver; a line
+      `CHECK-ID@RELEASE ...` holds that check's verdict for one release.
   peer_test.py scenarios PEER RELEASE KUBELET_VERSION
       `devmgr run` over scenarios/PEER*.yaml, with the plugin's binary in
       the environment variable named after PEER (upper case, '-' as '_':
@@ -75,6 +81,9 @@ def read_verdicts(peer, name):
                 k, _, v = line[len("#! env "):].strip().partition("=")
                 env[k] = v
                 continue
+            if line.startswith("#! command "):
+                flags += ["--command", line[len("#! command "):].strip()]
+                continue
             if line.startswith("#! focus "):
                 flags += ["--focus", line[len("#! focus "):].strip()]
                 continue
@@ -133,6 +142,60 @@ def conformance(peer, release, kubelet, verdicts="verdicts.txt"):
     return 1 if failures else 0
 
 
+def judge(peer, verdicts, want, got, returncode):
+    """Compares the report's checks (ids "ID" or "ID [V]") with the verdicts."""
+    failures = []
+    for cid, c in got.items():
+        base = re.sub(r" \[[0-9.]+\]$", "", cid)
+        if base not in want:
+            failures.append(f"{cid}: {c['status']} ({c['message']!r}), but {peer}/{verdicts} names no verdict for it")
+            continue
+        statuses, rx = want[base]
+        if c["status"] not in statuses:
+            failures.append(f"{cid}: {c['status']} ({c['message']!r}), want {' or '.join(statuses)}")
+        elif rx is not None and not rx.search(c["message"]):
+            failures.append(f"{cid}: message {c['message']!r} does not match /{rx.pattern}/")
+    run_bases = {re.sub(r" \[[0-9.]+\]$", "", cid) for cid in got}
+    for cid in want:
+        if cid not in run_bases:
+            failures.append(f"{cid}: in {peer}/{verdicts} but not run")
+    must_fail = any(c["status"] == "FAIL" and c["level"] == "MUST" for c in got.values())
+    if returncode != (1 if must_fail else 0):
+        failures.append(f"exit code {returncode}, want {1 if must_fail else 0}")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{len(got) - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+def dra_conformance(peer, release, kubelet, verdicts="dra-verdicts.txt"):
+    binary = peer_binary(peer, release)
+    devmgr = os.environ["DEVMGR_BIN"]
+    want, _, flags = read_verdicts(peer, verdicts)
+    # "CHECK-ID@RELEASE" lines hold the verdict of that driver release only.
+    for key in [k for k in want if "@" in k]:
+        check, _, rel = key.partition("@")
+        value = want.pop(key)
+        if rel == release:
+            want[check] = value
+    if "--command" not in flags:
+        sys.exit(f"{peer}/{verdicts}: no '#! command' line")
+    i = flags.index("--command")
+    command = flags[i + 1].replace("{binary}", binary)
+    flags = flags[:i] + flags[i + 2:]
+    with tempfile.TemporaryDirectory(prefix="dmpeer-") as work:
+        report = os.path.join(work, "report.json")
+        argv = [devmgr, "conformance", "--dra", "--plugin", command, "--kubelet-version", kubelet,
+                "--dir", os.path.join(work, "k"), "--json", report, "-q"] + flags
+        print("$", " ".join(argv), flush=True)
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        print(run.stdout)
+        print(run.stderr, file=sys.stderr)
+        with open(report) as f:
+            got = {c["id"]: c for c in json.load(f)["checks"]}
+    return judge(peer, verdicts, want, got, run.returncode)
+
+
 def scenarios(peer, release, kubelet):
     binary = peer_binary(peer, release)
     devmgr = os.environ["DEVMGR_BIN"]
@@ -153,11 +216,14 @@ def scenarios(peer, release, kubelet):
 
 
 def main():
-    if len(sys.argv) != 5 or not re.fullmatch(r"conformance(-[a-z0-9]+)?|scenarios", sys.argv[1]):
+    if len(sys.argv) != 5 or not re.fullmatch(r"conformance(-[a-z0-9]+)?|scenarios|dra-conformance",
+                                              sys.argv[1]):
         sys.exit(__doc__)
     mode, peer, release, kubelet = sys.argv[1:]
     if mode == "scenarios":
         sys.exit(scenarios(peer, release, kubelet))
+    if mode == "dra-conformance":
+        sys.exit(dra_conformance(peer, release, kubelet))
     variant = mode.partition("-")[2]
     sys.exit(conformance(peer, release, kubelet, f"verdicts.{variant}.txt" if variant else "verdicts.txt"))
 

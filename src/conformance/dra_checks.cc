@@ -1,0 +1,647 @@
+// The DRA catalogue: dra.registration, dra.serves-first, dra.services, dra.slices, dra.prepare.*,
+// dra.unprepare.*, dra.calls.timely. docs/conformance.md gives each check's
+// source in the kubelet (pkg/kubelet/cm/dra) and the helper library.
+#include <algorithm>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "apiserver/store.h"
+#include "conformance/checks.h"
+#include "conformance/dra_catalogue.h"
+#include "conformance/dra_session.h"
+#include "conformance/probe.h"
+#include "dra/services.h"
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+
+namespace devmgr::conformance {
+namespace {
+
+using nlohmann::json;
+
+std::string D(absl::Duration d) { return Dur(d); }
+
+Outcome NotRegistered(const DraSession& s) {
+  return Outcome::Skip(s.NoRegistrationReason() + " (see dra.registration, dra.services)");
+}
+
+bool TimedOut(const absl::Status& s) {
+  return absl::IsDeadlineExceeded(s) || absl::StrContains(s.message(), "DeadlineExceeded");
+}
+
+// A failed call: a timeout is dra.calls.timely's finding, anything else this check's.
+Outcome CallFailed(const std::string& what, const absl::Status& s) {
+  if (TimedOut(s)) {
+    return Outcome::Skip(fmt::format("{} was not answered in time: {} (see dra.calls.timely)", what,
+                                     std::string(s.message())));
+  }
+  return Outcome::Fail(fmt::format("{} failed: {}", what, std::string(s.message())));
+}
+
+std::string Key(const std::string& pool, const std::string& device) { return pool + "/" + device; }
+
+std::string DevicesText(const std::vector<dra::ResponseDevice>& devices) {
+  std::vector<std::string> out;
+  for (const dra::ResponseDevice& d : devices) {
+    out.push_back(fmt::format("{} (requests [{}], CDI [{}])", Key(d.pool_name, d.device_name),
+                              fmt::join(d.request_names, " "), fmt::join(d.cdi_device_ids, " ")));
+  }
+  return "[" + fmt::format("{}", fmt::join(out, ", ")) + "]";
+}
+
+std::set<std::string> DeviceKeys(const std::vector<dra::ResponseDevice>& devices) {
+  std::set<std::string> out;
+  for (const dra::ResponseDevice& d : devices) out.insert(Key(d.pool_name, d.device_name));
+  return out;
+}
+
+// The claims a check prepares, unprepared and deleted when it is done.
+class Claims {
+ public:
+  explicit Claims(DraSession& s) : s_(s) {}
+  ~Claims() {
+    if (!claims_.empty()) s_.Unprepare(Refs()).IgnoreError();
+    for (const DraTestClaim& c : claims_) s_.DeleteClaim(c);
+  }
+  Claims(const Claims&) = delete;
+  Claims& operator=(const Claims&) = delete;
+
+  // Creates and allocates claim `name`; nullptr with *skip set when it cannot.
+  const DraTestClaim* Add(const std::string& name, Outcome* skip) {
+    absl::StatusOr<DraTestClaim> c = s_.NewClaim(name);
+    if (!c.ok()) {
+      *skip = Outcome::Skip(fmt::format("cannot allocate claim {} from the driver's slices: {}",
+                                        name, std::string(c.status().message())));
+      return nullptr;
+    }
+    claims_.push_back(*std::move(c));
+    return &claims_.back();
+  }
+  std::vector<dra::Claim> Refs() const {
+    std::vector<dra::Claim> out;
+    for (const DraTestClaim& c : claims_) out.push_back(c.claim);
+    return out;
+  }
+  std::vector<DraTestClaim> all() const { return {claims_.begin(), claims_.end()}; }
+
+ private:
+  DraSession& s_;
+  std::deque<DraTestClaim> claims_;  // stable addresses for Add's callers
+};
+
+// What a prepare check needs before it can call: a registered driver and its slices.
+std::optional<Outcome> NotReady(DraSession& s) {
+  if (s.Driver().empty()) return NotRegistered(s);
+  if (s.Slices().empty()) {
+    return Outcome::Skip("the driver published no complete ResourceSlice pool (see dra.slices)");
+  }
+  return std::nullopt;
+}
+
+std::string ClaimText(const DraTestClaim& c) {
+  return fmt::format("claim {}/{} (UID {})", c.claim.namespace_, c.claim.name, c.claim.uid);
+}
+
+Outcome Registration(DraSession& s) {
+  std::optional<DraRegistrationRecord> r = s.FirstInfo();
+  if (!r) {
+    int code = 0;
+    Outcome o = Outcome::Fail(
+        s.target().Exited(&code)
+            ? fmt::format("the driver exited with code {} before it registered", code)
+            : fmt::format("no registration socket in {} answered GetInfo within {} of the "
+                          "driver's start; the kubelet never learns of the driver",
+                          s.env().registry_dir, D(s.t().register_within)));
+    for (const DraRegistrationRecord& f : s.Registrations()) {
+      o.Evidence(fmt::format("GetInfo on {}: {}", f.socket, std::string(f.info_status.message())));
+    }
+    for (auto& l : s.DriverOutput(5)) o.Evidence(l);
+    return o;
+  }
+  const pluginmanager::RegistrationInfo& i = r->info;
+  const std::string info =
+      fmt::format("GetInfo: type \"{}\", name \"{}\", endpoint \"{}\"", i.type, i.name, i.endpoint);
+  if (i.type != "DRAPlugin") {
+    return Outcome::Fail(fmt::format("GetInfo answers type \"{}\", not \"DRAPlugin\": the kubelet "
+                                     "hands the plugin to another handler (or none) and never "
+                                     "calls it for ResourceClaims",
+                                     i.type))
+        .Evidence(info)
+        .Evidence("the kubelet answered: " + (r->error.empty() ? "-" : r->error));
+  }
+  if (i.name.empty()) {
+    return Outcome::Fail("GetInfo answers an empty name; the kubelet refuses the registration")
+        .Evidence(info);
+  }
+  if (i.endpoint.empty() || i.endpoint.front() != '/') {
+    return Outcome::Fail(fmt::format("endpoint \"{}\" is not an absolute path; the kubelet dials "
+                                     "the DRA socket at exactly that path",
+                                     i.endpoint))
+        .Evidence(info);
+  }
+  if (!SocketAccepts(i.endpoint)) {
+    return Outcome::Fail(fmt::format("nothing accepts connections on the endpoint {}; every "
+                                     "NodePrepareResources of the kubelet fails",
+                                     i.endpoint))
+        .Evidence(info);
+  }
+  const absl::Duration took = MonoSub(r->at, s.driver_started_at());
+  Outcome o = Outcome::Pass(fmt::format("driver \"{}\" registered {} after its start, endpoint {}",
+                                        i.name, D(took), i.endpoint));
+  o.figures.push_back({"time to GetInfo", D(took)});
+  return o;
+}
+
+Outcome ServesFirst(DraSession& s) {
+  std::optional<DraRegistrationRecord> r = s.FirstInfo();
+  if (!r) return Outcome::Skip("the driver never answered GetInfo (see dra.registration)");
+  const std::string& e = r->info.endpoint;
+  if (e.empty() || e.front() != '/') {
+    return Outcome::Skip("the endpoint is not an absolute path (see dra.registration)");
+  }
+  if (r->served_at_info) {
+    return Outcome::Pass("the endpoint accepted a connection when GetInfo answered");
+  }
+  return Outcome::Fail(fmt::format("the endpoint {} accepted no connection when GetInfo "
+                                   "answered; the kubelet registers the driver at once and "
+                                   "its calls fail until the socket is served",
+                                   e))
+      .Evidence(SocketAccepts(e) ? "it accepts connections now" : "it accepts none now");
+}
+
+Outcome Services(DraSession& s) {
+  std::optional<DraRegistrationRecord> r = s.FirstInfo();
+  if (!r) return Outcome::Skip("the driver never answered GetInfo (see dra.registration)");
+  const pluginmanager::RegistrationInfo& i = r->info;
+  const std::string advertised = fmt::format("[{}]", fmt::join(i.supported_versions, ", "));
+  absl::StatusOr<dra::DraService> chosen =
+      dra::ChooseService(s.profile(), i.name, i.endpoint, i.supported_versions);
+  if (!chosen.ok()) {
+    return Outcome::Fail(fmt::format("the kubelet {} refuses the registration: {}",
+                                     s.profile().name, std::string(chosen.status().message())))
+        .Evidence("supported_versions: " + advertised);
+  }
+  return Outcome::Pass(fmt::format("the kubelet {} calls {} (advertised {})", s.profile().name,
+                                   dra::ServiceName(*chosen), advertised));
+}
+
+// Writes of ResourceSlices the endpoint refused, as evidence.
+std::vector<std::string> RefusedSliceWrites(DraSession& s) {
+  std::vector<std::string> out;
+  for (const apiserver::RequestRecord& r : s.api().Requests()) {
+    if (r.status >= 400 && r.method != "GET" && absl::StrContains(r.target, "/resourceslices")) {
+      out.push_back(fmt::format("{} {} answered {}", r.method, r.target, r.status));
+    }
+  }
+  return out;
+}
+
+Outcome Slices(DraSession& s) {
+  if (s.Driver().empty()) return NotRegistered(s);
+  const std::vector<json>& slices = s.Slices();
+  if (slices.empty()) {
+    Outcome o = Outcome::Fail(fmt::format(
+        "no complete pool of valid ResourceSlices with spec.driver \"{}\" and spec.nodeName "
+        "\"{}\" within {}; the scheduler has no device of the driver to allocate",
+        s.Driver(), s.env().node_name, D(s.t().publish_within)));
+    for (const std::string& e : RefusedSliceWrites(s)) o.Evidence(e);
+    for (auto& l : s.DriverOutput(5)) o.Evidence(l);
+    return o;
+  }
+  std::set<std::string> pools;
+  size_t devices = 0;
+  for (const json& sl : slices) {
+    const json spec = sl.value("spec", json::object());
+    pools.insert(spec.value("pool", json::object()).value("name", ""));
+    devices += spec.value("devices", json::array()).size();
+  }
+  return Outcome::Pass(fmt::format("{} slice(s), pool(s) [{}], {} device(s)", slices.size(),
+                                   fmt::join(pools, ", "), devices));
+}
+
+Outcome PrepareAnswersAll(DraSession& s) {
+  if (auto o = NotReady(s)) return *o;
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* c = claims.Add("conformance-answers", &skip);
+  if (c == nullptr) return skip;
+  absl::StatusOr<dra::PreparedClaims> r = s.Prepare(claims.Refs());
+  if (!r.ok()) {
+    return CallFailed("NodePrepareResources of " + ClaimText(*c), r.status())
+        .Evidence("a kubelet fails the pod's admission with this error and retries");
+  }
+  return Outcome::Pass(fmt::format("{}: {}", ClaimText(*c), DevicesText(r->at(c->claim.uid))));
+}
+
+// Why `devices` (the answer for `c`) do not match its allocation and the
+// driver's slices; "" when they do.
+std::string DeviceMismatch(DraSession& s, const DraTestClaim& c,
+                           const std::vector<dra::ResponseDevice>& devices) {
+  std::set<std::string> published, allocated;
+  std::map<std::string, std::set<std::string>> requests;  // allocated device -> requests
+  for (const json& sl : s.Slices()) {
+    const json spec = sl.value("spec", json::object());
+    const std::string pool = spec.value("pool", json::object()).value("name", "");
+    for (const json& d : spec.value("devices", json::array())) {
+      published.insert(Key(pool, d.value("name", "")));
+    }
+  }
+  for (const json& res : c.results) {
+    if (res.value("driver", "") != s.Driver()) continue;
+    const std::string k = Key(res.value("pool", ""), res.value("device", ""));
+    allocated.insert(k);
+    requests[k].insert(res.value("request", ""));
+  }
+  for (const dra::ResponseDevice& d : devices) {
+    const std::string k = Key(d.pool_name, d.device_name);
+    if (!published.count(k)) return fmt::format("device {} is in none of the driver's slices", k);
+    if (!allocated.count(k)) return fmt::format("device {} is not allocated to the claim", k);
+    for (const std::string& rn : d.request_names) {
+      if (!requests[k].count(rn)) {
+        return fmt::format("device {} names request \"{}\", which it is not allocated for", k, rn);
+      }
+    }
+  }
+  for (const std::string& k : allocated) {
+    if (!DeviceKeys(devices).count(k)) {
+      return fmt::format("allocated device {} is missing from the answer", k);
+    }
+  }
+  return "";
+}
+
+Outcome PrepareDevices(DraSession& s) {
+  if (auto o = NotReady(s)) return *o;
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* c = claims.Add("conformance-devices", &skip);
+  if (c == nullptr) return skip;
+  absl::StatusOr<dra::PreparedClaims> r = s.Prepare(claims.Refs());
+  if (!r.ok()) {
+    return Outcome::Skip(
+        fmt::format("NodePrepareResources failed: {} (see dra.prepare.answers-all)",
+                    std::string(r.status().message())));
+  }
+  const std::vector<dra::ResponseDevice>& got = r->at(c->claim.uid);
+  const std::string allocation = "allocation: " + c->results.dump();
+  if (std::string why = DeviceMismatch(s, *c, got); !why.empty()) {
+    return Outcome::Fail(fmt::format("{}: {}; the kubelet hands the container the CDI devices "
+                                     "of the answer, and PodResources reports them",
+                                     ClaimText(*c), why))
+        .Evidence("answer: " + DevicesText(got))
+        .Evidence(allocation);
+  }
+  return Outcome::Pass(fmt::format("{}: {} as allocated", ClaimText(*c), DevicesText(got)));
+}
+
+// The CDI devices of the specs in `dir` (*.json; the tester reads no YAML
+// specs), as "<kind>=<name>", and the files it could not read.
+std::set<std::string> CdiDevices(const std::string& dir, std::vector<std::string>* unread) {
+  std::set<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string path = entry.path().string();
+    if (entry.path().extension() != ".json") {
+      if (entry.path().extension() == ".yaml") unread->push_back(path + " (YAML, not read)");
+      continue;
+    }
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    const json spec = json::parse(text.str(), nullptr, false);
+    if (spec.is_discarded() || !spec.is_object()) {
+      unread->push_back(path + " (not a JSON object)");
+      continue;
+    }
+    const std::string kind = spec.value("kind", "");
+    for (const json& d : spec.value("devices", json::array())) {
+      if (d.is_object()) out.insert(kind + "=" + d.value("name", ""));
+    }
+  }
+  return out;
+}
+
+Outcome PrepareTwice(DraSession& s) {
+  if (auto o = NotReady(s)) return *o;
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* c = claims.Add("conformance-twice", &skip);
+  if (c == nullptr) return skip;
+  absl::StatusOr<dra::PreparedClaims> first = s.Prepare(claims.Refs());
+  if (!first.ok()) {
+    return Outcome::Skip(
+        fmt::format("the first NodePrepareResources failed: {} (see "
+                    "dra.prepare.answers-all)",
+                    std::string(first.status().message())));
+  }
+  std::vector<std::string> unread;
+  const std::set<std::string> cdi_before = CdiDevices(s.env().cdi_dir, &unread);
+  absl::StatusOr<dra::PreparedClaims> second = s.Prepare(claims.Refs());
+  if (!second.ok()) {
+    return CallFailed("the second NodePrepareResources of a prepared claim", second.status())
+        .Evidence(
+            "a kubelet calls NodePrepareResources again after its restart (prepared "
+            "claims are not checkpointed as prepared)");
+  }
+  const auto& a = first->at(c->claim.uid);
+  const auto& b = second->at(c->claim.uid);
+  if (DeviceKeys(a) != DeviceKeys(b)) {
+    return Outcome::Fail(fmt::format("{}: a second NodePrepareResources answers other devices; "
+                                     "after a kubelet restart its containers would get devices "
+                                     "other than those they run with",
+                                     ClaimText(*c)))
+        .Evidence("first:  " + DevicesText(a))
+        .Evidence("second: " + DevicesText(b));
+  }
+  std::vector<std::string> added;
+  for (const std::string& d : CdiDevices(s.env().cdi_dir, &unread)) {
+    if (!cdi_before.count(d)) added.push_back(d);
+  }
+  if (!added.empty()) {
+    return Outcome::Fail(
+        fmt::format("{}: the second NodePrepareResources added CDI device(s) "
+                    "[{}] to the CDI root; every kubelet restart leaves more "
+                    "state behind",
+                    ClaimText(*c), fmt::join(added, ", ")));
+  }
+  return Outcome::Pass(fmt::format("{}: {} both times", ClaimText(*c), DevicesText(a)));
+}
+
+Outcome UnprepareUnknown(DraSession& s) {
+  if (s.Driver().empty()) return NotRegistered(s);
+  const dra::Claim unknown{kDraNamespace, apiserver::NewUid(), "conformance-unknown"};
+  absl::Status st = s.Unprepare({unknown});
+  const std::string what = fmt::format(
+      "NodeUnprepareResources of claim {}/{} (UID {}), which the driver never "
+      "prepared and the API does not hold",
+      unknown.namespace_, unknown.name, unknown.uid);
+  if (!st.ok()) {
+    return CallFailed(what, st).Evidence(
+        "the kubelet unprepares claims whose object is gone, and retries until it succeeds: the "
+        "pod stays Terminating meanwhile");
+  }
+  return Outcome::Pass(what + " succeeded");
+}
+
+Outcome UnprepareDeleted(DraSession& s) {
+  if (auto o = NotReady(s)) return *o;
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* c = claims.Add("conformance-deleted", &skip);
+  if (c == nullptr) return skip;
+  absl::StatusOr<dra::PreparedClaims> r = s.Prepare(claims.Refs());
+  if (!r.ok()) {
+    return Outcome::Skip(
+        fmt::format("NodePrepareResources failed: {} (see "
+                    "dra.prepare.answers-all)",
+                    std::string(r.status().message())));
+  }
+  // The pod and its claim are gone from the API before the kubelet
+  // unprepares (a force-deleted pod, a deleted namespace).
+  s.DeleteClaim(*c);
+  const std::string what = fmt::format(
+      "NodeUnprepareResources of the prepared {}, deleted from the API before", ClaimText(*c));
+  if (absl::Status u = s.Unprepare(claims.Refs()); !u.ok()) {
+    return CallFailed(what, u).Evidence(
+        "the kubelet unprepares without the claim object and retries until it succeeds: the pod "
+        "stays Terminating meanwhile");
+  }
+  return Outcome::Pass(what + " succeeded");
+}
+
+Outcome PrepareReplaced(DraSession& s) {
+  if (auto o = NotReady(s)) return *o;
+  const std::string name = "conformance-replaced";
+  absl::StatusOr<DraTestClaim> old = s.NewClaim(name);
+  if (!old.ok()) {
+    return Outcome::Skip(fmt::format("cannot allocate claim {} from the driver's slices: {}", name,
+                                     std::string(old.status().message())));
+  }
+  // Deleted and re-created under the same name (a force-deleted pod's
+  // claim), while the kubelet still prepares the one it read.
+  s.DeleteClaim(*old);
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* now = claims.Add(name, &skip);
+  if (now == nullptr) return skip;
+  absl::StatusOr<dra::PreparedClaims> r = s.Prepare({old->claim});
+  s.Unprepare({old->claim}).IgnoreError();
+  const std::string what = fmt::format(
+      "NodePrepareResources of {}, which the API now holds "
+      "under UID {}",
+      ClaimText(*old), now->claim.uid);
+  if (r.ok()) {
+    return Outcome::Fail(
+        fmt::format("{} prepared it: {}; a driver must compare the UID and "
+                    "refuse a replaced claim, or the old pod gets the new "
+                    "claim's devices",
+                    what, DevicesText(r->at(old->claim.uid))));
+  }
+  if (TimedOut(r.status())) return CallFailed(what, r.status());
+  return Outcome::Pass(fmt::format("{} was refused: {}", what, std::string(r.status().message())));
+}
+
+Outcome PrepareCdi(DraSession& s) {
+  if (auto o = NotReady(s)) return *o;
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* c = claims.Add("conformance-cdi", &skip);
+  if (c == nullptr) return skip;
+  absl::StatusOr<dra::PreparedClaims> r = s.Prepare(claims.Refs());
+  if (!r.ok()) {
+    return Outcome::Skip(
+        fmt::format("NodePrepareResources failed: {} (see "
+                    "dra.prepare.answers-all)",
+                    std::string(r.status().message())));
+  }
+  std::vector<std::string> unread;
+  const std::set<std::string> known = CdiDevices(s.env().cdi_dir, &unread);
+  std::vector<std::string> ids, missing;
+  for (const dra::ResponseDevice& d : r->at(c->claim.uid)) {
+    for (const std::string& id : d.cdi_device_ids) {
+      ids.push_back(id);
+      if (!known.count(id)) missing.push_back(id);
+    }
+  }
+  if (ids.empty()) return Outcome::Skip("the driver answered no CDI device ID");
+  if (!missing.empty()) {
+    Outcome o = Outcome::Fail(
+        fmt::format("CDI device(s) [{}] of {} resolve to no device of a CDI spec in the CDI "
+                    "root {}; the container runtime fails the container (unresolvable CDI "
+                    "devices)",
+                    fmt::join(missing, ", "), ClaimText(*c), s.env().cdi_dir));
+    o.Evidence(fmt::format("devices of the specs there: [{}]", fmt::join(known, ", ")));
+    for (const std::string& u : unread) o.Evidence(u);
+    return o;
+  }
+  return Outcome::Pass(
+      fmt::format("{}: [{}] resolve in {}", ClaimText(*c), fmt::join(ids, ", "), s.env().cdi_dir));
+}
+
+Outcome PrepareAfterUnprepare(DraSession& s) {
+  if (auto o = NotReady(s)) return *o;
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* c = claims.Add("conformance-again", &skip);
+  if (c == nullptr) return skip;
+  absl::StatusOr<dra::PreparedClaims> first = s.Prepare(claims.Refs());
+  if (!first.ok()) {
+    return Outcome::Skip(
+        fmt::format("the first NodePrepareResources failed: {} (see "
+                    "dra.prepare.answers-all)",
+                    std::string(first.status().message())));
+  }
+  if (absl::Status u = s.Unprepare(claims.Refs()); !u.ok()) {
+    return CallFailed("NodeUnprepareResources of the prepared " + ClaimText(*c), u);
+  }
+  absl::StatusOr<dra::PreparedClaims> again = s.Prepare(claims.Refs());
+  if (!again.ok()) {
+    return CallFailed("NodePrepareResources after NodeUnprepareResources of " + ClaimText(*c),
+                      again.status())
+        .Evidence("a pod that uses the claim again (or a kubelet that retries) needs it");
+  }
+  const auto& a = first->at(c->claim.uid);
+  const auto& b = again->at(c->claim.uid);
+  if (DeviceKeys(a) != DeviceKeys(b)) {
+    return Outcome::Fail(fmt::format("{}: prepared again, it answers other devices than the "
+                                     "same allocation got before",
+                                     ClaimText(*c)))
+        .Evidence("first: " + DevicesText(a))
+        .Evidence("again: " + DevicesText(b));
+  }
+  return Outcome::Pass(fmt::format("{}: prepared, unprepared and prepared again: {}", ClaimText(*c),
+                                   DevicesText(b)));
+}
+
+Outcome PrepareBatched(DraSession& s) {
+  if (auto o = NotReady(s)) return *o;
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* a = claims.Add("conformance-batch-a", &skip);
+  if (a == nullptr) return skip;
+  const DraTestClaim* b = claims.Add("conformance-batch-b", &skip);
+  if (b == nullptr) return skip;
+  const std::vector<DraTestClaim> all = claims.all();
+  absl::StatusOr<dra::PreparedClaims> r = s.Prepare(claims.Refs());
+  if (!r.ok()) {
+    return CallFailed("NodePrepareResources of two claims in one call", r.status())
+        .Evidence("the kubelet batches a pod's claims per driver into one call");
+  }
+  const auto& da = r->at(all[0].claim.uid);
+  const auto& db = r->at(all[1].claim.uid);
+  std::set<std::string> both;
+  for (const std::string& k : DeviceKeys(da)) {
+    if (DeviceKeys(db).count(k)) both.insert(k);
+  }
+  if (!both.empty() || da.empty() || db.empty()) {
+    return Outcome::Fail(fmt::format("two claims prepared in one call are not answered per "
+                                     "claim: {}",
+                                     both.empty()
+                                         ? "a claim has no device"
+                                         : fmt::format("both hold [{}]", fmt::join(both, ", "))))
+        .Evidence(ClaimText(all[0]) + ": " + DevicesText(da))
+        .Evidence(ClaimText(all[1]) + ": " + DevicesText(db));
+  }
+  return Outcome::Pass(fmt::format("{}: {}; {}: {}", all[0].claim.name, DevicesText(da),
+                                   all[1].claim.name, DevicesText(db)));
+}
+
+Outcome CallsTimely(DraSession& s) {
+  if (s.Driver().empty()) return NotRegistered(s);
+  if (!s.Slices().empty()) {
+    Claims claims(s);
+    Outcome skip;
+    if (claims.Add("conformance-timely", &skip) != nullptr) s.Prepare(claims.Refs()).IgnoreError();
+  }
+  const std::vector<DraCallRecord> calls = s.Calls();
+  if (calls.empty()) return Outcome::Skip("no call was made (see dra.slices)");
+  const DraCallRecord* slowest = &calls.front();
+  std::vector<const DraCallRecord*> late;
+  for (const DraCallRecord& c : calls) {
+    if (c.took > slowest->took) slowest = &c;
+    if (TimedOut(c.status)) late.push_back(&c);
+  }
+  Outcome o = late.empty()
+                  ? Outcome::Pass(fmt::format("{} call(s), the slowest {} ({})", calls.size(),
+                                              D(slowest->took), slowest->method))
+                  : Outcome::Fail(fmt::format("{} of {} call(s) not answered within the kubelet's "
+                                              "deadline of {}; the kubelet fails them and retries",
+                                              late.size(), calls.size(), D(s.t().call)));
+  for (const DraCallRecord* c : late) {
+    o.Evidence(fmt::format("{} of [{}]: {}", c->method, fmt::join(c->claims, ", "),
+                           std::string(c->status.message())));
+  }
+  o.figures.push_back({"slowest call", D(slowest->took)});
+  return o;
+}
+
+// A catalogue row; rank: its place in the shared session (registration,
+// services and slices first, the calls next, dra.calls.timely last: it
+// judges every call of the session).
+DraCheckInfo Row(std::string id, std::string title, Level level,
+                 std::function<Outcome(DraSession&)> run, int rank) {
+  DraCheckInfo c;
+  c.id = std::move(id);
+  c.title = std::move(title);
+  c.level = level;
+  c.run = std::move(run);
+  c.shared_rank = rank;
+  return c;
+}
+
+}  // namespace
+
+const std::vector<DraCheckInfo>& DraCatalogue() {
+  static const std::vector<DraCheckInfo>* const all = new std::vector<DraCheckInfo>{
+      Row("dra.registration",
+          "The driver registers in plugins_registry as a DRAPlugin with a name and a served "
+          "absolute endpoint",
+          Level::kMust, Registration, 0),
+      Row("dra.serves-first", "The driver serves its DRA socket before it registers",
+          Level::kShould, ServesFirst, 0),
+      Row("dra.services",
+          "The advertised services include one the kubelet supports, first in its list",
+          Level::kMust, Services, 0),
+      Row("dra.slices", "The driver publishes complete, valid ResourceSlices for the node",
+          Level::kMust, Slices, 0),
+      Row("dra.prepare.answers-all",
+          "NodePrepareResources answers every claim asked, without error", Level::kMust,
+          PrepareAnswersAll, 1),
+      Row("dra.prepare.devices",
+          "NodePrepareResources answers the devices allocated to the claim, from the driver's "
+          "slices",
+          Level::kMust, PrepareDevices, 1),
+      Row("dra.prepare.idempotent",
+          "NodePrepareResources of a prepared claim answers the same devices again", Level::kMust,
+          PrepareTwice, 1),
+      Row("dra.unprepare.unknown",
+          "NodeUnprepareResources of a claim the driver never prepared succeeds", Level::kMust,
+          UnprepareUnknown, 1),
+      Row("dra.unprepare.deleted",
+          "NodeUnprepareResources of a prepared claim deleted from the API succeeds", Level::kMust,
+          UnprepareDeleted, 1),
+      Row("dra.prepare.cdi", "Every CDI device ID answered resolves in a CDI spec of the CDI root",
+          Level::kMust, PrepareCdi, 1),
+      Row("dra.prepare.replaced",
+          "NodePrepareResources of a claim replaced in the API (same name, new UID) fails for it",
+          Level::kMust, PrepareReplaced, 1),
+      Row("dra.prepare.after-unprepare",
+          "A claim prepared, unprepared and prepared again gets its devices again", Level::kMust,
+          PrepareAfterUnprepare, 1),
+      Row("dra.prepare.batched", "Two claims in one NodePrepareResources are answered per claim",
+          Level::kMust, PrepareBatched, 1),
+      Row("dra.calls.timely",
+          "Every NodePrepareResources and NodeUnprepareResources is answered within the "
+          "kubelet's deadline",
+          Level::kMust, CallsTimely, 2),
+  };
+  return *all;
+}
+
+}  // namespace devmgr::conformance

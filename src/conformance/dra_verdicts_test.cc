@@ -1,0 +1,315 @@
+// The DRA catalogue's exact verdicts: the reference DRA driver (in process)
+// passes every check when it behaves, and each misbehaviour switch of
+// docs/sample-dra-driver.md fails exactly the check that judges it, at the
+// check's level; the checks that cannot judge without it are skipped with
+// a pointer to it. Windows are shortened where a misbehaviour outlasts one.
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+
+#include "common/status_testutil.h"
+#include "conformance/conformance_testutil.h"
+#include "conformance/dra_catalogue.h"
+#include "conformance/dra_runner.h"
+#include "conformance/dra_testutil.h"
+#include "conformance/report.h"
+#include "draplugin/config.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace devmgr::conformance {
+namespace {
+
+using ::testing::HasSubstr;
+using Verdicts = std::map<std::string, Status>;
+
+draplugin::Config Reference() {
+  absl::StatusOr<draplugin::Config> c =
+      draplugin::LoadConfig(std::string(DEVMGR_SOURCE_DIR) + "/examples/sample-dra-driver.yaml");
+  EXPECT_OK(c.status());
+  return c.ok() ? *c : draplugin::Config{};
+}
+
+// Generous windows (the call deadline is the kubelet's): a well-behaved
+// driver ends every wait early, and a loaded machine does not turn a pass
+// into a failure.
+DraTimeouts Windows() {
+  DraTimeouts t;
+  t.register_within = absl::Seconds(60);
+  t.publish_within = absl::Seconds(60);
+  t.stop_grace = absl::Seconds(1);
+  return t;
+}
+
+RunReport RunDra(const draplugin::Config& config, const DraTimeouts& t = Windows(),
+                 const std::string& focus = "") {
+  testutil::InProcessDraDriver target(config);
+  testutil::TempDir dir;
+  DraRunOptions o;
+  o.dir = dir.path();
+  o.timeouts = t;
+  o.focus = focus;
+  absl::StatusOr<RunReport> r = RunDraConformance(target, o);
+  EXPECT_OK(r.status());
+  return r.ok() ? *r : RunReport{};
+}
+
+// The reference driver and windows, with the switch that breaks exactly
+// check `id` (docs/conformance.md, "The catalogue"), the windows fitted to it.
+struct Rig {
+  draplugin::Config config;
+  DraTimeouts timeouts;
+};
+
+const std::map<std::string, std::function<void(Rig&)>>& Breakers() {
+  static const auto* const m = new std::map<std::string, std::function<void(Rig&)>>{
+      {"dra.registration", [](Rig& s) { s.config.misbehave.registration_type = "DevicePlugin"; }},
+      {"dra.serves-first",
+       [](Rig& s) { s.config.misbehave.register_before_serving = absl::Seconds(5); }},
+      {"dra.services", [](Rig& s) { s.config.supported_versions.clear(); }},
+      {"dra.slices",
+       [](Rig& s) {
+         s.config.misbehave.invalid_slice = true;
+         s.timeouts.publish_within = absl::Seconds(1);
+       }},
+      {"dra.prepare.answers-all",
+       [](Rig& s) { s.config.misbehave.omit_claims = {"conformance-answers"}; }},
+      {"dra.prepare.devices", [](Rig& s) { s.config.misbehave.prepare_wrong_device = true; }},
+      {"dra.prepare.idempotent", [](Rig& s) { s.config.misbehave.prepare_not_idempotent = true; }},
+      {"dra.unprepare.unknown", [](Rig& s) { s.config.misbehave.unprepare_unknown_fails = true; }},
+      {"dra.prepare.after-unprepare",
+       [](Rig& s) { s.config.misbehave.prepare_after_unprepare_fails = true; }},
+      {"dra.prepare.batched", [](Rig& s) { s.config.misbehave.batch_mixes_claims = true; }},
+      {"dra.prepare.replaced", [](Rig& s) { s.config.misbehave.prepare_ignores_uid = true; }},
+      {"dra.unprepare.deleted", [](Rig& s) { s.config.misbehave.unprepare_reads_claim = true; }},
+      {"dra.prepare.cdi",
+       [](Rig& s) { s.config.misbehave.cdi_spec = draplugin::CdiSpecMode::kSkip; }},
+      {"dra.calls.timely",
+       [](Rig& s) {
+         s.config.misbehave.prepare_delay = absl::Milliseconds(1500);
+         s.timeouts.call = absl::Milliseconds(500);
+       }},
+  };
+  return *m;
+}
+
+Rig Broken(const std::string& id) {
+  Rig s{Reference(), Windows()};
+  auto it = Breakers().find(id);
+  EXPECT_NE(it, Breakers().end()) << id;
+  if (it != Breakers().end()) it->second(s);
+  return s;
+}
+
+RunReport RunDra(const Rig& s, const std::string& focus = "") {
+  return RunDra(s.config, s.timeouts, focus);
+}
+
+Verdicts Of(const RunReport& r) {
+  Verdicts v;
+  for (const CheckResult& c : r.results) v[c.id] = c.outcome.status;
+  return v;
+}
+
+const CheckResult* Find(const RunReport& r, const std::string& id) {
+  for (const CheckResult& c : r.results) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
+// Every check PASS except the given ones.
+Verdicts AllPassBut(const Verdicts& others) {
+  Verdicts v;
+  for (const DraCheckInfo& c : DraCatalogue()) v[c.id] = Status::kPass;
+  for (const auto& [id, s] : others) v[id] = s;
+  return v;
+}
+
+// Every check but `failed` and `passed` skipped; `failed` FAIL.
+Verdicts FailsAndSkipsTheRest(const std::string& failed, const std::set<std::string>& passed) {
+  Verdicts v;
+  for (const DraCheckInfo& c : DraCatalogue()) {
+    v[c.id] = passed.count(c.id) ? Status::kPass : Status::kSkip;
+  }
+  v[failed] = Status::kFail;
+  return v;
+}
+
+TEST(DraVerdictsTest, EveryCheckHasASwitchThatBreaksIt) {
+  // Each entry of Breakers() has its verdict test below.
+  for (const DraCheckInfo& c : DraCatalogue()) {
+    EXPECT_EQ(Breakers().count(c.id), 1u) << c.id << " has no misbehaviour that fails it";
+  }
+  EXPECT_EQ(Breakers().size(), DraCatalogue().size());
+}
+
+TEST(DraVerdictsTest, TheReferenceDriverPassesEveryCheckInOneSession) {
+  RunReport r = RunDra(Reference());
+  EXPECT_EQ(Of(r), AllPassBut({})) << SummaryTable(r);
+  EXPECT_EQ(r.sessions, 1);
+  EXPECT_TRUE(r.MustPassed());
+  EXPECT_THAT(Find(r, "dra.services")->outcome.message,
+              HasSubstr("the kubelet 1.36 calls v1.DRAPlugin"));
+  EXPECT_THAT(Find(r, "dra.prepare.replaced")->outcome.message, HasSubstr("got replaced"));
+}
+
+TEST(DraVerdictsTest, AnotherPluginTypeFailsRegistration) {
+  RunReport r = RunDra(Broken("dra.registration"));
+  EXPECT_EQ(Of(r), FailsAndSkipsTheRest("dra.registration", {"dra.services", "dra.serves-first"}))
+      << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.registration")->outcome.message,
+              HasSubstr("GetInfo answers type \"DevicePlugin\", not \"DRAPlugin\""));
+  EXPECT_THAT(Find(r, "dra.prepare.answers-all")->outcome.message,
+              HasSubstr("(see dra.registration, dra.services)"));
+}
+
+TEST(DraVerdictsTest, RegisteringBeforeServingFailsTheShouldOnly) {
+  RunReport r = RunDra(Broken("dra.serves-first"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.serves-first", Status::kFail}})) << SummaryTable(r);
+  EXPECT_TRUE(r.MustPassed());
+  EXPECT_EQ(Find(r, "dra.serves-first")->level, Level::kShould);
+}
+
+TEST(DraVerdictsTest, NoServiceTheKubeletSupportsFailsServices) {
+  RunReport r = RunDra(Broken("dra.services"));
+  EXPECT_EQ(Of(r), FailsAndSkipsTheRest("dra.services", {"dra.registration", "dra.serves-first"}))
+      << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.services")->outcome.message,
+              HasSubstr("empty list of supported gRPC services"));
+}
+
+TEST(DraVerdictsTest, ASliceTheApiServerRefusesFailsSlices) {
+  RunReport r = RunDra(Broken("dra.slices"));
+  EXPECT_EQ(Of(r), FailsAndSkipsTheRest("dra.slices",
+                                        {"dra.registration", "dra.serves-first", "dra.services",
+                                         "dra.unprepare.unknown", "dra.calls.timely"}))
+      << SummaryTable(r);
+  const CheckResult* f = Find(r, "dra.slices");
+  ASSERT_NE(f, nullptr);
+  EXPECT_THAT(f->outcome.evidence,
+              testing::Contains(HasSubstr("POST /apis/resource.k8s.io/v1/resourceslices")));
+}
+
+TEST(DraVerdictsTest, AnOmittedClaimFailsAnswersAll) {
+  RunReport r = RunDra(Broken("dra.prepare.answers-all"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.answers-all", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.prepare.answers-all")->outcome.message,
+              HasSubstr("NodePrepareResources skipped 1 ResourceClaims"));
+}
+
+TEST(DraVerdictsTest, AnUnallocatedDeviceFailsDevices) {
+  RunReport r = RunDra(Broken("dra.prepare.devices"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.devices", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.prepare.devices")->outcome.message,
+              HasSubstr("device devmgr-conformance-node/gpu-0-unallocated is in none of the "
+                        "driver's slices"));
+}
+
+TEST(DraVerdictsTest, AnotherDeviceOnARepeatedPrepareFailsIdempotent) {
+  RunReport r = RunDra(Broken("dra.prepare.idempotent"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.idempotent", Status::kFail}})) << SummaryTable(r);
+}
+
+TEST(DraVerdictsTest, AnExtraCdiSpecOnARepeatedPrepareFailsIdempotent) {
+  Rig rig{Reference(), Windows()};
+  rig.config.misbehave.reprepare_adds_spec = true;
+  RunReport r = RunDra(rig);
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.idempotent", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.prepare.idempotent")->outcome.message,
+              HasSubstr("the second NodePrepareResources added CDI device(s)"));
+}
+
+TEST(DraVerdictsTest, AFailingUnprepareOfAnUnknownClaimFailsUnprepareUnknown) {
+  RunReport r = RunDra(Broken("dra.unprepare.unknown"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.unprepare.unknown", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.unprepare.unknown")->outcome.message,
+              HasSubstr("is not prepared by sample.dra.devmgr.io"));
+}
+
+TEST(DraVerdictsTest, RefusingToPrepareAgainFailsAfterUnprepare) {
+  RunReport r = RunDra(Broken("dra.prepare.after-unprepare"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.after-unprepare", Status::kFail}})) << SummaryTable(r);
+}
+
+TEST(DraVerdictsTest, MixedUpBatchAnswersFailBatched) {
+  RunReport r = RunDra(Broken("dra.prepare.batched"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.batched", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.prepare.batched")->outcome.message, HasSubstr("both hold"));
+}
+
+TEST(DraVerdictsTest, AnUnprepareThatNeedsTheClaimObjectFailsUnprepareDeleted) {
+  RunReport r = RunDra(Broken("dra.unprepare.deleted"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.unprepare.deleted", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.unprepare.deleted")->outcome.message,
+              HasSubstr("retrieve claim default/conformance-deleted: "));
+}
+
+TEST(DraVerdictsTest, PreparingAReplacedClaimFailsReplaced) {
+  RunReport r = RunDra(Broken("dra.prepare.replaced"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.replaced", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.prepare.replaced")->outcome.message,
+              HasSubstr("a driver must compare the UID and refuse a replaced claim"));
+}
+
+TEST(DraVerdictsTest, CdiIdsWithoutASpecFailCdi) {
+  RunReport r = RunDra(Broken("dra.prepare.cdi"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.cdi", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.prepare.cdi")->outcome.message,
+              HasSubstr("resolve to no device of a CDI spec in the CDI root"));
+  // A spec written elsewhere (not the CDI root the driver was given) fails it too.
+  Rig wrong = Broken("dra.prepare.cdi");
+  wrong.config.misbehave.cdi_spec = draplugin::CdiSpecMode::kWrongDir;
+  RunReport w = RunDra(wrong, "^dra\\.prepare\\.cdi");
+  EXPECT_EQ(Of(w), (Verdicts{{"dra.prepare.cdi", Status::kFail}})) << SummaryTable(w);
+}
+
+TEST(DraVerdictsTest, APrepareSlowerThanTheDeadlineFailsTimelyAndSkipsWhatItHides) {
+  RunReport r = RunDra(Broken("dra.calls.timely"));
+  std::set<std::string> failed;
+  for (const CheckResult& res : r.results) {
+    if (res.outcome.status == Status::kFail) failed.insert(res.id);
+  }
+  EXPECT_EQ(failed, std::set<std::string>{"dra.calls.timely"}) << SummaryTable(r);
+  for (const char* id : {"dra.registration", "dra.serves-first", "dra.services", "dra.slices"}) {
+    EXPECT_EQ(Of(r)[id], Status::kPass) << id;
+  }
+  EXPECT_EQ(Of(r)["dra.prepare.answers-all"], Status::kSkip);
+  EXPECT_THAT(Find(r, "dra.prepare.answers-all")->outcome.message,
+              HasSubstr("(see dra.calls.timely)"));
+  EXPECT_THAT(Find(r, "dra.calls.timely")->outcome.message,
+              HasSubstr("not answered within the kubelet's deadline of 500ms"));
+}
+
+TEST(DraVerdictsTest, AFocusedCheckRunsThePrerequisiteItWasSkippedFor) {
+  RunReport r = RunDra(Broken("dra.registration"), "^dra\\.prepare\\.batched");
+  EXPECT_EQ(Of(r), (Verdicts{{"dra.prepare.batched", Status::kSkip},
+                             {"dra.registration", Status::kFail},
+                             {"dra.services", Status::kPass}}))
+      << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.registration")->outcome.message,
+              HasSubstr("(not selected; run because dra.prepare.batched depends on it)"));
+}
+
+TEST(DraVerdictsTest, TheRealKubeletDirectoryIsRefused) {
+  testutil::InProcessDraDriver target(Reference());
+  for (const char* dir : {"/var/lib/kubelet", "/var/lib/kubelet/", "/var/lib/../lib/kubelet/x"}) {
+    DraRunOptions o;
+    o.dir = dir;
+    absl::StatusOr<RunReport> r = RunDraConformance(target, o);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << dir;
+  }
+}
+
+TEST(DraVerdictsTest, KubeletsOlderThan134AreRefused) {
+  testutil::InProcessDraDriver target(Reference());
+  DraRunOptions o;
+  absl::StatusOr<Profile> p = ProfileForVersion("1.33");
+  ASSERT_OK(p.status());
+  o.profile = *p;
+  EXPECT_EQ(RunDraConformance(target, o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace devmgr::conformance
