@@ -188,7 +188,7 @@ def dra_conformance(peer, release, kubelet, verdicts="dra-verdicts.txt"):
         argv = [devmgr, "conformance", "--dra", "--plugin", command, "--kubelet-version", kubelet,
                 "--dir", os.path.join(work, "k"), "--json", report, "-q"] + flags
         print("$", " ".join(argv), flush=True)
-        run = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        run = run_bounded(argv)
         print(run.stdout)
         print(run.stderr, file=sys.stderr)
         with open(report) as f:
