@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds devmgr with clang and a sanitizer in its own build directory and runs tests under it.
-#   sanitize.sh asan DIR JOBS   ASan+UBSan: every unit test binary and the integration tests
+#   sanitize.sh asan DIR JOBS   ASan+UBSan: every target (each source compiled once, with clang's
+#                               thread-safety analysis as errors, so this build is also the CI's
+#                               thread-safety check), then every unit and integration test
 #   sanitize.sh tsan DIR JOBS   TSan: the concurrency-heavy tests (the targets listed below)
 #   sanitize.sh asan DIR JOBS configure-only   (tests/fuzz/run.sh: the fuzzers share the ASan build)
 # Any sanitizer report fails the test that produced it (halt_on_error / exitcode), so a
@@ -15,12 +17,10 @@ case $mode in
     sanitize=address,undefined
     skip=
     extra=-DDEVMGR_FUZZ=ON  # the same build directory serves `make fuzz`
-    # Unit tests of every library and the integration tests over real sockets.
-    targets=(devmgr devmgr_common_test devmgr_yaml_test devmgr_checkpoint_test devmgr_pod_test
-             devmgr_manager_test devmgr_topology_test devmgr_transport_test devmgr_plugin_test
-             devmgr_node_test devmgr_metrics_test devmgr_podresources_test devmgr_scenario_test
-             devmgr_conformance_test devmgr_integration_test devmgr_robustness_test
-             $(cd "$src/tests/fuzz" && ls *_fuzz.cc | sed 's/^\(.*\)_fuzz\.cc$/fuzz_\1_replay/'))
+    # Every target: unit tests of every library, the integration tests over real sockets, the
+    # fuzz replays, and the C++ side of the DRA driver peer test.
+    targets=(all)
+    extra="$extra -DDEVMGR_THREAD_SAFETY=ON"
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0:strict_string_checks=1"
     export LSAN_OPTIONS="suppressions=$here/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$here/ubsan.supp"
@@ -30,7 +30,8 @@ case $mode in
     skip='|fuzz' # the fuzz replays are single-threaded: ASan's job
     extra=
     # Where threads meet: the manager's locks, gRPC streams and the registration server, the
-    # plugin's serving threads, plugin processes, and the whole node over real sockets.
+    # plugin's serving threads, plugin processes, and the whole node over real sockets (the
+    # plugin manager's watcher and reconciler included).
     targets=(devmgr devmgr_manager_test devmgr_transport_test devmgr_plugin_test devmgr_node_test
              devmgr_podresources_test devmgr_integration_test)
     # Debian's gRPC and Abseil are not instrumented: tsan.supp says how that is handled.
@@ -46,7 +47,7 @@ cmake -S "$src" -B "$dir" "${gen[@]}" -DDEVMGR_BUILD_BENCH=OFF -DCMAKE_BUILD_TYP
 # Only the binaries this job runs (a library without tests has no target: skip it).
 have=$(ninja -C "$dir" -t targets all | sed -n 's/^\([a-z_]*\): CXX_EXECUTABLE_LINKER.*/\1/p')
 build=()
-for t in "${targets[@]}"; do grep -qx "$t" <<<"$have" && build+=("$t"); done
+for t in "${targets[@]}"; do [ "$t" = all ] || grep -qx "$t" <<<"$have" && build+=("$t"); done
 cmake --build "$dir" -j "$jobs" --target "${build[@]}"
 
 # Binaries not built here only have a *_NOT_BUILT placeholder test; the CLI scripts (e2e), the
