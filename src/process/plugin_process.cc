@@ -134,142 +134,224 @@ bool IsDir(const std::string& p) {
   return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-bool Exists(const std::string& p) {
-  struct stat st;
-  return lstat(p.c_str(), &st) == 0;
+// --- The child's set-up, planned before the fork -----------------------------
+// Between fork and exec the child of a threaded process makes system calls
+// only: another thread may have held a lock (the allocator's, under ASan;
+// the environment's) at the fork, and the child would wait for it forever,
+// and Start with it, reading the status pipe. Every path, text and message
+// the child needs is built here, in the parent.
+
+// One system call of the child's set-up; a failure ends the set-up with
+// `what` and errno (unless the step is optional).
+struct ChildStep {
+  enum class Op {
+    kUnshare,
+    kWriteFile,
+    kMakeRootPrivate,
+    kTmpfs,
+    kBind,
+    kMkdir,
+    kCreate,
+    kSymlink,
+    kUnmount
+  };
+  Op op;
+  std::string a;  // the path acted on (kBind: the source; kSymlink: the link)
+  std::string b;  // kBind: the target; kWriteFile: the text; kSymlink: the link's target
+  std::string what;
+  int flags = 0;                 // kUnshare: the namespaces
+  bool only_if_missing = false;  // kMkdir, kCreate: skipped when `a` exists
+  bool optional = false;         // a failure is ignored
+};
+
+struct ChildPlan {
+  std::vector<ChildStep> steps;
+  std::string work_dir_what;     // "chdir DIR"
+  std::vector<std::string> env;  // NAME=VALUE: the child's whole environment
+  std::vector<char*> envp;
+  std::string shell_cmd;
+};
+
+ChildStep Step(ChildStep::Op op, std::string a, std::string b, std::string what) {
+  return ChildStep{op, std::move(a), std::move(b), std::move(what)};
 }
 
-std::string BindMount(const std::string& src, const std::string& dst) {
-  if (mount(src.c_str(), dst.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
-    return Errno(fmt::format("bind-mount {} over {}", src, dst));
+ChildStep Bind(const std::string& src, const std::string& dst) {
+  return Step(ChildStep::Op::kBind, src, dst, fmt::format("bind-mount {} over {}", src, dst));
+}
+
+ChildStep Mkdir(const std::string& p) { return Step(ChildStep::Op::kMkdir, p, "", "mkdir " + p); }
+
+// A private mount namespace, in a user namespace of its own when not root.
+void PlanNamespace(std::vector<ChildStep>* steps) {
+  using Op = ChildStep::Op;
+  if (geteuid() == 0) {
+    steps->push_back(Step(Op::kUnshare, "", "", "unshare(CLONE_NEWNS)"));
+    steps->back().flags = CLONE_NEWNS;
+    return;
   }
-  return "";
+  steps->push_back(Step(Op::kUnshare, "", "",
+                        "unshare(CLONE_NEWUSER|CLONE_NEWNS) (not root, and unprivileged user "
+                        "namespaces are unavailable)"));
+  steps->back().flags = CLONE_NEWUSER | CLONE_NEWNS;
+  for (const auto& [path, text] :
+       {std::pair<std::string, std::string>{"/proc/self/setgroups", "deny"},
+        {"/proc/self/uid_map", fmt::format("0 {} 1", geteuid())},
+        {"/proc/self/gid_map", fmt::format("0 {} 1", getegid())}}) {
+    steps->push_back(Step(Op::kWriteFile, path, text, "write " + path));
+  }
 }
 
-std::string MakeDir(const std::string& p) {
-  if (mkdir(p.c_str(), 0755) != 0 && errno != EEXIST) return Errno("mkdir " + p);
-  return "";
-}
-
-// Makes /var/lib/kubelet a fresh, empty tmpfs inside this mount namespace,
-// so that nothing below it on the host is visible or writable. When the
-// host has no /var/lib/kubelet, /var/lib itself is rebuilt on a tmpfs from
-// binds of its entries (kept reachable through `staging`), plus an empty
-// kubelet directory.
-std::string PrepareKubeletRoot(const std::string& staging) {
+// Makes /var/lib/kubelet a fresh, empty tmpfs inside the child's namespace,
+// so that nothing below it on the host is visible or writable. When the host
+// has no /var/lib/kubelet, /var/lib itself is rebuilt on a tmpfs from binds
+// of its entries (reachable through `staging`), plus an empty kubelet
+// directory. The entries are listed here, as the child would see them.
+absl::Status PlanKubeletRoot(const std::string& staging, std::vector<ChildStep>* steps) {
+  using Op = ChildStep::Op;
   if (IsDir(kKubeletRoot)) {
-    if (mount("devmgr", kKubeletRoot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) {
-      return Errno(fmt::format("mount tmpfs on {}", kKubeletRoot));
-    }
-    return "";
+    steps->push_back(
+        Step(Op::kTmpfs, kKubeletRoot, "", fmt::format("mount tmpfs on {}", kKubeletRoot)));
+    return absl::OkStatus();
   }
   const std::string var_lib = "/var/lib";
-  if (!IsDir(var_lib)) return "neither /var/lib/kubelet nor /var/lib exists";
-  if (std::string e = BindMount(var_lib, staging); !e.empty()) return e;
-  if (mount("devmgr", var_lib.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) {
-    return Errno("mount tmpfs on /var/lib");
-  }
-  DIR* d = opendir(staging.c_str());
-  if (d == nullptr) return Errno("opendir " + staging);
-  std::string err;
+  if (!IsDir(var_lib))
+    return absl::FailedPreconditionError("neither /var/lib/kubelet nor /var/lib exists");
+  steps->push_back(Bind(var_lib, staging));
+  steps->push_back(Step(Op::kTmpfs, var_lib, "", "mount tmpfs on /var/lib"));
+  DIR* d = opendir(var_lib.c_str());
+  if (d == nullptr) return absl::FailedPreconditionError(Errno("opendir " + var_lib));
   while (dirent* ent = readdir(d)) {
     const std::string name = ent->d_name;
     if (name == "." || name == "..") continue;
     const std::string src = staging + "/" + name;
     const std::string dst = var_lib + "/" + name;
     struct stat st;
-    if (lstat(src.c_str(), &st) != 0) continue;
+    if (lstat(dst.c_str(), &st) != 0) continue;
     if (S_ISLNK(st.st_mode)) {
       char target[4096];
-      const ssize_t n = readlink(src.c_str(), target, sizeof(target) - 1);
-      if (n >= 0) {
-        target[n] = '\0';
-        (void)symlink(target, dst.c_str());
-      }
+      const ssize_t n = readlink(dst.c_str(), target, sizeof(target) - 1);
+      if (n < 0) continue;
+      steps->push_back(Step(Op::kSymlink, dst, std::string(target, n), ""));
+      steps->back().optional = true;
       continue;
     }
-    if (S_ISDIR(st.st_mode)) {
-      err = MakeDir(dst);
-    } else {
-      const int fd = open(dst.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-      if (fd < 0) err = Errno("create " + dst);
-      if (fd >= 0) close(fd);
-    }
-    if (err.empty()) err = BindMount(src, dst);
-    if (!err.empty()) break;
+    steps->push_back(S_ISDIR(st.st_mode) ? Mkdir(dst)
+                                         : Step(Op::kCreate, dst, "", "create " + dst));
+    steps->push_back(Bind(src, dst));
   }
   closedir(d);
-  if (!err.empty()) return err;
-  // The entries' binds stand on their own; drop the staging view of /var/lib.
-  umount2(staging.c_str(), MNT_DETACH);
-  return MakeDir(kKubeletRoot);
+  // The entries' binds stand on their own; the staging view of /var/lib goes.
+  steps->push_back(Step(Op::kUnmount, staging, "", ""));
+  steps->back().optional = true;
+  steps->push_back(Mkdir(kKubeletRoot));
+  return absl::OkStatus();
 }
 
-std::string EnterUserNamespaceIfNeeded() {
-  if (geteuid() == 0) {
-    if (unshare(CLONE_NEWNS) != 0) return Errno("unshare(CLONE_NEWNS)");
-    return "";
-  }
-  const uid_t uid = geteuid();
-  const gid_t gid = getegid();
-  if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
-    return Errno(
-        "unshare(CLONE_NEWUSER|CLONE_NEWNS) (not root, and unprivileged user "
-        "namespaces are unavailable)");
-  }
-  auto write_file = [](const char* path, const std::string& text) -> std::string {
-    const int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return Errno(std::string("open ") + path);
-    const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    close(fd);
-    return ok ? "" : Errno(std::string("write ") + path);
-  };
-  if (std::string e = write_file("/proc/self/setgroups", "deny"); !e.empty()) return e;
-  if (std::string e = write_file("/proc/self/uid_map", fmt::format("0 {} 1", uid)); !e.empty()) {
-    return e;
-  }
-  return write_file("/proc/self/gid_map", fmt::format("0 {} 1", gid));
-}
-
-std::string SetUpPrivateMounts(const PluginProcessOptions& o, const std::string& staging) {
-  if (std::string e = EnterUserNamespaceIfNeeded(); !e.empty()) return e;
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-    return Errno("make / private");
-  }
-  if (std::string e = PrepareKubeletRoot(staging); !e.empty()) return e;
-  if (std::string e = MakeDir(kDevicePluginPath); !e.empty()) return e;
-  if (std::string e = BindMount(o.plugin_dir, kDevicePluginPath); !e.empty()) return e;
+// The whole private-mount set-up: the namespace, the kubelet root, the
+// device-plugin (and registry) directory and the extra binds.
+absl::Status PlanPrivateMounts(const PluginProcessOptions& o, const std::string& staging,
+                               std::vector<ChildStep>* steps) {
+  using Op = ChildStep::Op;
+  PlanNamespace(steps);
+  steps->push_back(Step(Op::kMakeRootPrivate, "/", "", "make / private"));
+  if (absl::Status s = PlanKubeletRoot(staging, steps); !s.ok()) return s;
+  steps->push_back(Mkdir(kDevicePluginPath));
+  steps->push_back(Bind(o.plugin_dir, kDevicePluginPath));
   if (!o.registry_dir.empty()) {
-    if (std::string e = MakeDir(kPluginsRegistryPath); !e.empty()) return e;
-    if (std::string e = BindMount(o.registry_dir, kPluginsRegistryPath); !e.empty()) return e;
+    steps->push_back(Mkdir(kPluginsRegistryPath));
+    steps->push_back(Bind(o.registry_dir, kPluginsRegistryPath));
   }
   for (const auto& [src, dst] : o.extra_binds) {
-    if (!Exists(dst)) {
-      if (IsDir(src)) {
-        if (std::string e = MakeDir(dst); !e.empty()) return e;
-      } else {
-        const int fd = open(dst.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-        if (fd < 0) return Errno("create bind target " + dst);
-        close(fd);
-      }
-    }
-    if (std::string e = BindMount(src, dst); !e.empty()) return e;
+    steps->push_back(IsDir(src) ? Mkdir(dst)
+                                : Step(Op::kCreate, dst, "", "create bind target " + dst));
+    steps->back().only_if_missing = true;
+    steps->push_back(Bind(src, dst));
   }
-  return "";
+  return absl::OkStatus();
 }
 
-[[noreturn]] void ChildFail(int status_fd, const std::string& msg) {
-  (void)!write(status_fd, msg.data(), msg.size());
+// This process's environment with `overrides` set (replaced or added).
+void PlanEnvironment(const std::map<std::string, std::string>& overrides, ChildPlan* plan) {
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const std::string name(entry.substr(0, entry.find('=')));
+    if (overrides.count(name) == 0) plan->env.emplace_back(entry);
+  }
+  for (const auto& [k, v] : overrides) plan->env.push_back(k + "=" + v);
+  for (std::string& e : plan->env) plan->envp.push_back(e.data());
+  plan->envp.push_back(nullptr);
+}
+
+// Writes `what`, a NUL and errno in decimal to the status pipe (the parent
+// adds the text: strerror is not safe here), then exits.
+[[noreturn]] void ChildFail(int status_fd, std::string_view what, int err) {
+  char digits[16];
+  int n = 0;
+  unsigned v = static_cast<unsigned>(err);
+  do {
+    digits[sizeof(digits) - 1 - n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0 && n < static_cast<int>(sizeof(digits)) - 1);
+  digits[sizeof(digits) - 1 - n++] = '\0';
+  (void)!write(status_fd, what.data(), what.size());
+  (void)!write(status_fd, digits + sizeof(digits) - n, n);
   _exit(127);
+}
+
+// One step, system calls only. Returns 0, or the errno of the failure.
+int RunStep(const ChildStep& st) {
+  using Op = ChildStep::Op;
+  struct stat sb;
+  if (st.only_if_missing && lstat(st.a.c_str(), &sb) == 0) return 0;
+  switch (st.op) {
+    case Op::kUnshare:
+      return unshare(st.flags) == 0 ? 0 : errno;
+    case Op::kWriteFile: {
+      const int fd = open(st.a.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return errno;
+      const bool ok = write(fd, st.b.data(), st.b.size()) == static_cast<ssize_t>(st.b.size());
+      const int err = errno;
+      close(fd);
+      return ok ? 0 : err;
+    }
+    case Op::kMakeRootPrivate:
+      return mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 ? 0 : errno;
+    case Op::kTmpfs:
+      return mount("devmgr", st.a.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") == 0 ? 0
+                                                                                            : errno;
+    case Op::kBind:
+      return mount(st.a.c_str(), st.b.c_str(), nullptr, MS_BIND | MS_REC, nullptr) == 0 ? 0 : errno;
+    case Op::kMkdir:
+      return mkdir(st.a.c_str(), 0755) == 0 || errno == EEXIST ? 0 : errno;
+    case Op::kCreate: {
+      const int fd = open(st.a.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+      if (fd < 0) return errno;
+      close(fd);
+      return 0;
+    }
+    case Op::kSymlink:
+      return symlink(st.b.c_str(), st.a.c_str()) == 0 ? 0 : errno;
+    case Op::kUnmount:
+      return umount2(st.a.c_str(), MNT_DETACH) == 0 ? 0 : errno;
+  }
+  return EINVAL;
+}
+
+void RunSteps(const std::vector<ChildStep>& steps, int status_fd) {
+  for (const ChildStep& st : steps) {
+    if (const int err = RunStep(st); err != 0 && !st.optional) {
+      ChildFail(status_fd, st.what, err);
+    }
+  }
 }
 
 // The forked child: dies with devmgr, in a process group of its own so that
 // Stop can signal the plugin's own children too; stdout and stderr to the
-// output pipe; then the private mounts, working directory and environment,
-// and exec. A failure before exec goes back on the status pipe.
-[[noreturn]] void ExecChild(const PluginProcessOptions& opts, const std::string& staging,
-                            const std::string& shell_cmd, int program_fd, pid_t parent,
-                            const int out_pipe[2], const int status_pipe[2]) {
+// output pipe; then the planned set-up, the working directory, and exec with
+// the planned environment. A failure before exec goes back on the status pipe.
+[[noreturn]] void ExecChild(const ChildPlan& plan, const PluginProcessOptions& opts, int program_fd,
+                            pid_t parent, const int out_pipe[2], const int status_pipe[2]) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);
   setpgid(0, 0);
@@ -279,22 +361,29 @@ std::string SetUpPrivateMounts(const PluginProcessOptions& o, const std::string&
   dup2(out_pipe[1], STDERR_FILENO);
   const int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-  if (opts.private_mount) {
-    if (std::string e = SetUpPrivateMounts(opts, staging); !e.empty()) {
-      ChildFail(status_pipe[1], "private mount namespace: " + e);
-    }
-  }
+  RunSteps(plan.steps, status_pipe[1]);
   if (!opts.working_dir.empty() && chdir(opts.working_dir.c_str()) != 0) {
-    ChildFail(status_pipe[1], Errno("chdir " + opts.working_dir));
+    ChildFail(status_pipe[1], plan.work_dir_what, errno);
   }
   // Kept open across the shell's exec, which execs /proc/self/fd/N.
   if (program_fd >= 0) fcntl(program_fd, F_SETFD, 0);
-  for (const auto& [k, v] : opts.env) setenv(k.c_str(), v.c_str(), 1);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  execl("/bin/sh", "sh", "-c", shell_cmd.c_str(), static_cast<char*>(nullptr));
-  ChildFail(status_pipe[1], Errno("exec /bin/sh"));
+  const char* argv[] = {"sh", "-c", plan.shell_cmd.c_str(), nullptr};
+  execve("/bin/sh", const_cast<char* const*>(argv), plan.envp.data());
+  ChildFail(status_pipe[1], "exec /bin/sh", errno);
+}
+
+// What the child wrote before failing ("what\0errno"), as a message.
+std::string ChildError(const std::string& raw) {
+  const size_t nul = raw.find('\0');
+  if (nul == std::string::npos) return raw;
+  int err = 0;
+  for (size_t i = nul + 1; i < raw.size() && absl::ascii_isdigit(raw[i]); ++i) {
+    err = err * 10 + (raw[i] - '0');
+  }
+  return raw.substr(0, nul) + ": " + std::strerror(err);
 }
 
 }  // namespace
@@ -332,10 +421,23 @@ absl::Status PluginProcess::Start() {
     return err;
   }
   int program_fd = -1;
-  const std::string shell_cmd = ChildShellCommand(opts_, &program_fd);
+  ChildPlan plan;
+  plan.shell_cmd = ChildShellCommand(opts_, &program_fd);
   absl::Cleanup close_program = [program_fd] {
     if (program_fd >= 0) close(program_fd);
   };
+  if (opts_.private_mount) {
+    if (absl::Status s = PlanPrivateMounts(opts_, staging, &plan.steps); !s.ok()) {
+      for (const int fd : {out_pipe[0], out_pipe[1], status_pipe[0], status_pipe[1]}) close(fd);
+      return absl::FailedPreconditionError(fmt::format(
+          "cannot start plugin {:?}: private mount namespace: {} (--private-mount needs root, or "
+          "unprivileged user namespaces)",
+          opts_.command, std::string(s.message())));
+    }
+    for (ChildStep& st : plan.steps) st.what = "private mount namespace: " + st.what;
+  }
+  plan.work_dir_what = "chdir " + opts_.working_dir;
+  PlanEnvironment(opts_.env, &plan);
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
@@ -343,7 +445,7 @@ absl::Status PluginProcess::Start() {
     for (const int fd : {out_pipe[0], out_pipe[1], status_pipe[0], status_pipe[1]}) close(fd);
     return err;
   }
-  if (pid == 0) ExecChild(opts_, staging, shell_cmd, program_fd, parent, out_pipe, status_pipe);
+  if (pid == 0) ExecChild(plan, opts_, program_fd, parent, out_pipe, status_pipe);
   close(out_pipe[1]);
   close(status_pipe[1]);
   // EOF on the status pipe means exec succeeded (the pipe is close-on-exec).
@@ -361,7 +463,7 @@ absl::Status PluginProcess::Start() {
   if (!child_error.empty()) {
     ReapLocked();
     return absl::FailedPreconditionError(fmt::format(
-        "cannot start plugin {:?}: {}{}", opts_.command, child_error,
+        "cannot start plugin {:?}: {}{}", opts_.command, ChildError(child_error),
         opts_.private_mount ? " (--private-mount needs root, or unprivileged user namespaces)"
                             : ""));
   }
@@ -481,11 +583,15 @@ std::vector<std::string> PluginProcess::OutputTail(size_t n) const {
 }
 
 absl::Status CheckPrivateMountSupported() {
+  std::vector<ChildStep> steps;
+  PlanNamespace(&steps);
   const pid_t pid = fork();
   if (pid < 0) return absl::InternalError(Errno("fork"));
   if (pid == 0) {
-    const std::string e = EnterUserNamespaceIfNeeded();
-    _exit(e.empty() ? 0 : 1);
+    for (const ChildStep& st : steps) {
+      if (RunStep(st) != 0) _exit(1);
+    }
+    _exit(0);
   }
   int status = 0;
   waitpid(pid, &status, 0);

@@ -4,9 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "common/status_testutil.h"
@@ -79,6 +82,55 @@ TEST(PluginProcessTest, ReportsABadWorkingDirectory) {
   PluginProcess p({.command = "true", .working_dir = "/nonexistent/dir"});
   absl::Status s = p.Start();
   EXPECT_THAT(std::string(s.message()), HasSubstr("chdir /nonexistent/dir"));
+}
+
+TEST(PluginProcessTest, TheEnvironmentIsDevmgrsWithTheOverrides) {
+  setenv("DEVMGR_PP_INHERITED", "kept", 1);
+  setenv("DEVMGR_PP_REPLACED", "old", 1);
+  PluginProcess p({.command = "echo \"$DEVMGR_PP_INHERITED $DEVMGR_PP_REPLACED $DEVMGR_PP_ADDED\"",
+                   .env = {{"DEVMGR_PP_REPLACED", "new"}, {"DEVMGR_PP_ADDED", "added"}}});
+  ASSERT_OK(p.Start());
+  ASSERT_TRUE(p.WaitExit(absl::Seconds(10)));
+  EXPECT_THAT(p.OutputTail(10), Contains("kept new added"));
+  unsetenv("DEVMGR_PP_INHERITED");
+  unsetenv("DEVMGR_PP_REPLACED");
+}
+
+// The child of a threaded process only makes system calls before exec: with
+// another thread allocating all the time, every start still returns (a child
+// that allocated could wait forever for a lock held at the fork, and Start
+// with it).
+TEST(PluginProcessTest, StartsWhileAnotherThreadAllocates) {
+  const bool private_mount = CheckPrivateMountSupported().ok();
+  const std::string dir = TempDir();
+  std::atomic<bool> stop{false};
+  std::thread churn([&stop] {
+    while (!stop.load()) {
+      std::vector<std::string> v;
+      for (int i = 0; i < 64; ++i) v.emplace_back(100 + i, 'x');
+    }
+  });
+  for (int i = 0; i < 20; ++i) {
+    PluginProcess p({.command = "true",
+                     .env = {{"N", std::to_string(i)}},
+                     .private_mount = private_mount,
+                     .plugin_dir = dir});
+    ASSERT_OK(p.Start());
+    ASSERT_TRUE(p.WaitExit(absl::Seconds(30)));
+    EXPECT_EQ(p.exit_code(), 0);
+  }
+  stop = true;
+  churn.join();
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST(PluginProcessTest, AFailedMountIsReportedWithItsPathAndError) {
+  if (!CheckPrivateMountSupported().ok()) GTEST_SKIP() << "no mount namespaces here";
+  PluginProcess p({.command = "true", .private_mount = true, .plugin_dir = "/nonexistent/dp"});
+  absl::Status s = p.Start();
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("private mount namespace: bind-mount /nonexistent/dp over "
+                        "/var/lib/kubelet/device-plugins: No such file or directory"));
 }
 
 TEST(PluginProcessTest, PrivateMountShowsTheEmulatorDirAtTheKubeletPath) {
