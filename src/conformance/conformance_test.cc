@@ -208,5 +208,20 @@ TEST(ConformanceTest, SocketModeWithoutPluginIsAnEnvironmentError) {
             "nothing accepts connections on /tmp/devmgr-conformance-no-such.sock");
 }
 
+// A session wipes its directory: a real kubelet's is refused before anything
+// is touched, however it is spelled.
+TEST(ConformanceTest, TheRealKubeletDirectoryIsRefused) {
+  auto target = NewSocketTarget("/tmp/devmgr-conformance-no-such.sock");
+  for (const char* dir : {"/var/lib/kubelet/device-plugins", "/var/lib/kubelet/",
+                          "/var/lib/../lib/kubelet/device-plugins/"}) {
+    RunOptions o;
+    o.dir = dir;
+    o.timeouts = FastTimeouts();
+    absl::StatusOr<RunReport> r = RunConformance(*target, o);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << dir;
+    EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("not the kubelet's"));
+  }
+}
+
 }  // namespace
 }  // namespace devmgr::conformance

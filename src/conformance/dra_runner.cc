@@ -52,17 +52,6 @@ std::vector<std::string> PrerequisitesOf(const std::string& message) {
   return out;
 }
 
-// A real kubelet's root (or a directory in it): a session re-creates its
-// plugins_registry, plugins and cdi directories, which must never happen
-// to a kubelet's.
-bool InRealKubeletDir(const std::string& dir) {
-  std::error_code ec;
-  std::string p = std::filesystem::weakly_canonical(dir, ec).string();
-  if (ec) p = std::filesystem::path(dir).lexically_normal().string();
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  return p == "/var/lib/kubelet" || p.rfind("/var/lib/kubelet/", 0) == 0;
-}
-
 struct Planned {
   const DraCheckInfo* check;
   std::string prerequisite_of;  // "" when selected itself

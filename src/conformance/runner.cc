@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <regex>
@@ -319,6 +320,14 @@ absl::StatusOr<std::vector<const CheckInfo*>> SelectChecks(const std::string& fo
   return out;
 }
 
+bool InRealKubeletDir(const std::string& dir) {
+  std::error_code ec;
+  std::string p = std::filesystem::weakly_canonical(dir, ec).string();
+  if (ec) p = std::filesystem::path(dir).lexically_normal().string();
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p == "/var/lib/kubelet" || p.rfind("/var/lib/kubelet/", 0) == 0;
+}
+
 absl::StatusOr<RunReport> RunConformance(Target& target, const RunOptions& opts,
                                          const std::function<void(const CheckResult&)>& progress) {
   auto selected = SelectChecks(opts.focus, opts.skip);
@@ -337,6 +346,11 @@ absl::StatusOr<RunReport> RunConformance(Target& target, const RunOptions& opts,
     temp_dir = true;
   } else if (dir.front() != '/') {
     return absl::InvalidArgumentError(fmt::format("--dir must be an absolute path: {}", dir));
+  } else if (InRealKubeletDir(dir)) {
+    return absl::InvalidArgumentError(
+        fmt::format("--dir {}: each session wipes it and serves kubelet.sock there; give the "
+                    "tester a directory of its own, not the kubelet's",
+                    dir));
   }
   RunReport report;
   report.target = target.Describe();

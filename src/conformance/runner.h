@@ -57,6 +57,11 @@ struct RunReport {
 absl::StatusOr<std::vector<const CheckInfo*>> SelectChecks(const std::string& focus,
                                                            const std::string& skip);
 
+// True for a real kubelet's root or a directory in it (after resolving
+// symlinks and dots): a session wipes or re-creates what it uses there, which
+// must never happen to a kubelet's sockets and checkpoints.
+bool InRealKubeletDir(const std::string& dir);
+
 // FailedPrecondition for environment problems (the directory cannot be
 // used, the plugin command cannot run, --socket does not answer);
 // InvalidArgument for bad options. `progress` is called after each check.
