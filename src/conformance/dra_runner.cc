@@ -203,23 +203,11 @@ absl::StatusOr<RunReport> RunDraConformance(
   if (!selected.ok()) return selected.status();
   auto unskipped = SelectDraChecks("", opts.skip);
   if (!unskipped.ok()) return unskipped.status();
-  std::string dir = opts.dir;
-  bool temp_dir = false;
-  if (dir.empty()) {
-    char tmpl[] = "/tmp/devmgr-dra-conformance-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) {
-      return absl::FailedPreconditionError("cannot create a temporary directory under /tmp");
-    }
-    dir = tmpl;
-    temp_dir = true;
-  } else if (dir.front() != '/') {
-    return absl::InvalidArgumentError(fmt::format("--dir must be an absolute path: {}", dir));
-  } else if (InRealKubeletDir(dir)) {
-    return absl::InvalidArgumentError(
-        fmt::format("--dir {}: each session re-creates plugins_registry, plugins and cdi there; "
-                    "give the tester a directory of its own, not the kubelet's",
-                    dir));
-  }
+  absl::StatusOr<RunDir> run_dir =
+      ChooseRunDir(opts.dir, "devmgr-dra-conformance",
+                   "each session re-creates plugins_registry, plugins and cdi there");
+  if (!run_dir.ok()) return run_dir.status();
+  const std::string& dir = run_dir->path;
   RunReport report;
   report.target = target.Describe();
   report.kubelet_version = opts.profile.name;
@@ -231,7 +219,7 @@ absl::StatusOr<RunReport> RunDraConformance(
   runner.MarkSelected(plan);
   if (runner.RunAll(std::move(plan))) runner.RunPrerequisites();
   runner.SortResults();
-  if (temp_dir) {
+  if (run_dir->temp) {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
   }

@@ -328,6 +328,26 @@ bool InRealKubeletDir(const std::string& dir) {
   return p == "/var/lib/kubelet" || p.rfind("/var/lib/kubelet/", 0) == 0;
 }
 
+absl::StatusOr<RunDir> ChooseRunDir(const std::string& dir, const std::string& temp_prefix,
+                                    const std::string& what_happens_there) {
+  if (dir.empty()) {
+    std::string tmpl = "/tmp/" + temp_prefix + "-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      return absl::FailedPreconditionError("cannot create a temporary directory under /tmp");
+    }
+    return RunDir{tmpl, true};
+  }
+  if (dir.front() != '/') {
+    return absl::InvalidArgumentError(fmt::format("--dir must be an absolute path: {}", dir));
+  }
+  if (InRealKubeletDir(dir)) {
+    return absl::InvalidArgumentError(
+        fmt::format("--dir {}: {}; give the tester a directory of its own, not the kubelet's", dir,
+                    what_happens_there));
+  }
+  return RunDir{dir, false};
+}
+
 absl::StatusOr<RunReport> RunConformance(Target& target, const RunOptions& opts,
                                          const std::function<void(const CheckResult&)>& progress) {
   auto selected = SelectChecks(opts.focus, opts.skip);
@@ -335,23 +355,10 @@ absl::StatusOr<RunReport> RunConformance(Target& target, const RunOptions& opts,
   // The same --skip, no --focus: what a prerequisite may be taken from.
   absl::StatusOr<std::vector<const CheckInfo*>> unskipped = SelectChecks("", opts.skip);
   if (!unskipped.ok()) return unskipped.status();
-  std::string dir = opts.dir;
-  bool temp_dir = false;
-  if (dir.empty()) {
-    char tmpl[] = "/tmp/devmgr-conformance-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) {
-      return absl::FailedPreconditionError("cannot create a temporary directory under /tmp");
-    }
-    dir = tmpl;
-    temp_dir = true;
-  } else if (dir.front() != '/') {
-    return absl::InvalidArgumentError(fmt::format("--dir must be an absolute path: {}", dir));
-  } else if (InRealKubeletDir(dir)) {
-    return absl::InvalidArgumentError(
-        fmt::format("--dir {}: each session wipes it and serves kubelet.sock there; give the "
-                    "tester a directory of its own, not the kubelet's",
-                    dir));
-  }
+  absl::StatusOr<RunDir> run_dir = ChooseRunDir(
+      opts.dir, "devmgr-conformance", "each session wipes it and serves kubelet.sock there");
+  if (!run_dir.ok()) return run_dir.status();
+  const std::string& dir = run_dir->path;
   RunReport report;
   report.target = target.Describe();
   report.kubelet_version = opts.profile.name;
@@ -363,7 +370,7 @@ absl::StatusOr<RunReport> RunConformance(Target& target, const RunOptions& opts,
   if (runner.RunAll(std::move(plan))) runner.RunPrerequisites();
   runner.SortResults();
   const absl::Status env = runner.env();
-  if (temp_dir) {
+  if (run_dir->temp) {
     // Only what the kubelet and the plugin may have left (sockets, files).
     WipeDirectory(dir).IgnoreError();
     ::rmdir(dir.c_str());

@@ -62,6 +62,16 @@ absl::StatusOr<std::vector<const CheckInfo*>> SelectChecks(const std::string& fo
 // must never happen to a kubelet's sockets and checkpoints.
 bool InRealKubeletDir(const std::string& dir);
 
+// The directory a run works in: `dir` when given (absolute, and not in a real
+// kubelet's directory: the refusal says `what_happens_there`), else a new one
+// named /tmp/<temp_prefix>-XXXXXX that the run removes (`temp`).
+struct RunDir {
+  std::string path;
+  bool temp = false;
+};
+absl::StatusOr<RunDir> ChooseRunDir(const std::string& dir, const std::string& temp_prefix,
+                                    const std::string& what_happens_there);
+
 // FailedPrecondition for environment problems (the directory cannot be
 // used, the plugin command cannot run, --socket does not answer);
 // InvalidArgument for bad options. `progress` is called after each check.
