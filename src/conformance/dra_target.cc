@@ -1,9 +1,8 @@
 #include "conformance/dra_target.h"
 
-#include <signal.h>
-
 #include <utility>
 
+#include "conformance/plugin_slot.h"
 #include "fmt/format.h"
 #include "process/plugin_process.h"
 
@@ -20,37 +19,20 @@ namespace {
 class DraProcessTarget final : public DraTarget {
  public:
   explicit DraProcessTarget(std::string command) : command_(std::move(command)) {}
-  ~DraProcessTarget() override {
-    if (process_) process_->Stop(absl::Seconds(1));
-  }
   std::string Describe() const override { return fmt::format("--dra --plugin '{}'", command_); }
   absl::Status Start(const DraEnv& env) override {
-    if (process_) process_->Stop(absl::Seconds(1));
     node::PluginProcessOptions o;
     o.command = command_;
     o.env = env.Variables();
-    process_ = std::make_unique<node::PluginProcess>(o);
-    return process_->Start();
+    return process_.Start(o);
   }
-  bool Stop(absl::Duration grace) override {
-    if (!process_ || !process_->running()) return true;
-    process_->Signal(SIGTERM);
-    if (process_->WaitExit(grace)) return true;
-    process_->Stop(absl::ZeroDuration());
-    return false;
-  }
-  bool Exited(int* code) const override {
-    if (!process_ || !process_->WaitExit(absl::ZeroDuration())) return false;
-    if (code != nullptr) *code = process_->exit_code().value_or(-1);
-    return true;
-  }
-  std::vector<std::string> OutputTail(size_t n) const override {
-    return process_ ? process_->OutputTail(n) : std::vector<std::string>{};
-  }
+  bool Stop(absl::Duration grace) override { return process_.Stop(grace); }
+  bool Exited(int* code) const override { return process_.Exited(code); }
+  std::vector<std::string> OutputTail(size_t n) const override { return process_.OutputTail(n); }
 
  private:
   const std::string command_;
-  std::unique_ptr<node::PluginProcess> process_;
+  PluginSlot process_;
 };
 
 }  // namespace

@@ -1,9 +1,8 @@
 #include "conformance/target.h"
 
-#include <signal.h>
-
 #include <utility>
 
+#include "conformance/plugin_slot.h"
 #include "fmt/format.h"
 #include "plugin/sample_plugin.h"
 #include "process/plugin_process.h"
@@ -15,44 +14,26 @@ class ProcessTarget final : public Target {
  public:
   ProcessTarget(std::string command, bool private_mount)
       : command_(std::move(command)), private_mount_(private_mount) {}
-  ~ProcessTarget() override {
-    if (process_) process_->Stop(absl::Seconds(1));
-  }
   Kind kind() const override { return Kind::kProcess; }
   std::string Describe() const override {
     return fmt::format("--plugin '{}'{}", command_, private_mount_ ? " --private-mount" : "");
   }
   absl::Status Start(const std::string& dir) override {
-    if (process_) process_->Stop(absl::Seconds(1));
     node::PluginProcessOptions o;
     o.command = command_;
     o.env["DEVMGR_PLUGIN_DIR"] = dir;
     o.private_mount = private_mount_;
     o.plugin_dir = dir;
-    process_ = std::make_unique<node::PluginProcess>(o);
-    return process_->Start();
+    return process_.Start(o);
   }
-  bool Stop(absl::Duration grace) override {
-    if (!process_ || !process_->running()) return true;
-    process_->Signal(SIGTERM);
-    if (process_->WaitExit(grace)) return true;
-    process_->Stop(absl::ZeroDuration());
-    return false;
-  }
-  bool Exited(int* code) const override {
-    // WaitExit with no timeout reaps the process if it has exited.
-    if (!process_ || !process_->WaitExit(absl::ZeroDuration())) return false;
-    if (code != nullptr) *code = process_->exit_code().value_or(-1);
-    return true;
-  }
-  std::vector<std::string> OutputTail(size_t n) const override {
-    return process_ ? process_->OutputTail(n) : std::vector<std::string>{};
-  }
+  bool Stop(absl::Duration grace) override { return process_.Stop(grace); }
+  bool Exited(int* code) const override { return process_.Exited(code); }
+  std::vector<std::string> OutputTail(size_t n) const override { return process_.OutputTail(n); }
 
  private:
   const std::string command_;
   const bool private_mount_;
-  std::unique_ptr<node::PluginProcess> process_;
+  PluginSlot process_;
 };
 
 class InProcessTarget final : public Target {
