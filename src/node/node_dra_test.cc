@@ -14,8 +14,12 @@
 #include "common/status_testutil.h"
 #include "common/temp_dir_testutil.h"
 #include "dra/dra_plugin_handler.h"
+#include "dra/timers_testutil.h"
 #include "gtest/gtest.h"
 #include "node/node.h"
+#include "node/pod_manager.h"
+#include "node/pod_sync_loop.h"
+#include "pod/manifest_parser.h"
 
 namespace devmgr::node {
 namespace {
@@ -105,6 +109,75 @@ TEST_F(NodeDraTest, NoDraWithoutAStore) {
   Node n(o);
   ASSERT_OK(n.Start());
   EXPECT_EQ(n.dra_handler(), nullptr);
+}
+
+// A pod whose sync fails stays Pending with the reason and message, and the
+// loop syncs it again after the retry period; deletion releases its claim.
+TEST_F(NodeDraTest, FailedSyncIsRetriedByTheLoop) {
+  ASSERT_TRUE(store_
+                  .Create(apiserver::DeviceClasses(), "",
+                          {{"metadata", {{"name", "gpu"}}}, {"spec", json::object()}})
+                  .ok());
+  ASSERT_TRUE(
+      store_
+          .Create(apiserver::ResourceClaimTemplates(), "default",
+                  {{"metadata", {{"name", "gpu"}}},
+                   {"spec",
+                    {{"spec",
+                      {{"devices",
+                        {{"requests",
+                          {{{"name", "r"}, {"exactly", {{"deviceClassName", "gpu"}}}}}}}}}}}}})
+          .ok());
+  Node n(Options(37));
+  ASSERT_OK(n.Start());
+  PodManager pods(&n, {.keep_deleted = false});
+  dra::ManualTimers timers;
+  PodSyncLoop loop(&pods, {.retry_period = absl::Seconds(10),
+                           .reconcile_period = absl::Seconds(60),
+                           .timers = &timers});
+  loop.Start();
+  absl::StatusOr<pod::Pod> p = pod::ParsePodManifest(
+      "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+      "  containers: [{name: c, resources: {claims: [{name: g}]}}]\n"
+      "  resourceClaims: [{name: g, resourceClaimTemplateName: gpu}]\n",
+      "p.yaml");
+  ASSERT_OK(p);
+  absl::StatusOr<PodRecord> rec = pods.AddPod(*p);
+  ASSERT_OK(rec);
+  EXPECT_EQ(rec->phase, pod::Phase::kPending);
+  EXPECT_TRUE(rec->sync_failed);
+  EXPECT_EQ(rec->reason, "FailedScheduling");
+  EXPECT_NE(rec->message.find("cannot allocate all claims on node node-1"), std::string::npos)
+      << rec->message;
+
+  // A device appears; the retry allocates it, and the prepare fails: no driver.
+  store_.Create(apiserver::ResourceSlices(), "",
+                {{"metadata", {{"name", "s"}}},
+                 {"spec",
+                  {{"driver", "gpu.example.com"},
+                   {"nodeName", "node-1"},
+                   {"pool", {{"name", "node-1"}, {"generation", 0}, {"resourceSliceCount", 1}}},
+                   {"devices", {{{"name", "gpu-0"}}}}}}});
+  timers.Advance(absl::Seconds(10));
+  std::optional<PodRecord> now = pods.Find(p->uid);
+  ASSERT_TRUE(now.has_value());
+  EXPECT_EQ(now->phase, pod::Phase::kPending);
+  EXPECT_EQ(now->reason, "FailedPrepareDynamicResources");
+  EXPECT_EQ(now->message,
+            "Failed to prepare dynamic resources: prepare dynamic resources: DRA driver "
+            "gpu.example.com is not registered");
+  EXPECT_EQ(timers.Pending(), 2u);  // retry and reconcile, both rescheduled
+  EXPECT_EQ(n.DraPodUids(), std::vector<std::string>{p->uid});
+
+  // Deleted: the claim made for it goes.
+  ASSERT_OK(pods.DeletePod(p->uid));
+  apiserver::ApiOr<apiserver::Store::ListResult> claims =
+      store_.List(apiserver::ResourceClaims(), "default", apiserver::FieldSelector{});
+  EXPECT_TRUE(claims.value.items.empty());
+  EXPECT_TRUE(n.DraPodUids().empty());
+  loop.Stop();
+  EXPECT_EQ(timers.Pending(), 0u);
+  n.Stop();
 }
 
 }  // namespace
