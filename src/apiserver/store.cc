@@ -155,6 +155,24 @@ ApiOr<json> Store::Create(const ResourceType& type, const std::string& ns, json 
   return object;
 }
 
+ApiOr<json> Store::Restore(const ResourceType& type, json object) {
+  if (!object.is_object() || !object["metadata"].is_object()) {
+    return BadRequest("the object to restore has no metadata");
+  }
+  const std::string name = MetaString(object, "name");
+  if (name.empty()) return BadRequest("the object to restore has no name");
+  const std::string ns = type.namespaced ? MetaString(object, "namespace") : "";
+  object["apiVersion"] = type.ApiVersion();
+  object["kind"] = type.kind;
+  absl::MutexLock lock(&mu_);
+  Objects& objects = ObjectsLocked(type);
+  const std::string key = Key(ns, name);
+  if (objects.count(key)) return AlreadyExists(type, name);
+  CommitLocked(type, "ADDED", object);
+  objects[key] = object;
+  return object;
+}
+
 ApiOr<json> Store::Get(const ResourceType& type, const std::string& ns,
                        const std::string& name) const {
   absl::ReaderMutexLock lock(&mu_);

@@ -58,6 +58,11 @@ class Store {
   // Invalid, AlreadyExists.
   ApiOr<nlohmann::json> Create(const ResourceType& type, const std::string& ns,
                                nlohmann::json object);
+  // Puts back an object a previous store held (its namespace, name, uid,
+  // creationTimestamp, generation, finalizers and status as they were): what
+  // outlives the kubelet when devmgr serve restarts. It gets a new
+  // resourceVersion. BadRequest (no name), AlreadyExists; not validated.
+  ApiOr<nlohmann::json> Restore(const ResourceType& type, nlohmann::json object);
   // NotFound when absent.
   ApiOr<nlohmann::json> Get(const ResourceType& type, const std::string& ns,
                             const std::string& name) const;

@@ -150,3 +150,30 @@ TEST(FieldSelectorTest, RefusesFieldsTheTypeDoesNotSelectOn) {
 
 }  // namespace
 }  // namespace devmgr::apiserver
+
+namespace devmgr::apiserver {
+namespace {
+
+TEST(StoreRestoreTest, KeepsIdentityAndGetsANewResourceVersion) {
+  FakeClock clock(absl::FromUnixSeconds(1795000000));
+  Store old_store(clock);
+  ApiOr<nlohmann::json> made =
+      old_store.Create(ResourceClaims(), "ns",
+                       nlohmann::json{{"metadata", {{"name", "c"}, {"namespace", "ns"}}},
+                                      {"spec", {{"devices", nlohmann::json::object()}}}});
+  ASSERT_TRUE(made.ok()) << made.error->message;
+  made.value["status"] = {{"reservedFor", {{{"resource", "pods"}, {"name", "p"}, {"uid", "u"}}}}};
+  Store store(clock);
+  ApiOr<nlohmann::json> restored = store.Restore(ResourceClaims(), made.value);
+  ASSERT_TRUE(restored.ok()) << restored.error->message;
+  ApiOr<nlohmann::json> got = store.Get(ResourceClaims(), "ns", "c");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got.value["metadata"]["uid"], made.value["metadata"]["uid"]);
+  EXPECT_EQ(got.value["status"], made.value["status"]);
+  EXPECT_EQ(got.value["metadata"]["resourceVersion"], "2");
+  EXPECT_FALSE(store.Restore(ResourceClaims(), made.value).ok());  // AlreadyExists
+  EXPECT_FALSE(store.Restore(ResourceClaims(), nlohmann::json{{"metadata", {}}}).ok());
+}
+
+}  // namespace
+}  // namespace devmgr::apiserver

@@ -26,6 +26,7 @@
 #include "node/node.h"
 #include "node/node_options.h"
 #include "node/pod_manager.h"
+#include "node/pod_sync_loop.h"
 #include "node/static_pods.h"
 #include "node/status_loop.h"
 #include "pod/static_pod_dir.h"
@@ -211,6 +212,14 @@ int RunServe(const ServeOptions& o) {
   (*observe)->Hook(&*no);
   // The status file stands for the Node object, which outlives the kubelet.
   if (!o.status_file.empty()) no->existing_node = node::ReadStatusFileNode(o.status_file);
+  // The API endpoint first: the node's DRA side uses its store from Start on.
+  absl::StatusOr<ServeApi> api = StartServeApi(o.api, dir, RealClock::Get(), o.status_file);
+  if (!api.ok()) {
+    return Fail(
+        {api.status().code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitEnvironment,
+         std::string(api.status().message())});
+  }
+  HookDra(*api, dir, &*no);
   node::Node n(*no);
   // A long-running node forgets deleted pods, as the kubelet does.
   node::PodManager pods(&n, {.keep_deleted = false});
@@ -222,14 +231,6 @@ int RunServe(const ServeOptions& o) {
   if (absl::Status s = (*observe)->Start(dir, &n, &pods); !s.ok()) {
     return Fail({s.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitEnvironment,
                  std::string(s.message())});
-  }
-  absl::StatusOr<ServeApi> api = StartServeApi(o.api, dir, RealClock::Get());
-  if (!api.ok()) {
-    (void)(*observe)->Stop();
-    n.Stop();
-    return Fail(
-        {api.status().code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitEnvironment,
-         std::string(api.status().message())});
   }
   node::Supervisor sup;
   node::StatusLoop status(&n, &sup, &pods,
@@ -243,6 +244,8 @@ int RunServe(const ServeOptions& o) {
   n.pod_status().SetChangeCallback([&status] { status.MarkDirty(); });
   sup.SetChangeCallback([&status] { status.MarkDirty(); });
   status.Start();
+  node::PodSyncLoop pod_sync(&pods, {});  // DRA: sync retries, the reconcile loop
+  if (n.dra_manager() != nullptr) pod_sync.Start();
   absl::StatusOr<std::unique_ptr<pod::StaticPodDir>> static_pods = nullptr;
   absl::Status started = StartPlugins(o, *no, api->plugin_env, &sup);
   if (started.ok()) static_pods = StartStaticPods(o, &pods, &status);
@@ -250,6 +253,7 @@ int RunServe(const ServeOptions& o) {
   if (started.ok()) WaitForSignal(o, sigs);
   if (!started.ok()) std::cerr << "devmgr serve: " << started.message() << "\n";
   if (static_pods.ok() && *static_pods) (*static_pods)->Stop();
+  pod_sync.Stop();
   sup.Stop();
   if (api->server) api->server->Stop();
   if (api_changes.joinable()) api_changes.join();

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <utility>
 
 #include "apiserver/field_selector.h"
 #include "apiserver/resource_type.h"
@@ -68,6 +71,7 @@ nlohmann::json ApiStatusSection(const ServeApi& api) {
             {"resourceVersion", store.ResourceVersion()},
             {"resourceSlices", all(apiserver::ResourceSlices())},
             {"resourceClaims", all(apiserver::ResourceClaims())},
+            {"resourceClaimTemplates", all(apiserver::ResourceClaimTemplates())},
             {"deviceClasses", all(apiserver::DeviceClasses())},
             {"requestCount", requests.size()},
             {"requests", last}}}};
@@ -89,8 +93,35 @@ std::thread WatchStoreChanges(apiserver::Store& store, std::function<void()> on_
   });
 }
 
+namespace {
+
+// The objects of a previous serve's status file back in `store`.
+void RestoreApiObjects(apiserver::Store& store, const std::string& status_file) {
+  if (status_file.empty()) return;
+  std::ifstream in(status_file);
+  if (!in) return;
+  const nlohmann::json status = nlohmann::json::parse(in, nullptr, false);
+  if (!status.is_object() || !status.contains("api") || !status["api"].is_object()) return;
+  const nlohmann::json& api = status["api"];
+  size_t restored = 0;
+  for (const auto& [key, type] :
+       {std::pair{"deviceClasses", &apiserver::DeviceClasses()},
+        std::pair{"resourceClaimTemplates", &apiserver::ResourceClaimTemplates()},
+        std::pair{"resourceClaims", &apiserver::ResourceClaims()},
+        std::pair{"resourceSlices", &apiserver::ResourceSlices()}}) {
+    if (!api.contains(key) || !api[key].is_array()) continue;
+    for (const nlohmann::json& object : api[key]) {
+      if (store.Restore(*type, object).ok()) ++restored;
+    }
+  }
+  DM_INFO("Restored the API objects a previous serve left", {"path", status_file},
+          {"objects", std::to_string(restored)});
+}
+
+}  // namespace
+
 absl::StatusOr<ServeApi> StartServeApi(const ServeApiOptions& opts, const std::string& dir,
-                                       const Clock& clock) {
+                                       const Clock& clock, const std::string& restore_from) {
   ServeApi api;
   if (opts.listen == "off") return api;
   api.node_name = opts.node_name.empty() ? DefaultNodeName() : opts.node_name;
@@ -110,6 +141,7 @@ absl::StatusOr<ServeApi> StartServeApi(const ServeApiOptions& opts, const std::s
     return absl::Status(url.status().code(),
                         "--api-listen: " + std::string(url.status().message()));
   api.url = *url;
+  RestoreApiObjects(api.server->store(), restore_from);
   if (absl::Status s = apiserver::CreateNode(api.server->store(), api.node_name); !s.ok()) return s;
   api.kubeconfig = opts.kubeconfig_out.empty() ? dir + "/kubeconfig" : opts.kubeconfig_out;
   if (absl::Status s = apiserver::WriteKubeconfig(api.kubeconfig, api.url); !s.ok()) {
@@ -119,6 +151,19 @@ absl::StatusOr<ServeApi> StartServeApi(const ServeApiOptions& opts, const std::s
   DM_INFO("devmgr is serving the Kubernetes API for DRA drivers", {"url", api.url},
           {"kubeconfig", api.kubeconfig}, {"node", api.node_name});
   return api;
+}
+
+std::string DraStateDir(const std::string& dir) {
+  const std::filesystem::path p(dir);
+  if (p.filename() == "device-plugins") return p.parent_path().string();
+  return dir + "-dra";
+}
+
+void HookDra(const ServeApi& api, const std::string& dir, node::NodeOptions* no) {
+  if (!api.server) return;
+  no->dra.store = &api.server->store();
+  no->dra.node_name = api.node_name;
+  no->dra.state_dir = DraStateDir(dir);
 }
 
 }  // namespace devmgr::cli

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "apiserver/server.h"
 #include "nlohmann/json.hpp"
+#include "node/node.h"
 
 namespace devmgr::cli {
 
@@ -42,7 +43,8 @@ struct ServeApi {
 };
 
 // The status file's "api" section: the endpoint, the node's name, every
-// ResourceSlice, ResourceClaim and DeviceClass the store holds, and the
+// ResourceSlice, ResourceClaim, ResourceClaimTemplate and DeviceClass the
+// store holds, and the
 // requests served (the count and the last kStatusRequests of them).
 inline constexpr size_t kStatusRequests = 50;
 nlohmann::json ApiStatusSection(const ServeApi& api);
@@ -52,11 +54,26 @@ nlohmann::json ApiStatusSection(const ServeApi& api);
 // must be joined after that.
 std::thread WatchStoreChanges(apiserver::Store& store, std::function<void()> on_change);
 
-// Starts the endpoint, creates the node and writes the kubeconfig.
+// Starts the endpoint, creates the node and writes the kubeconfig. The API
+// server outlives the kubelet: the objects of the "api" section of a status
+// file a previous serve left at `restore_from` (ResourceSlices,
+// ResourceClaims, their templates, DeviceClasses) are put back first, with
+// their UIDs ("": none; an unreadable file: none).
 // InvalidArgument for a bad flag, Unavailable when the address is busy,
 // the write's error when the kubeconfig cannot be written.
 absl::StatusOr<ServeApi> StartServeApi(const ServeApiOptions& opts, const std::string& dir,
-                                       const Clock& clock);
+                                       const Clock& clock, const std::string& restore_from = "");
+
+// Where a serve node keeps dra_manager_state: ROOT when `dir` (the
+// device-plugin directory) is ROOT/device-plugins, as the kubelet keeps it in
+// its root directory; else the sibling directory `<dir>-dra` (`dir` itself is
+// cleaned at start).
+std::string DraStateDir(const std::string& dir);
+
+// DRA on the node (node::NodeDraOptions) when the endpoint serves: its store,
+// the node's name and DraStateDir(dir). The node needs a plugins_registry
+// directory too, where drivers register.
+void HookDra(const ServeApi& api, const std::string& dir, node::NodeOptions* no);
 
 }  // namespace devmgr::cli
 

@@ -118,17 +118,22 @@ bool UnprepareResponseValidUtf8(const Response& resp) {
   return true;
 }
 
-// A failed call as the kubelet wraps it. UNCONFIRMED: the "<RPC>: " prefix
-// (not settled by the kubelet oracle; docs/profiles.md, "DRA", has no row
-// for it). The deadline's text is Go's context error, which grpc-go puts in
-// the status.
-absl::Status CallError(std::string_view rpc, const grpc::Status& s) {
+// A failed call as grpc-go reports it. The deadline's text is Go's context
+// error, which grpc-go puts in the status.
+absl::Status CallStatus(const grpc::Status& s) {
   grpc::Status go = s;
   if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     go = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "context deadline exceeded");
   }
   return absl::Status(static_cast<absl::StatusCode>(go.error_code()),
-                      fmt::format("{}: {}", rpc, transport::GoRpcErrorText(go)));
+                      transport::GoRpcErrorText(go));
+}
+
+// A failed call as the kubelet wraps it. UNCONFIRMED: the "<RPC>: " prefix
+// (not settled by the kubelet oracle; docs/profiles.md, "DRA", has no row
+// for it).
+absl::Status CallError(std::string_view rpc, const absl::Status& call) {
+  return absl::Status(call.code(), fmt::format("{}: {}", rpc, std::string(call.message())));
 }
 
 const Claim* FindClaim(const std::vector<Claim>& claims, const std::string& uid) {
@@ -197,9 +202,22 @@ absl::Status DraClient::NodeUnprepareResources(const std::vector<Claim>& claims)
   return service_ == DraService::kV1 ? Unprepare<V1Api>(claims) : Unprepare<V1beta1Api>(claims);
 }
 
+absl::StatusOr<std::map<std::string, PrepareEntry>> DraClient::CallNodePrepareResources(
+    const std::vector<Claim>& claims) {
+  assert(!claims.empty());
+  return service_ == DraService::kV1 ? RawPrepare<V1Api>(claims) : RawPrepare<V1beta1Api>(claims);
+}
+
+absl::StatusOr<std::map<std::string, std::string>> DraClient::CallNodeUnprepareResources(
+    const std::vector<Claim>& claims) {
+  assert(!claims.empty());
+  return service_ == DraService::kV1 ? RawUnprepare<V1Api>(claims)
+                                     : RawUnprepare<V1beta1Api>(claims);
+}
+
 template <typename Api>
-absl::StatusOr<PreparedClaims> DraClient::Prepare(const std::vector<Claim>& claims) {
-  constexpr std::string_view kRpc = "NodePrepareResources";
+absl::StatusOr<typename Api::PrepareResponse> DraClient::PrepareCall(
+    const std::vector<Claim>& claims) {
   typename Api::PrepareRequest req;
   FillClaims(claims, &req);
   typename Api::PrepareResponse resp;
@@ -209,10 +227,34 @@ absl::StatusOr<PreparedClaims> DraClient::Prepare(const std::vector<Claim>& clai
   if (s.ok() && opts_.validate_utf8 && !PrepareResponseValidUtf8(resp)) {
     s = transport::ClientInvalidUtf8Status();
   }
-  if (!s.ok()) return CallError(kRpc, s);
+  if (!s.ok()) return CallStatus(s);
+  return resp;
+}
+
+template <typename Api>
+absl::StatusOr<typename Api::UnprepareResponse> DraClient::UnprepareCall(
+    const std::vector<Claim>& claims) {
+  typename Api::UnprepareRequest req;
+  FillClaims(claims, &req);
+  typename Api::UnprepareResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + opts_.call_timeout));
+  grpc::Status s = Api::NewStub(channel_)->NodeUnprepareResources(&ctx, req, &resp);
+  if (s.ok() && opts_.validate_utf8 && !UnprepareResponseValidUtf8(resp)) {
+    s = transport::ClientInvalidUtf8Status();
+  }
+  if (!s.ok()) return CallStatus(s);
+  return resp;
+}
+
+template <typename Api>
+absl::StatusOr<PreparedClaims> DraClient::Prepare(const std::vector<Claim>& claims) {
+  constexpr std::string_view kRpc = "NodePrepareResources";
+  absl::StatusOr<typename Api::PrepareResponse> resp = PrepareCall<Api>(claims);
+  if (!resp.ok()) return CallError(kRpc, resp.status());
   PreparedClaims out;
   absl::Status check =
-      CheckResponse(kRpc, claims, resp.claims(), [&](const std::string& uid, const auto& entry) {
+      CheckResponse(kRpc, claims, resp->claims(), [&](const std::string& uid, const auto& entry) {
         std::vector<ResponseDevice>& devices = out[uid];
         for (const auto& d : entry.devices()) {
           devices.push_back(ToResponseDevice(d, opts_.read_share_id));
@@ -225,17 +267,35 @@ absl::StatusOr<PreparedClaims> DraClient::Prepare(const std::vector<Claim>& clai
 template <typename Api>
 absl::Status DraClient::Unprepare(const std::vector<Claim>& claims) {
   constexpr std::string_view kRpc = "NodeUnprepareResources";
-  typename Api::UnprepareRequest req;
-  FillClaims(claims, &req);
-  typename Api::UnprepareResponse resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + opts_.call_timeout));
-  grpc::Status s = Api::NewStub(channel_)->NodeUnprepareResources(&ctx, req, &resp);
-  if (s.ok() && opts_.validate_utf8 && !UnprepareResponseValidUtf8(resp)) {
-    s = transport::ClientInvalidUtf8Status();
+  absl::StatusOr<typename Api::UnprepareResponse> resp = UnprepareCall<Api>(claims);
+  if (!resp.ok()) return CallError(kRpc, resp.status());
+  return CheckResponse(kRpc, claims, resp->claims(), [](const std::string&, const auto&) {});
+}
+
+template <typename Api>
+absl::StatusOr<std::map<std::string, PrepareEntry>> DraClient::RawPrepare(
+    const std::vector<Claim>& claims) {
+  absl::StatusOr<typename Api::PrepareResponse> resp = PrepareCall<Api>(claims);
+  if (!resp.ok()) return resp.status();
+  std::map<std::string, PrepareEntry> out;
+  for (const auto& [uid, entry] : resp->claims()) {
+    PrepareEntry& e = out[uid];
+    e.error = entry.error();
+    for (const auto& d : entry.devices()) {
+      e.devices.push_back(ToResponseDevice(d, opts_.read_share_id));
+    }
   }
-  if (!s.ok()) return CallError(kRpc, s);
-  return CheckResponse(kRpc, claims, resp.claims(), [](const std::string&, const auto&) {});
+  return out;
+}
+
+template <typename Api>
+absl::StatusOr<std::map<std::string, std::string>> DraClient::RawUnprepare(
+    const std::vector<Claim>& claims) {
+  absl::StatusOr<typename Api::UnprepareResponse> resp = UnprepareCall<Api>(claims);
+  if (!resp.ok()) return resp.status();
+  std::map<std::string, std::string> out;
+  for (const auto& [uid, entry] : resp->claims()) out[uid] = entry.error();
+  return out;
 }
 
 }  // namespace devmgr::dra

@@ -50,6 +50,15 @@ struct ResponseDevice {
 // Claim UID -> its devices.
 using PreparedClaims = std::map<std::string, std::vector<ResponseDevice>>;
 
+// One claim's entry of a NodePrepareResources response, as received: a
+// non-empty `error` means the claim failed.
+struct PrepareEntry {
+  std::vector<ResponseDevice> devices;
+  std::string error;
+
+  bool operator==(const PrepareEntry&) const = default;
+};
+
 struct DraClientOptions {
   absl::Duration call_timeout = kDefaultCallTimeout;
   // Profile::dra_validates_utf8 (1.35+): a response with invalid UTF-8 in a
@@ -95,11 +104,31 @@ class DraClient {
   // The same for NodeUnprepareResources (texts with "NodeUnprepareResources").
   absl::Status NodeUnprepareResources(const std::vector<Claim>& claims);
 
+  // The calls without the checks of the response, for a caller that makes
+  // them itself (the DRA manager, through dra::DriverCalls): the response's
+  // map keyed by claim UID, exactly as received. Failure: the call itself,
+  // "rpc error: code = <Code> desc = <message>" with no RPC name in front
+  // (deadline and invalid UTF-8 as above).
+  // REQUIRES: `claims` is not empty.
+  absl::StatusOr<std::map<std::string, PrepareEntry>> CallNodePrepareResources(
+      const std::vector<Claim>& claims);
+  // Claim UID -> its error ("" for success).
+  absl::StatusOr<std::map<std::string, std::string>> CallNodeUnprepareResources(
+      const std::vector<Claim>& claims);
+
  private:
+  template <typename Api>
+  absl::StatusOr<typename Api::PrepareResponse> PrepareCall(const std::vector<Claim>& claims);
+  template <typename Api>
+  absl::StatusOr<typename Api::UnprepareResponse> UnprepareCall(const std::vector<Claim>& claims);
   template <typename Api>
   absl::StatusOr<PreparedClaims> Prepare(const std::vector<Claim>& claims);
   template <typename Api>
   absl::Status Unprepare(const std::vector<Claim>& claims);
+  template <typename Api>
+  absl::StatusOr<std::map<std::string, PrepareEntry>> RawPrepare(const std::vector<Claim>& claims);
+  template <typename Api>
+  absl::StatusOr<std::map<std::string, std::string>> RawUnprepare(const std::vector<Claim>& claims);
 
   // Constant after construction.
   const std::string driver_;

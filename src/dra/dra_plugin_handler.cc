@@ -132,6 +132,15 @@ absl::StatusOr<std::shared_ptr<DraClient>> DraPluginHandler::GetClient(
   return instances.back().client;
 }
 
+std::vector<std::string> DraPluginHandler::Drivers() const {
+  absl::MutexLock l(&mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, instances] : drivers_) {
+    if (!instances.empty()) out.push_back(name);
+  }
+  return out;
+}
+
 std::vector<std::string> DraPluginHandler::Endpoints(const std::string& driver) const {
   absl::MutexLock l(&mu_);
   std::vector<std::string> out;

@@ -84,6 +84,8 @@ class DraPluginHandler final : public pluginmanager::PluginHandler {
   // The client calls to `driver` go to: its newest connected instance, else
   // its newest. Fails (NotFound) "DRA driver <driver> is not registered".
   absl::StatusOr<std::shared_ptr<DraClient>> GetClient(const std::string& driver) const;
+  // The drivers with at least one registered instance, by name.
+  std::vector<std::string> Drivers() const;
   // The driver's registered endpoints, oldest first (empty when none).
   std::vector<std::string> Endpoints(const std::string& driver) const;
 

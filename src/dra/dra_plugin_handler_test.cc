@@ -98,6 +98,7 @@ TEST_F(DraPluginHandlerTest, RefusesTheSameEndpointTwice) {
   EXPECT_EQ(s.message(),
             "endpoint " + a_.path() + " already registered for DRA driver plugin drv.example.com");
   EXPECT_EQ(handler_->Endpoints(kDriver), std::vector<std::string>{a_.path()});
+  EXPECT_EQ(handler_->Drivers(), std::vector<std::string>{kDriver});
 }
 
 TEST_F(DraPluginHandlerTest, EveryProfileCallsTheFirstServiceOfThePluginsList) {

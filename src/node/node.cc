@@ -7,7 +7,14 @@
 #include <cstring>
 
 #include "absl/time/clock.h"
+#include "apiserver/field_selector.h"
+#include "apiserver/resource_type.h"
+#include "apiserver/store.h"
 #include "common/logging.h"
+#include "dra/dra_plugin_handler.h"
+#include "dra/handler_driver_calls.h"
+#include "dra/manager.h"
+#include "node/dra_pods.h"
 #include "topology/config_text.h"
 #include "transport/registration_client.h"
 
@@ -133,6 +140,7 @@ absl::Status Node::Start(manager::StartOptions start) {
         !s.ok()) {
       return s;
     }
+    if (absl::Status s = StartDra(); !s.ok()) return s;
   }
   // ManagerImpl.Start: readCheckpoint first (errors only logged), then
   // server.Start (directory cleanup, listen).
@@ -161,6 +169,7 @@ void Node::Stop() {
   // the server. The manager's own Stop is idempotent.
   server_->Stop();
   if (plugin_manager_ != nullptr) plugin_manager_->Stop();
+  if (dra_handler_ != nullptr) dra_handler_->Stop();
   manager_->Stop();
   pod_status_->Stop();
 }
@@ -184,6 +193,76 @@ NodeResources Node::UpdateNodeStatus() {
 NodeResources Node::node_resources() const {
   absl::MutexLock l(&mu_);
   return node_;
+}
+
+absl::Status Node::StartDra() {
+  const NodeDraOptions& d = opts_.dra;
+  if (d.store == nullptr) return absl::OkStatus();
+  if (opts_.profile.minor < 34) {
+    DM_INFO("DRA is not emulated for this kubelet version; the DRAPlugin type has no handler",
+            {"kubeletVersion", opts_.profile.name});
+    return absl::OkStatus();
+  }
+  dra_pods_.reset();  // a stopped node's, from an earlier Start
+  dra::DraPluginHandlerOptions ho;
+  ho.profile = opts_.profile;
+  ho.wiping_delay = d.wiping_delay;
+  ho.on_wipe = [this](const std::string& driver) { WipeSlices(driver); };
+  absl::StatusOr<std::unique_ptr<dra::DraPluginHandler>> handler =
+      dra::DraPluginHandler::Create(std::move(ho));
+  if (!handler.ok()) return handler.status();
+  dra_handler_ = *std::move(handler);
+  dra_calls_ = std::make_unique<dra::HandlerDriverCalls>(dra_handler_.get());
+  dra::ManagerOptions mo;
+  mo.state_dir = d.state_dir;
+  mo.kubelet_minor = opts_.profile.minor;
+  mo.fsync = opts_.fsync;
+  mo.filesystem = opts_.filesystem;
+  dra_manager_ = std::make_unique<dra::Manager>(dra_calls_.get(), std::move(mo));
+  // The kubelet's DRA manager fails its start on a corrupt checkpoint.
+  if (absl::Status s = dra_manager_->Start(); !s.ok()) return s;
+  // At start the kubelet deletes every ResourceSlice of its node: the
+  // drivers publish theirs again once registered.
+  WipeSlices("");
+  dra_pods_ = std::make_unique<DraPods>(d.store, d.node_name, dra_manager_.get());
+  return plugin_manager_->AddHandler(pluginmanager::kDRAPluginType, dra_handler_.get());
+}
+
+void Node::WipeSlices(const std::string& driver) {
+  std::string text = "spec.nodeName=" + opts_.dra.node_name;
+  if (!driver.empty()) text += ",spec.driver=" + driver;
+  apiserver::ApiOr<apiserver::FieldSelector> selector =
+      apiserver::FieldSelector::Parse(text, apiserver::ResourceSlices());
+  if (!selector.ok()) {
+    DM_ERROR(selector.error->message, "Deleting ResourceSlices failed",
+             {"node", opts_.dra.node_name}, {"driver", driver});
+    return;
+  }
+  const std::vector<nlohmann::json> deleted =
+      opts_.dra.store->DeleteCollection(apiserver::ResourceSlices(), "", selector.value);
+  DM_INFO("Deleted ResourceSlices", {"node", opts_.dra.node_name}, {"driver", driver},
+          {"count", std::to_string(deleted.size())});
+}
+
+topology::AdmitResult Node::PrepareDynamicResources(const pod::Pod& pod) {
+  if (dra_pods_ == nullptr) return {};
+  return dra_pods_->Prepare(pod);
+}
+
+std::vector<std::string> Node::DraPodUids() {
+  if (dra_pods_ == nullptr) return {};
+  return dra_pods_->PodUids();
+}
+
+std::vector<std::string> Node::DraCdiDevices(const std::string& pod_uid,
+                                             const std::string& container) {
+  if (dra_pods_ == nullptr) return {};
+  return dra_pods_->ContainerCdiIds(pod_uid, container);
+}
+
+absl::Status Node::DraPodGone(const std::string& pod_uid) {
+  if (dra_pods_ == nullptr) return absl::OkStatus();
+  return dra_pods_->Unprepare(pod_uid);
 }
 
 bool SocketAnswers(const std::string& socket_path) {

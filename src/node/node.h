@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/fs.h"
 #include "kubelet/profile.h"
@@ -28,7 +29,35 @@
 #include "topology/topology_manager.h"
 #include "transport/registration_server.h"
 
+namespace devmgr::apiserver {
+class Store;
+}  // namespace devmgr::apiserver
+
+namespace devmgr::dra {
+class DraPluginHandler;
+class HandlerDriverCalls;
+class Manager;
+}  // namespace devmgr::dra
+
 namespace devmgr::node {
+
+class DraPods;
+
+// DRA on the node (docs/dra.md): the plugin manager's "DRAPlugin" handler,
+// the DRA manager and its checkpoint, and pods' claims over the embedded API
+// endpoint's store. On when `store` is set, the node has a plugins_registry
+// directory and the profile is 1.34 or newer.
+struct NodeDraOptions {
+  // The API endpoint's store (not owned; must outlive the node).
+  apiserver::Store* store = nullptr;
+  // The node's name in that store (slices and allocations are for it).
+  std::string node_name;
+  // The kubelet's root directory: dra_manager_state is written there.
+  std::string state_dir;
+  // How long a driver may stay without a connected instance before its
+  // ResourceSlices are deleted (the kubelet's 30 s).
+  absl::Duration wiping_delay = absl::Seconds(30);
+};
 
 struct NodeOptions {
   // Absolute device-plugin directory.
@@ -72,6 +101,7 @@ struct NodeOptions {
   // ShouldResetExtendedResources holds for the directory; later passes
   // merge GetCapacity into them. nullopt: a new Node.
   std::optional<NodeResources> existing_node;
+  NodeDraOptions dra;
 };
 
 // Thread-safe. Stop is idempotent and run by the destructor.
@@ -132,7 +162,30 @@ class Node {
   }
   PodStatusSyncer& pod_status() { return *pod_status_; }
 
+  // DRA (NodeDraOptions); all of these are null or empty while it is off.
+  // The handler and the manager exist from Start on.
+  dra::DraPluginHandler* dra_handler() { return dra_handler_.get(); }
+  dra::Manager* dra_manager() { return dra_manager_.get(); }
+  // The pod worker's sync, before the containers start (the kubelet's
+  // PrepareDynamicResources): the pod's claims made, allocated, reserved and
+  // prepared (DraPods::Prepare). Not admitted: the sync failed (reason and
+  // message say why) and is to be retried; admitted when done or when the
+  // pod has no claims.
+  topology::AdmitResult PrepareDynamicResources(const pod::Pod& pod);
+  // The pods whose claims were prepared and not yet unprepared.
+  std::vector<std::string> DraPodUids();
+  // The CDI device IDs the container gets (ContainerConfig.CDIDevices).
+  std::vector<std::string> DraCdiDevices(const std::string& pod_uid, const std::string& container);
+  // A pod is gone (deleted or terminated): its claims are unprepared and
+  // released (DraPods::Unprepare).
+  absl::Status DraPodGone(const std::string& pod_uid);
+
  private:
+  absl::Status StartDra() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes the node's ResourceSlices in the store, of one driver or ("")
+  // of all.
+  void WipeSlices(const std::string& driver);
+
   const NodeOptions opts_;
   // The topology manager outlives the manager, which reads affinities from
   // it; its creation error is returned by Start.
@@ -144,6 +197,11 @@ class Node {
   // Probe mode (registry_dir set): started after the server, stopped after it.
   std::unique_ptr<pluginmanager::PluginManager> plugin_manager_;
   std::unique_ptr<PodStatusSyncer> pod_status_;
+  // DRA: created by Start when on; the handler stops with the plugin manager.
+  std::unique_ptr<dra::DraPluginHandler> dra_handler_;
+  std::unique_ptr<dra::HandlerDriverCalls> dra_calls_;
+  std::unique_ptr<dra::Manager> dra_manager_;
+  std::unique_ptr<DraPods> dra_pods_;
   // The admission turn (see AdmitPod): never held across an admission.
   absl::Mutex admit_mu_;
   absl::CondVar admit_cv_;

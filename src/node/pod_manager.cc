@@ -1,5 +1,7 @@
 #include "node/pod_manager.h"
 
+#include <set>
+
 #include "common/logging.h"
 #include "fmt/format.h"
 #include "node/node.h"
@@ -143,6 +145,26 @@ void PodManager::AdmitAndStart(Node* node, const std::string& uid, bool start_co
   // generates the pod's status, device health included, with its phase,
   // before the containers start.
   node->pod_status().PodAdmitted(p);
+  if (!SyncDra(node, p)) return;
+  Run(node, uid, start_containers);
+}
+
+bool PodManager::SyncDra(Node* node, const pod::Pod& p) {
+  const topology::AdmitResult r = node->PrepareDynamicResources(p);
+  absl::MutexLock l(&mu_);
+  PodRecord* rec = FindLocked(p.uid);
+  if (rec == nullptr) return true;  // deleted meanwhile: Run cleans up
+  rec->sync_failed = !r.admitted;
+  rec->reason = r.reason;
+  rec->message = r.message;
+  if (!r.admitted) {
+    DM_INFO("Pod sync failed; retrying later", {"pod", p.namespace_ + "/" + p.name},
+            {"reason", r.reason}, {"message", r.message});
+  }
+  return r.admitted;
+}
+
+void PodManager::Run(Node* node, const std::string& uid, bool start_containers) {
   bool deleted;
   {
     absl::MutexLock l(&mu_);
@@ -172,12 +194,14 @@ void PodManager::StartContainers(Node* node, const std::string& uid) {
   }
   for (const pod::Container* c : pod::AllContainersInKubeletOrder(p)) {
     auto opts = node->manager().GetDeviceRunContainerOptions(p, *c);
+    const std::vector<std::string> cdi = node->DraCdiDevices(uid, c->name);
     absl::MutexLock l(&mu_);
     PodRecord* rec = FindLocked(uid);
     if (rec == nullptr) return;  // deleted meanwhile, record dropped
     for (ContainerRecord& cr : rec->containers) {
       if (cr.name != c->name) continue;
       cr.container_id = NewContainerId(uid, c->name);
+      cr.cdi_devices = cdi;
       if (opts.ok()) {
         cr.run_options = *opts;
         cr.start_error.clear();
@@ -189,6 +213,34 @@ void PodManager::StartContainers(Node* node, const std::string& uid) {
                  {"container", c->name});
       }
     }
+  }
+}
+
+void PodManager::RetryFailedSyncs() {
+  Node* node;
+  std::vector<pod::Pod> failed;
+  {
+    absl::MutexLock l(&mu_);
+    node = node_;
+    for (const auto& [seq, it] : active_) {
+      if (it->rec.sync_failed) failed.push_back(it->rec.pod);
+    }
+  }
+  for (const pod::Pod& p : failed) {
+    if (SyncDra(node, p)) Run(node, p.uid, /*start_containers=*/true);
+  }
+}
+
+void PodManager::ReconcileDra() {
+  Node* node;
+  {
+    absl::MutexLock l(&mu_);
+    node = node_;
+  }
+  const std::vector<std::string> active = ActivePodUids();
+  const std::set<std::string> keep(active.begin(), active.end());
+  for (const std::string& uid : node->DraPodUids()) {
+    if (keep.count(uid) == 0) (void)node->DraPodGone(uid);
   }
 }
 
@@ -216,18 +268,31 @@ void PodManager::ForgetOnNode(Node* node, const std::string& uid) {
   // cleanup) and its containers' topology hints (as they are removed).
   node->pod_status().PodDeleted(uid);
   node->topology_manager()->RemovePod(uid);
+  // The kubelet unprepares a pod's claims when the pod terminates; an error
+  // is logged, and the claims stay prepared until a later try succeeds.
+  (void)node->DraPodGone(uid);
 }
 
 absl::Status PodManager::SetPhase(const std::string& uid, pod::Phase phase) {
-  absl::MutexLock l(&mu_);
-  SlotIt slot = FindSlotLocked(uid);
-  if (slot == pods_.end()) return absl::NotFoundError(fmt::format("no pod {}", uid));
-  PodRecord* rec = &slot->rec;
-  rec->phase = phase;
-  UpdateActiveLocked(slot);
-  if (phase == pod::Phase::kSucceeded || phase == pod::Phase::kFailed) {
-    for (ContainerRecord& c : rec->containers) c.running = false;
+  const bool terminated = phase == pod::Phase::kSucceeded || phase == pod::Phase::kFailed;
+  Node* node;
+  std::string pod_uid;
+  {
+    absl::MutexLock l(&mu_);
+    SlotIt slot = FindSlotLocked(uid);
+    if (slot == pods_.end()) return absl::NotFoundError(fmt::format("no pod {}", uid));
+    PodRecord* rec = &slot->rec;
+    rec->phase = phase;
+    UpdateActiveLocked(slot);
+    if (terminated) {
+      for (ContainerRecord& c : rec->containers) c.running = false;
+    }
+    node = node_;
+    pod_uid = rec->pod.uid;
   }
+  // A terminated pod's claims are unprepared (the kubelet's
+  // syncTerminatedPod), without this class's lock.
+  if (terminated) (void)node->DraPodGone(pod_uid);
   return absl::OkStatus();
 }
 
@@ -251,12 +316,14 @@ absl::Status PodManager::RestartContainer(const std::string& uid, const std::str
         fmt::format("pod {}/{} has no container {}", p.namespace_, p.name, container));
   }
   auto opts = node->manager().GetDeviceRunContainerOptions(p, *c);
+  const std::vector<std::string> cdi = node->DraCdiDevices(p.uid, container);
   absl::MutexLock l(&mu_);
   PodRecord* rec = FindLocked(p.uid);
   if (rec == nullptr) return absl::NotFoundError(fmt::format("no pod {}", p.uid));
   for (ContainerRecord& cr : rec->containers) {
     if (cr.name != container) continue;
     cr.container_id = NewContainerId(p.uid, container);
+    cr.cdi_devices = cdi;
     ++cr.restart_count;
     if (opts.ok()) {
       cr.run_options = *opts;

@@ -39,6 +39,9 @@ struct ContainerRecord {
   // admission (bit i = node i); nullopt: none stored, a nil affinity
   // ("any"), or policy none.
   std::optional<uint64_t> numa_affinity;
+  // The CDI device IDs of the pod's prepared DRA claims that the container
+  // uses (the CRI ContainerConfig.CDIDevices), as of its last start.
+  std::vector<std::string> cdi_devices;
 };
 
 struct PodRecord {
@@ -50,6 +53,10 @@ struct PodRecord {
   std::string reason;   // e.g. UnexpectedAdmissionError
   std::string message;  // e.g. Allocate failed due to ..., which is unexpected
   bool deleted = false;
+  // Admitted, but the pod worker's sync failed before the containers
+  // started (its DRA claims could not be allocated or prepared; reason and
+  // message say why): the pod stays Pending and RetryFailedSyncs tries again.
+  bool sync_failed = false;
   std::vector<ContainerRecord> containers;  // kubelet order (init, then app)
 };
 
@@ -86,6 +93,14 @@ class PodManager {
   // devices are cached).
   absl::Status RestartContainer(const std::string& uid, const std::string& container);
 
+  // The pod worker's retry (the kubelet requeues a failed sync after its
+  // back-off): every active pod whose sync failed is synced again, and its
+  // containers start when that succeeds.
+  void RetryFailedSyncs();
+  // The DRA manager's reconcile loop: claims still prepared for pods that
+  // are no longer active are unprepared (and released).
+  void ReconcileDra();
+
   // The UIDs of active pods (admitted, not terminated, not deleted).
   std::vector<std::string> ActivePodUids() const;
   std::vector<PodRecord> Pods() const;
@@ -110,8 +125,15 @@ class PodManager {
   void AdmitAndStart(Node* node, const std::string& uid, bool start_containers)
       ABSL_LOCKS_EXCLUDED(mu_);
   void StartContainers(Node* node, const std::string& uid) ABSL_LOCKS_EXCLUDED(mu_);
+  // The sync's DRA step (Node::PrepareDynamicResources), recorded on the
+  // pod; true when the containers may start.
+  bool SyncDra(Node* node, const pod::Pod& p) ABSL_LOCKS_EXCLUDED(mu_);
+  // After a successful sync: the pod runs and (with `start_containers`) its
+  // containers start, unless it was deleted meanwhile.
+  void Run(Node* node, const std::string& uid, bool start_containers) ABSL_LOCKS_EXCLUDED(mu_);
   // What the node keeps per pod and forgets when the pod is deleted: its
-  // device-health status and its topology hints.
+  // device-health status and its topology hints; its DRA claims are
+  // unprepared.
   static void ForgetOnNode(Node* node, const std::string& uid);
   std::string NewContainerId(const std::string& uid, const std::string& name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

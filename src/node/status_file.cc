@@ -153,6 +153,7 @@ nlohmann::ordered_json PodsJson(const StatusInput& in) {
       } else {
         jc["runtimeOptions"] = nullptr;
       }
+      if (!c.cdi_devices.empty()) jc["draCdiDevices"] = c.cdi_devices;
       if (!c.start_error.empty()) jc["startError"] = c.start_error;
       if (const auto* health = ResourceStatusOf(in, r.pod.uid, c.name)) {
         jc["allocatedResourcesStatus"] = AllocatedResourcesStatusJson(*health);

@@ -2,6 +2,7 @@
 
 #include "common/fs.h"
 #include "common/logging.h"
+#include "node/dra_pods.h"
 #include "node/status_file.h"
 
 namespace devmgr::node {
@@ -54,6 +55,9 @@ void StatusLoop::Pass() {
   in.pod_statuses = node_->PodResourceStatuses();
   in.now = absl::Now();
   nlohmann::json status = BuildStatus(in);
+  if (node_->dra_handler() != nullptr && node_->dra_manager() != nullptr) {
+    status["dra"] = DraStatusJson(*node_->dra_handler(), *node_->dra_manager());
+  }
   if (opts_.extra_sections) status.update(opts_.extra_sections());
   const std::string text =
       status.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

@@ -9,9 +9,11 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "common/go_format.h"
 #include "common/status_util.h"
 #include "fmt/format.h"
+#include "nlohmann/json.hpp"
 #include "pod/quantity.h"
 #include "pod/resource_validation.h"
 #include "pod/uid.h"
@@ -20,6 +22,37 @@
 
 namespace devmgr::pod {
 namespace {
+
+// A YAML node as the API's JSON (YAML 1.2 core schema, as the API's YAML
+// decoder reads it): plain scalars that read as integers, booleans or null
+// become those; quoted scalars stay strings.
+nlohmann::json AsJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& kv : node) out[kv.first.Scalar()] = AsJson(kv.second);
+      return out;
+    }
+    case YAML::NodeType::Sequence: {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& item : node) out.push_back(AsJson(item));
+      return out;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string& s = node.Scalar();
+      if (node.Tag() == "!") return s;  // quoted
+      int64_t i = 0;
+      if (s.find_first_not_of("-0123456789") == std::string::npos && absl::SimpleAtoi(s, &i)) {
+        return i;
+      }
+      if (s == "true" || s == "false") return s == "true";
+      if (s == "null" || s == "~") return nullptr;
+      return s;
+    }
+    default:
+      return nullptr;
+  }
+}
 
 const char* KindOf(const YAML::Node& node) {
   switch (node.Type()) {
@@ -175,6 +208,7 @@ class DocParser {
       out << doc;
       pod->manifest_digest = HexString(Sha1(out.c_str()));
     }
+    pod->manifest_json = AsJson(doc).dump();
 
     std::vector<RawContainer> init, app;
     const bool has_spec = spec.IsDefined() && spec.IsMap();

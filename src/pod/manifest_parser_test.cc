@@ -82,6 +82,30 @@ spec: {containers: [{name: a}]}
   EXPECT_EQ(again->uid, pod->uid);
 }
 
+TEST(ManifestParserTest, KeepsTheDocumentAsJson) {
+  const char* kYaml = R"(apiVersion: v1
+kind: Pod
+metadata: {name: dra, labels: {tier: "1"}}
+spec:
+  containers:
+  - name: c
+    resources:
+      claims: [{name: gpu}]
+  resourceClaims:
+  - name: gpu
+    resourceClaimTemplateName: gpu-template
+  priority: 5
+  hostNetwork: false
+)";
+  absl::StatusOr<Pod> p = ParsePodManifest(kYaml, "dra.yaml");
+  ASSERT_OK(p);
+  EXPECT_EQ(p->manifest_json,
+            R"({"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"tier":"1"},"name":"dra"},)"
+            R"("spec":{"containers":[{"name":"c","resources":{"claims":[{"name":"gpu"}]}}],)"
+            R"("hostNetwork":false,"priority":5,"resourceClaims":[{"name":"gpu",)"
+            R"("resourceClaimTemplateName":"gpu-template"}]}})");
+}
+
 TEST(UidTest, StableValues) {
   EXPECT_EQ(DeterministicPodUid("default", "gpu-pod"), "a29611c3-0946-5f17-927e-809311f673d7");
   EXPECT_EQ(DeterministicPodUid("kube-system", "a"), "609636d0-0c03-556c-bebe-2d0f1b8e5c4b");

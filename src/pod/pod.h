@@ -59,6 +59,11 @@ struct Pod {
   // and layout do not count) — what static pods derive their UID from.
   bool uid_generated = false;
   std::string manifest_digest;
+  // The pod's document as JSON (the API's form: plain scalars that read as
+  // integers, booleans or null become those), for what reads more of the
+  // manifest than this struct keeps (DRA: spec.resourceClaims, containers'
+  // resources.claims, status.resourceClaimStatuses). "" when built in code.
+  std::string manifest_json;
 };
 
 // initContainers then containers, in manifest order: the order in which the

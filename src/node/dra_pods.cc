@@ -1,0 +1,163 @@
+#include "node/dra_pods.h"
+
+#include <set>
+#include <utility>
+
+#include "common/logging.h"
+#include "dra/allocator.h"
+#include "dra/pod_claims.h"
+
+namespace devmgr::node {
+namespace {
+
+// How often an allocation or release that met a concurrent change (a
+// driver's or another pod's write: Aborted) is tried again.
+constexpr int kConflictAttempts = 5;
+
+// The manifest as the API has it, with the UID the node gave the pod (a
+// static pod's differs from what its manifest names), or null when the pod
+// has no spec.resourceClaims.
+nlohmann::json ManifestWithClaims(const pod::Pod& pod) {
+  if (pod.manifest_json.empty()) return nullptr;
+  nlohmann::json manifest = nlohmann::json::parse(pod.manifest_json, nullptr, false);
+  if (!manifest.is_object()) return nullptr;
+  const nlohmann::json* spec = manifest.contains("spec") ? &manifest["spec"] : nullptr;
+  if (spec == nullptr || !spec->is_object() || !spec->contains("resourceClaims")) return nullptr;
+  const nlohmann::json& claims = (*spec)["resourceClaims"];
+  if (claims.is_null() || (claims.is_array() && claims.empty())) return nullptr;
+  manifest["metadata"]["uid"] = pod.uid;
+  manifest["metadata"]["name"] = pod.name;
+  manifest["metadata"]["namespace"] = pod.namespace_;
+  return manifest;
+}
+
+topology::AdmitResult Rejected(const char* reason, std::string message) {
+  topology::AdmitResult r;
+  r.admitted = false;
+  r.reason = reason;
+  r.message = std::move(message);
+  return r;
+}
+
+}  // namespace
+
+topology::AdmitResult DraPods::Prepare(const pod::Pod& pod) {
+  nlohmann::json manifest = ManifestWithClaims(pod);
+  if (manifest.is_null()) return {};
+  absl::MutexLock op(&op_mu_);
+  {
+    // Known before anything is created for it, so that a deletion finds the
+    // pod to release (claims made from templates) and unprepare.
+    absl::MutexLock l(&mu_);
+    pods_.emplace(pod.uid, manifest);
+  }
+  // The resource claim controller and the scheduler.
+  absl::StatusOr<dra::PodClaimResolution> resolution = dra::ResolvePodClaims(*store_, manifest);
+  if (!resolution.ok()) {
+    return Rejected(kDraSchedulingFailed, std::string(resolution.status().message()));
+  }
+  absl::Status allocated = dra::AllocateAndReserve(*store_, node_name_, *resolution);
+  for (int i = 1; i < kConflictAttempts && allocated.code() == absl::StatusCode::kAborted; ++i) {
+    resolution = dra::ResolvePodClaims(*store_, manifest);
+    if (!resolution.ok()) {
+      return Rejected(kDraSchedulingFailed, std::string(resolution.status().message()));
+    }
+    allocated = dra::AllocateAndReserve(*store_, node_name_, *resolution);
+  }
+  if (!allocated.ok()) return Rejected(kDraSchedulingFailed, std::string(allocated.message()));
+  manifest = dra::WithResourceClaimStatuses(std::move(manifest), *resolution);
+  {
+    absl::MutexLock l(&mu_);
+    pods_[pod.uid] = manifest;
+  }
+  // The kubelet's pod sync: PrepareDynamicResources before the containers.
+  std::vector<nlohmann::json> claims;
+  for (const dra::ResolvedClaim& c : resolution->claims) claims.push_back(c.claim);
+  if (absl::Status s = manager_->PrepareResources(manifest, claims); !s.ok()) {
+    DM_ERROR(std::string(s.message()), "Failed to prepare dynamic resources",
+             {"pod", pod.namespace_ + "/" + pod.name});
+    return Rejected(kDraPrepareFailed,
+                    "Failed to prepare dynamic resources: " + std::string(s.message()));
+  }
+  return {};
+}
+
+absl::Status DraPods::Unprepare(const std::string& pod_uid) {
+  absl::MutexLock op(&op_mu_);
+  nlohmann::json manifest;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = pods_.find(pod_uid);
+    if (it == pods_.end()) return absl::OkStatus();
+    manifest = it->second;
+  }
+  if (absl::Status s = manager_->UnprepareResources(manifest); !s.ok()) {
+    DM_ERROR(std::string(s.message()), "Failed to unprepare dynamic resources",
+             {"podUID", pod_uid});
+    return s;
+  }
+  // The pod leaves the API: the controller releases its claims.
+  absl::Status released = dra::ReleasePodClaims(*store_, manifest);
+  for (int i = 1; i < kConflictAttempts && released.code() == absl::StatusCode::kAborted; ++i) {
+    released = dra::ReleasePodClaims(*store_, manifest);
+  }
+  if (!released.ok()) {
+    DM_ERROR(std::string(released.message()), "Failed to release the pod's ResourceClaims",
+             {"podUID", pod_uid});
+  }
+  absl::MutexLock l(&mu_);
+  pods_.erase(pod_uid);
+  return absl::OkStatus();
+}
+
+std::vector<std::string> DraPods::ContainerCdiIds(const std::string& pod_uid,
+                                                  const std::string& container) const {
+  nlohmann::json manifest;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = pods_.find(pod_uid);
+    if (it == pods_.end()) return {};
+    manifest = it->second;
+  }
+  absl::StatusOr<std::vector<std::string>> ids = manager_->ContainerCdiIds(manifest, container);
+  return ids.ok() ? *std::move(ids) : std::vector<std::string>{};
+}
+
+std::vector<std::string> DraPods::PodUids() const {
+  absl::MutexLock l(&mu_);
+  std::vector<std::string> out;
+  for (const auto& [uid, manifest] : pods_) out.push_back(uid);
+  return out;
+}
+
+nlohmann::json DraStatusJson(const dra::DraPluginHandler& handler, const dra::Manager& manager) {
+  nlohmann::json drivers = nlohmann::json::array();
+  for (const std::string& name : handler.Drivers()) {
+    drivers.push_back({{"name", name}, {"endpoints", handler.Endpoints(name)}});
+  }
+  nlohmann::json claims = nlohmann::json::array();
+  for (const auto& [uid, info] : manager.ClaimInfos()) {
+    nlohmann::json devices = nlohmann::json::array();
+    for (const auto& [driver, state] :
+         info.state.driver_state.value_or(std::map<std::string, dra::DriverState>{})) {
+      for (const dra::Device& d : state.devices.value_or(std::vector<dra::Device>{})) {
+        devices.push_back(
+            {{"driver", driver},
+             {"pool", d.pool_name},
+             {"device", d.device_name},
+             {"requestNames", d.request_names.value_or(std::vector<std::string>{})},
+             {"cdiDeviceIDs", d.cdi_device_ids.value_or(std::vector<std::string>{})}});
+      }
+    }
+    const std::set<std::string> pods = info.state.pod_uids.value_or(std::set<std::string>{});
+    claims.push_back({{"uid", uid},
+                      {"name", info.state.claim_name},
+                      {"namespace", info.state.namespace_},
+                      {"podUIDs", std::vector<std::string>(pods.begin(), pods.end())},
+                      {"prepared", info.prepared},
+                      {"devices", std::move(devices)}});
+  }
+  return {{"drivers", std::move(drivers)}, {"claims", std::move(claims)}};
+}
+
+}  // namespace devmgr::node

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# e2e: DRA on the node. `devmgr serve` (kubelet 1.37, the embedded API
+# endpoint) runs `devmgr sample-dra-driver` as its driver; a static pod whose
+# manifest names a ResourceClaimTemplate (the documentation's examples) gets
+# a claim made from the template, allocated from the driver's slice, reserved
+# and prepared; the container's CDI device IDs are in the status file. A
+# restarted serve (the API objects and dra_manager_state kept, as a cluster
+# keeps them across a kubelet restart) prepares the claim again; deleting the
+# pod unprepares it and deletes the claim.
+#
+# DRA_DRIVER=upstream runs the same flow with the e2e DRA test driver of
+# Kubernetes from ${PEERS_DIR} (skipped, 77, when it is not built).
+set -euo pipefail
+: "${DEVMGR_BIN:?}"
+mode=${DRA_DRIVER:-sample}
+if [[ $mode == upstream ]]; then
+  : "${PEERS_DIR:?}"
+  peer="$PEERS_DIR/dra-test-driver-${DRA_DRIVER_RELEASE:-v1.37.2}"
+  [[ -x "$peer" ]] || { echo "SKIP: $peer is not built (ctest peers.build)"; exit 77; }
+fi
+tmp=$(mktemp -d /tmp/dmdraXXXXXX)
+pid=""
+cleanup() {
+  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; wait "$pid" || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [[ -f "$tmp/serve.err" ]] && tail -40 "$tmp/serve.err" >&2; exit 1; }
+wait_for() {  # wait_for DESCRIPTION COMMAND...: polls up to 60 s
+  local what=$1; shift
+  for _ in $(seq 1 600); do "$@" && return 0; sleep 0.1; done
+  fail "timed out waiting for $what"
+}
+
+root="$tmp/root"
+mkdir -p "$root/device-plugins" "$root/plugins_registry" "$root/plugins" "$tmp/cdi" "$tmp/pods"
+if [[ $mode == upstream ]]; then
+  driver=test-driver.cdi.k8s.io
+  mkdir -p "$root/plugins/$driver"
+  plugin="exec $peer -v=5 kubelet-plugin --node-name node-1 --plugin-registration-path $root/plugins_registry --datadir $root/plugins --cdi-dir $tmp/cdi --num-devices 2"
+  selector="device.driver == \"$driver\""
+else
+  driver=sample.dra.devmgr.io
+  plugin="exec $DEVMGR_BIN sample-dra-driver -v 2 --node-name node-1 --registry-dir $root/plugins_registry --plugin-dir $root/plugins --cdi-dir $tmp/cdi"
+  selector="device.attributes[\"$driver\"].model == \"sample-b\""
+fi
+serve() {
+  "$DEVMGR_BIN" serve --dir "$root/device-plugins" --fsync false --kubelet-version 1.37 \
+    --api-listen 127.0.0.1:0 --kubeconfig-out "$tmp/kubeconfig" --node-name node-1 \
+    --plugins-registry-dir "$root/plugins_registry" --pod-manifest-path "$tmp/pods" \
+    --pod-manifest-poll 0.2 --node-status-interval 0.2 --status-file "$tmp/status.json" \
+    --pod-resources-socket off --plugin "$plugin" 2> "$tmp/serve.err" &
+  pid=$!
+}
+stop_serve() {
+  kill -TERM "$pid"
+  wait "$pid" || fail "serve exited $?"
+  pid=""
+}
+# check NAME: one python check of the status file (below), exit 0 when it holds.
+check() {
+  python3 - "$1" "$tmp/status.json" "$driver" "$tmp/cdi" <<'PY'
+import json, os, sys
+what, path, driver, cdi = sys.argv[1:5]
+try:
+    st = json.load(open(path))
+except (OSError, ValueError):
+    sys.exit(1)
+api, dra, pods = st.get("api") or {}, st.get("dra") or {}, st.get("pods", [])
+def ok(cond):
+    sys.exit(0 if cond else 1)
+if what == "registered":
+    ok(driver in [d["name"] for d in dra.get("drivers", [])])
+if what == "slices":
+    ok(any(s["spec"]["driver"] == driver and s["spec"]["nodeName"] == "node-1"
+           and s["spec"].get("devices") for s in api.get("resourceSlices", [])))
+claims = api.get("resourceClaims", [])
+if what == "prepared":
+    if len(pods) != 1 or pods[0]["phase"] != "Running" or len(claims) != 1:
+        sys.exit(1)
+    pod, claim = pods[0], claims[0]
+    uid = claim["metadata"]["uid"]
+    entries = [c for c in dra.get("claims", []) if c["uid"] == uid]
+    ok(entries and entries[0]["prepared"] and pod["containers"][0].get("draCdiDevices"))
+if what == "verify":  # the prepared state in full; prints what is wrong
+    pod, claim = pods[0], claims[0]
+    meta, status = claim["metadata"], claim.get("status", {})
+    assert meta["name"].startswith(pod["name"] + "-separate-gpu-claim-"), meta["name"]
+    assert meta["annotations"]["resource.kubernetes.io/pod-claim-name"] == "separate-gpu-claim"
+    results = status["allocation"]["devices"]["results"]
+    assert [r["driver"] for r in results] == [driver], results
+    assert [r["request"] for r in results] == ["gpu-claim"], results
+    assert [(r["resource"], r["uid"]) for r in status["reservedFor"]] == [("pods", pod["uid"])]
+    entry = [c for c in dra["claims"] if c["uid"] == meta["uid"]][0]
+    assert entry["podUIDs"] == [pod["uid"]] and entry["name"] == meta["name"], entry
+    assert [(d["driver"], d["device"]) for d in entry["devices"]] == \
+        [(driver, results[0]["device"])], entry
+    ids = pod["containers"][0]["draCdiDevices"]
+    assert ids == entry["devices"][0]["cdiDeviceIDs"] and ids, (ids, entry)
+    assert all("=" in i and i.split("=")[0].count("/") == 1 for i in ids), ids
+    assert os.listdir(cdi), "no CDI spec written"
+    print(meta["uid"], ids[0])
+    sys.exit(0)
+if what == "unprepared":
+    ok(not pods and not dra.get("claims") and not claims)
+sys.exit(2)
+PY
+}
+post() {  # post PATH JSON: creates an object through the API endpoint
+  python3 - "$tmp/kubeconfig" "$1" "$2" <<'PY' || fail "POST $1"
+import json, sys, urllib.request
+url = json.load(open(sys.argv[1]))["clusters"][0]["cluster"]["server"]
+req = urllib.request.Request(url + sys.argv[2], method="POST", data=sys.argv[3].encode(),
+                             headers={"Content-Type": "application/json"})
+with urllib.request.urlopen(req, timeout=10) as r:
+    assert r.status == 201, r.status
+PY
+}
+
+serve
+wait_for "the driver's registration" check registered
+wait_for "the driver's ResourceSlice" check slices
+# The documentation's DeviceClass and ResourceClaimTemplate
+# (kubernetes/website content/en/examples/dra/), for this driver.
+post /apis/resource.k8s.io/v1/deviceclasses "$(cat <<EOF
+{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+ "metadata": {"name": "example-device-class"},
+ "spec": {"selectors": [{"cel": {"expression": "device.driver == \"$driver\""}}]}}
+EOF
+)"
+post /apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates "$(python3 -c '
+import json, sys
+print(json.dumps({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+  "metadata": {"name": "example-resource-claim-template"},
+  "spec": {"spec": {"devices": {"requests": [{"name": "gpu-claim", "exactly": {
+    "deviceClassName": "example-device-class",
+    "selectors": [{"cel": {"expression": sys.argv[1]}}]}}]}}}}))' "$selector")"
+cat > "$tmp/pods/example-dra-pod.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: example-dra-pod
+spec:
+  containers:
+  - name: container0
+    image: ubuntu:24.04
+    command: ["sleep", "9999"]
+    resources:
+      claims:
+      - name: separate-gpu-claim
+  resourceClaims:
+  - name: separate-gpu-claim
+    resourceClaimTemplateName: example-resource-claim-template
+EOF
+wait_for "the claim to be prepared" check prepared
+first=$(check verify) || fail "prepared state: $first"
+claim_uid=${first%% *}
+grep -q "$claim_uid" "$root/dra_manager_state" || fail "dra_manager_state lacks claim $claim_uid"
+
+# A kubelet restart: the checkpoint is restored (the claim not prepared yet),
+# the driver registers again and the claim is prepared again.
+stop_serve
+serve
+wait_for "the driver's registration after the restart" check registered
+wait_for "the claim to be prepared again" check prepared
+second=$(check verify) || fail "prepared state after the restart: $second"
+[[ "$second" == "$first" ]] || fail "after the restart: $second, before: $first"
+grep -q '^\[plugin\] .*NodePrepareResources' "$tmp/serve.err" ||
+  fail "the driver got no NodePrepareResources after the restart"
+
+# Deleting the pod unprepares its claim; the claim made for it is deleted.
+rm "$tmp/pods/example-dra-pod.yaml"
+wait_for "the claim to be unprepared" check unprepared
+grep -q '^\[plugin\] .*NodeUnprepareResources' "$tmp/serve.err" ||
+  fail "the driver got no NodeUnprepareResources"
+if [[ $mode == sample ]]; then
+  python3 - "$root/plugins/$driver/prepared-claims.json" <<'PY' || fail "the driver still holds the claim"
+import json, sys
+sys.exit(0 if not json.load(open(sys.argv[1]))["claims"] else 1)
+PY
+fi
+grep -q "$claim_uid" "$root/dra_manager_state" && fail "dra_manager_state still holds the claim"
+stop_serve
+echo "PASS"
