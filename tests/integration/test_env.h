@@ -75,19 +75,21 @@ struct NodeHandle {
   std::unique_ptr<node::Node> node;
 };
 
-// Builds a node on `dir` with a fake clock and fsync off.
+// Builds a node on `dir` with a fake clock and fsync off. The dial window is 2 s (the
+// kubelet's is 10 s) so that a test of a failed dial ends soon.
 inline std::unique_ptr<node::Node> MakeNode(const std::string& dir, FakeClock* clock,
                                             const std::string& version = "1.32",
                                             ChangeSignal* signal = nullptr,
                                             const std::string& registry_dir = "",
-                                            int max_recv = 4 * 1024 * 1024) {
+                                            int max_recv = 4 * 1024 * 1024,
+                                            absl::Duration dial_timeout = absl::Seconds(2)) {
   node::NodeOptions o;
   o.plugin_dir = dir;
   o.registry_dir = registry_dir;
   o.profile = *ProfileForVersion(version);
   o.clock = clock;
   o.fsync = false;
-  o.dial_timeout = absl::Seconds(2);
+  o.dial_timeout = dial_timeout;
   o.max_recv_msg_size = max_recv;
   auto n = std::make_unique<node::Node>(o);
   if (signal != nullptr) n->manager().SetChangeCallback([signal] { signal->Notify(); });
