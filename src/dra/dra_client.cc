@@ -118,6 +118,25 @@ bool UnprepareResponseValidUtf8(const Response& resp) {
   return true;
 }
 
+// What a response says, per claim UID.
+template <typename Response>
+std::map<std::string, PrepareEntry> PrepareEntries(const Response& resp, bool read_share_id) {
+  std::map<std::string, PrepareEntry> out;
+  for (const auto& [uid, entry] : resp.claims()) {
+    PrepareEntry& e = out[uid];
+    e.error = entry.error();
+    for (const auto& d : entry.devices()) e.devices.push_back(ToResponseDevice(d, read_share_id));
+  }
+  return out;
+}
+
+template <typename Response>
+std::map<std::string, std::string> UnprepareErrors(const Response& resp) {
+  std::map<std::string, std::string> out;
+  for (const auto& [uid, entry] : resp.claims()) out[uid] = entry.error();
+  return out;
+}
+
 // A failed call as grpc-go reports it. The deadline's text is Go's context
 // error, which grpc-go puts in the status.
 absl::Status CallStatus(const grpc::Status& s) {
@@ -182,7 +201,59 @@ absl::Status CheckResponse(std::string_view rpc, const std::vector<Claim>& claim
   return absl::OkStatus();
 }
 
+// grpc-go's codec error for a message that is not the response type: the
+// proto library's text for bad wire data. (gRPC C++ itself fails such a
+// call with Internal and an empty message; the kubelet's text is Go's.)
+grpc::Status UnparseableStatus() {
+  return grpc::Status(grpc::StatusCode::INTERNAL,
+                      "grpc: failed to unmarshal the received message: proto: cannot parse "
+                      "invalid wire-format data");
+}
+
+template <typename Response>
+absl::StatusOr<Response> ParseResponse(std::string_view bytes, bool validate_utf8,
+                                       bool (*valid_utf8)(const Response&)) {
+  Response resp;
+  if (!resp.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return CallStatus(UnparseableStatus());
+  }
+  if (validate_utf8 && !valid_utf8(resp)) return CallStatus(transport::ClientInvalidUtf8Status());
+  return resp;
+}
+
+template <typename Api>
+absl::StatusOr<std::map<std::string, PrepareEntry>> ReadPrepare(std::string_view bytes,
+                                                                const DraClientOptions& opts) {
+  using Response = typename Api::PrepareResponse;
+  absl::StatusOr<Response> resp =
+      ParseResponse<Response>(bytes, opts.validate_utf8, &PrepareResponseValidUtf8<Response>);
+  if (!resp.ok()) return resp.status();
+  return PrepareEntries(*resp, opts.read_share_id);
+}
+
+template <typename Api>
+absl::StatusOr<std::map<std::string, std::string>> ReadUnprepare(std::string_view bytes,
+                                                                 const DraClientOptions& opts) {
+  using Response = typename Api::UnprepareResponse;
+  absl::StatusOr<Response> resp =
+      ParseResponse<Response>(bytes, opts.validate_utf8, &UnprepareResponseValidUtf8<Response>);
+  if (!resp.ok()) return resp.status();
+  return UnprepareErrors(*resp);
+}
+
 }  // namespace
+
+absl::StatusOr<std::map<std::string, PrepareEntry>> ReadPrepareResponse(
+    DraService service, std::string_view bytes, const DraClientOptions& opts) {
+  return service == DraService::kV1 ? ReadPrepare<V1Api>(bytes, opts)
+                                    : ReadPrepare<V1beta1Api>(bytes, opts);
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ReadUnprepareResponse(
+    DraService service, std::string_view bytes, const DraClientOptions& opts) {
+  return service == DraService::kV1 ? ReadUnprepare<V1Api>(bytes, opts)
+                                    : ReadUnprepare<V1beta1Api>(bytes, opts);
+}
 
 DraClient::DraClient(std::string driver, std::string endpoint, DraService service,
                      DraClientOptions opts)
@@ -277,15 +348,7 @@ absl::StatusOr<std::map<std::string, PrepareEntry>> DraClient::RawPrepare(
     const std::vector<Claim>& claims) {
   absl::StatusOr<typename Api::PrepareResponse> resp = PrepareCall<Api>(claims);
   if (!resp.ok()) return resp.status();
-  std::map<std::string, PrepareEntry> out;
-  for (const auto& [uid, entry] : resp->claims()) {
-    PrepareEntry& e = out[uid];
-    e.error = entry.error();
-    for (const auto& d : entry.devices()) {
-      e.devices.push_back(ToResponseDevice(d, opts_.read_share_id));
-    }
-  }
-  return out;
+  return PrepareEntries(*resp, opts_.read_share_id);
 }
 
 template <typename Api>
@@ -293,9 +356,7 @@ absl::StatusOr<std::map<std::string, std::string>> DraClient::RawUnprepare(
     const std::vector<Claim>& claims) {
   absl::StatusOr<typename Api::UnprepareResponse> resp = UnprepareCall<Api>(claims);
   if (!resp.ok()) return resp.status();
-  std::map<std::string, std::string> out;
-  for (const auto& [uid, entry] : resp->claims()) out[uid] = entry.error();
-  return out;
+  return UnprepareErrors(*resp);
 }
 
 }  // namespace devmgr::dra

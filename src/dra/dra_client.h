@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -72,6 +73,21 @@ struct DraClientOptions {
   absl::Duration initial_reconnect_backoff = absl::ZeroDuration();
   absl::Duration max_reconnect_backoff = absl::ZeroDuration();
 };
+
+// How the client reads a response, from the bytes of the message gRPC
+// received: parsed as the response of `service`, checked for UTF-8 as Go's
+// unmarshal checks it (opts.validate_utf8), Device.share_id read as
+// opts.read_share_id says. A reply that parses gives what
+// CallNodePrepareResources / CallNodeUnprepareResources return for it (the
+// client reads its calls' responses with the same code); the fuzz target
+// tests/fuzz/dra_replies_fuzz.cc feeds it. Failure, as grpc-go reports it:
+// Internal "rpc error: code = Internal desc = grpc: failed to unmarshal the
+// received message: <why>" (bytes that are not the message, invalid UTF-8).
+absl::StatusOr<std::map<std::string, PrepareEntry>> ReadPrepareResponse(
+    DraService service, std::string_view bytes, const DraClientOptions& opts);
+// Claim UID -> its error ("" for success).
+absl::StatusOr<std::map<std::string, std::string>> ReadUnprepareResponse(
+    DraService service, std::string_view bytes, const DraClientOptions& opts);
 
 // Thread-safe. The channel is created by the constructor (insecure,
 // "unix:<endpoint>", :authority "localhost", a subchannel of its own) and

@@ -3,6 +3,7 @@
 // profile, share_id.
 #include "dra/dra_client.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -188,6 +189,49 @@ TEST_F(DraClientTest, InvalidUtf8FailsOnlyWhereTheProfileChecksIt) {
   EXPECT_EQ(Client(DraService::kV1, v135).NodePrepareResources(kClaims).status().message(),
             "NodePrepareResources: rpc error: code = Internal desc = grpc: failed to unmarshal the "
             "received message: string field contains invalid UTF-8");
+}
+
+// ReadPrepareResponse reads bytes as the client reads a call's response.
+TEST(ReadResponseTest, ReadsWhatTheClientReads) {
+  NodePrepareResourcesResponse resp;
+  auto* dev = (*resp.mutable_claims())["uid-1"].add_devices();
+  dev->set_pool_name("pool");
+  dev->set_device_name("gpu-\x01\xff");
+  dev->add_cdi_device_ids("example.com/gpu=0");
+  dev->set_share_id("s");
+  (*resp.mutable_claims())["uid-2"].set_error("no such device");
+  DraClientOptions v134;
+  v134.read_share_id = false;
+  absl::StatusOr<std::map<std::string, PrepareEntry>> got =
+      ReadPrepareResponse(DraService::kV1, resp.SerializeAsString(), v134);
+  ASSERT_OK(got);
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ(got->at("uid-1").devices,
+            (std::vector<ResponseDevice>{{{}, "pool", "gpu-\x01\xff", {"example.com/gpu=0"}, {}}}));
+  EXPECT_EQ(got->at("uid-2").error, "no such device");
+  DraClientOptions v137;
+  v137.validate_utf8 = true;
+  EXPECT_EQ(ReadPrepareResponse(DraService::kV1, resp.SerializeAsString(), v137).status().message(),
+            "rpc error: code = Internal desc = grpc: failed to unmarshal the received message: "
+            "string field contains invalid UTF-8");
+}
+
+TEST(ReadResponseTest, BytesThatAreNotTheMessageFailAsGrpcGoSays) {
+  for (const DraService service : {DraService::kV1, DraService::kV1beta1}) {
+    const absl::Status prepare = ReadPrepareResponse(service, "\x0a\x05\x0a", {}).status();
+    EXPECT_EQ(prepare.code(), absl::StatusCode::kInternal);
+    EXPECT_EQ(prepare.message(),
+              "rpc error: code = Internal desc = grpc: failed to unmarshal the received message: "
+              "proto: cannot parse invalid wire-format data");
+    EXPECT_EQ(ReadUnprepareResponse(service, "\xff", {}).status().message(), prepare.message());
+  }
+  NodeUnprepareResourcesResponse resp;
+  (*resp.mutable_claims())["uid-1"].set_error("busy");
+  (*resp.mutable_claims())["uid-2"];
+  absl::StatusOr<std::map<std::string, std::string>> got =
+      ReadUnprepareResponse(DraService::kV1, resp.SerializeAsString(), {});
+  ASSERT_OK(got);
+  EXPECT_EQ(*got, (std::map<std::string, std::string>{{"uid-1", "busy"}, {"uid-2", ""}}));
 }
 
 }  // namespace

@@ -36,6 +36,16 @@ absl::StatusOr<std::shared_ptr<DraClient>> ClientFor(const DraPluginHandler& han
 
 }  // namespace
 
+std::map<std::string, PrepareResult> ToPrepareResults(std::map<std::string, PrepareEntry> entries) {
+  std::map<std::string, PrepareResult> out;
+  for (auto& [uid, entry] : entries) {
+    PrepareResult& r = out[uid];
+    r.error = std::move(entry.error);
+    for (ResponseDevice& d : entry.devices) r.devices.push_back(ToPreparedDevice(std::move(d)));
+  }
+  return out;
+}
+
 absl::StatusOr<std::map<std::string, PrepareResult>> HandlerDriverCalls::Prepare(
     const std::string& driver, const std::vector<ClaimRef>& claims) {
   absl::StatusOr<std::shared_ptr<DraClient>> client = ClientFor(*handler_, driver);
@@ -43,13 +53,7 @@ absl::StatusOr<std::map<std::string, PrepareResult>> HandlerDriverCalls::Prepare
   absl::StatusOr<std::map<std::string, PrepareEntry>> response =
       (*client)->CallNodePrepareResources(ToClaims(claims));
   if (!response.ok()) return response.status();
-  std::map<std::string, PrepareResult> out;
-  for (auto& [uid, entry] : *response) {
-    PrepareResult& r = out[uid];
-    r.error = std::move(entry.error);
-    for (ResponseDevice& d : entry.devices) r.devices.push_back(ToPreparedDevice(std::move(d)));
-  }
-  return out;
+  return ToPrepareResults(*std::move(response));
 }
 
 absl::StatusOr<std::map<std::string, std::string>> HandlerDriverCalls::Unprepare(

@@ -13,10 +13,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "dra/dra_client.h"
 #include "dra/dra_plugin_handler.h"
 #include "dra/driver_calls.h"
 
 namespace devmgr::dra {
+
+// A NodePrepareResources response as the client read it
+// (DraClient::CallNodePrepareResources), in the manager's terms.
+std::map<std::string, PrepareResult> ToPrepareResults(std::map<std::string, PrepareEntry> entries);
 
 // Thread-safe (the handler and its clients are).
 class HandlerDriverCalls final : public DriverCalls {

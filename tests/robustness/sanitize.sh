@@ -28,16 +28,20 @@ case $mode in
   tsan)
     sanitize=thread
     skip='|fuzz' # the fuzz replays are single-threaded: ASan's job
-    # Also not here: the DRA driver's API test (its binary is not in the list below) and the
+    # Also not here: the DRA driver's API test (its C++ side is not in the list below) and the
     # crash-consistency run (SIGKILLs at random points of `serve`'s checkpoint writes: under
     # TSan's slowdown no cycle reached a write; ASan and `make test` run it).
     skip_more='|^peers\..*\.api$|^robustness\.crash_consistency$'
     extra=
     # Where threads meet: the manager's locks, gRPC streams and the registration server, the
-    # plugin's serving threads, plugin processes, and the whole node over real sockets (the
-    # plugin manager's watcher and reconciler included).
+    # plugin's serving threads, plugin processes (a fork beside running threads), the plugin
+    # manager's watcher and reconciler, the DRA manager, its plugin handler and wipe timers,
+    # the sample DRA driver's servers, the embedded API endpoint's HTTP server and watches, and
+    # the whole node over real sockets.
     targets=(devmgr devmgr_manager_test devmgr_transport_test devmgr_plugin_test devmgr_node_test
-             devmgr_podresources_test devmgr_integration_test)
+             devmgr_podresources_test devmgr_integration_test devmgr_process_test
+             devmgr_pluginmanager_test devmgr_dra_test devmgr_draplugin_test
+             devmgr_apiserver_test)
     # Debian's gRPC and Abseil are not instrumented: tsan.supp says how that is handled.
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:report_signal_unsafe=0:suppressions=$here/tsan.supp"
     ;;
