@@ -30,6 +30,7 @@
 #include "dra/v1/api.pb.h"
 #include "dra/v1beta1/api.pb.h"
 #include "fuzz_check.h"
+#include "fuzz_script.h"
 #include "fuzz_temp_dir.h"
 #include "nlohmann/json.hpp"
 
@@ -37,30 +38,6 @@ namespace dra = devmgr::dra;
 using nlohmann::json;
 
 namespace {
-
-class Script {
- public:
-  Script(const uint8_t* p, size_t n) : p_(p), n_(n) {}
-  bool More() const { return n_ > 0; }
-  uint8_t Byte() {
-    if (n_ == 0) return 0;
-    --n_;
-    return *p_++;
-  }
-  // A length-prefixed (one byte) chunk.
-  std::string Chunk() {
-    size_t len = Byte();
-    if (len > n_) len = n_;
-    std::string s(reinterpret_cast<const char*>(p_), len);
-    p_ += len;
-    n_ -= len;
-    return s;
-  }
-
- private:
-  const uint8_t* p_;
-  size_t n_;
-};
 
 const std::string& Dir() {
   static const std::string* dir = [] {
@@ -136,7 +113,7 @@ const World& TheWorld() {
 }
 
 template <typename Response>
-std::string BuildPrepare(Script& in, const std::vector<dra::ClaimRef>& claims) {
+std::string BuildPrepare(FuzzScript& in, const std::vector<dra::ClaimRef>& claims) {
   Response resp;
   for (const dra::ClaimRef& c : claims) {
     const uint8_t how = in.Byte();
@@ -158,7 +135,7 @@ std::string BuildPrepare(Script& in, const std::vector<dra::ClaimRef>& claims) {
 }
 
 template <typename Response>
-std::string BuildUnprepare(Script& in, const std::vector<dra::ClaimRef>& claims) {
+std::string BuildUnprepare(FuzzScript& in, const std::vector<dra::ClaimRef>& claims) {
   Response resp;
   for (const dra::ClaimRef& c : claims) {
     const uint8_t how = in.Byte();
@@ -175,39 +152,46 @@ namespace v1beta1 = ::k8s::io::kubelet::pkg::apis::dra::v1beta1;
 // Every driver is registered; each call's answer is read from the script.
 class ScriptedDrivers final : public dra::DriverCalls {
  public:
-  ScriptedDrivers(Script* in, dra::DraService service, dra::DraClientOptions opts)
+  ScriptedDrivers(FuzzScript* in, dra::DraService service, dra::DraClientOptions opts)
       : in_(in), service_(service), opts_(opts) {}
 
   absl::StatusOr<std::map<std::string, dra::PrepareResult>> Prepare(
       const std::string&, const std::vector<dra::ClaimRef>& claims) override {
-    const uint8_t how = in_->Byte();
-    if (how % 8 == 0) return absl::UnavailableError("rpc error: code = Unavailable desc = gone");
-    const std::string bytes =
-        how % 8 == 1 ? in_->Chunk()
-        : service_ == dra::DraService::kV1
-            ? BuildPrepare<v1::NodePrepareResourcesResponse>(*in_, claims)
-            : BuildPrepare<v1beta1::NodePrepareResourcesResponse>(*in_, claims);
-    auto entries = dra::ReadPrepareResponse(service_, bytes, opts_);
+    absl::StatusOr<std::string> bytes = NextReply([&] {
+      return service_ == dra::DraService::kV1
+                 ? BuildPrepare<v1::NodePrepareResourcesResponse>(*in_, claims)
+                 : BuildPrepare<v1beta1::NodePrepareResourcesResponse>(*in_, claims);
+    });
+    if (!bytes.ok()) return bytes.status();
+    auto entries = dra::ReadPrepareResponse(service_, *bytes, opts_);
     if (!entries.ok()) return entries.status();
     return dra::ToPrepareResults(*std::move(entries));
   }
 
   absl::StatusOr<std::map<std::string, std::string>> Unprepare(
       const std::string&, const std::vector<dra::ClaimRef>& claims) override {
-    const uint8_t how = in_->Byte();
-    if (how % 8 == 0) return absl::UnavailableError("rpc error: code = Unavailable desc = gone");
-    const std::string bytes =
-        how % 8 == 1 ? in_->Chunk()
-        : service_ == dra::DraService::kV1
-            ? BuildUnprepare<v1::NodeUnprepareResourcesResponse>(*in_, claims)
-            : BuildUnprepare<v1beta1::NodeUnprepareResourcesResponse>(*in_, claims);
-    return dra::ReadUnprepareResponse(service_, bytes, opts_);
+    absl::StatusOr<std::string> bytes = NextReply([&] {
+      return service_ == dra::DraService::kV1
+                 ? BuildUnprepare<v1::NodeUnprepareResourcesResponse>(*in_, claims)
+                 : BuildUnprepare<v1beta1::NodeUnprepareResourcesResponse>(*in_, claims);
+    });
+    if (!bytes.ok()) return bytes.status();
+    return dra::ReadUnprepareResponse(service_, *bytes, opts_);
   }
 
   bool IsRegistered(const std::string&) const override { return true; }
 
  private:
-  Script* const in_;
+  // The next answer's bytes: a failed call, raw bytes, or a message `build` makes.
+  template <typename Build>
+  absl::StatusOr<std::string> NextReply(Build build) {
+    const uint8_t how = in_->Byte();
+    if (how % 8 == 0) return absl::UnavailableError("rpc error: code = Unavailable desc = gone");
+    if (how % 8 == 1) return in_->Chunk();
+    return build();
+  }
+
+  FuzzScript* const in_;
   const dra::DraService service_;
   const dra::DraClientOptions opts_;
 };
@@ -232,7 +216,7 @@ Restorable Summary(const std::map<std::string, dra::ClaimInfo>& cache) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Script in(data, size);
+  FuzzScript in(data, size);
   const World& world = TheWorld();
   std::filesystem::remove(Dir() + "/" + dra::kCheckpointName);
   const int minor = 34 + in.Byte() % 4;

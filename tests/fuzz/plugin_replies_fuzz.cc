@@ -17,6 +17,7 @@
 
 #include "common/logging.h"
 #include "fuzz_check.h"
+#include "fuzz_script.h"
 #include "fuzz_temp_dir.h"
 #include "kubelet/profile.h"
 #include "manager/fake_plugin_client.h"
@@ -29,30 +30,6 @@
 namespace dm = devmgr::manager;
 
 namespace {
-
-class Script {
- public:
-  Script(const uint8_t* p, size_t n) : p_(p), n_(n) {}
-  bool More() const { return n_ > 0; }
-  uint8_t Byte() {
-    if (n_ == 0) return 0;
-    --n_;
-    return *p_++;
-  }
-  // A length-prefixed (one byte) chunk.
-  std::string Chunk() {
-    size_t len = Byte();
-    if (len > n_) len = n_;
-    std::string s(reinterpret_cast<const char*>(p_), len);
-    p_ += len;
-    n_ -= len;
-    return s;
-  }
-
- private:
-  const uint8_t* p_;
-  size_t n_;
-};
 
 const std::string& Dir() {
   static const std::string* dir = [] {
@@ -84,7 +61,7 @@ const char* const kVersions[] = {"1.30", "1.31", "1.32", "1.33", "1.34+"};
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Script in(data, size);
+  FuzzScript in(data, size);
   std::filesystem::remove(Dir() + "/kubelet_internal_checkpoint");
   dm::ManagerOptions o;
   o.plugin_dir = Dir();
