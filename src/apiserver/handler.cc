@@ -71,7 +71,8 @@ bool TrueParam(const std::string& v) { return v == "true" || v == "1"; }
 ApiResponse JsonResponse(int status, const json& body) {
   ApiResponse r;
   r.status = status;
-  r.body = body.dump();
+  // Go's encoding/json writes invalid UTF-8 (which a protobuf body can carry) as U+FFFD.
+  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
   return r;
 }
 
@@ -278,7 +279,9 @@ ApiResponse Object(Store& store, const Route& route, const ApiRequest& r) {
 }  // namespace
 
 std::string WatchEventLine(const std::string& type, const json& object) {
-  return json{{"type", type}, {"object", object}}.dump() + "\n";
+  return json{{"type", type}, {"object", object}}.dump(-1, ' ', false,
+                                                       json::error_handler_t::replace) +
+         "\n";
 }
 
 WatchStream::WatchStream(const Store& store, const ResourceType& type, std::string ns,

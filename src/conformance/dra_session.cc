@@ -147,8 +147,7 @@ void DraSession::WaitForConnection() {
   if (driver.empty()) return;
   const absl::Duration left = t().register_within - MonoSub(MonoNow(), started_at_);
   for (const std::string& endpoint : handler_->Endpoints(driver)) {
-    handler_->WaitForConnectionForTest(driver, endpoint, true,
-                                       std::max(left, absl::ZeroDuration()));
+    handler_->WaitForConnection(driver, endpoint, true, std::max(left, absl::ZeroDuration()));
   }
 }
 

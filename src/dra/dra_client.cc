@@ -138,11 +138,18 @@ std::map<std::string, std::string> UnprepareErrors(const Response& resp) {
 }
 
 // A failed call as grpc-go reports it. The deadline's text is Go's context
-// error, which grpc-go puts in the status.
+// error, which grpc-go puts in the status; an answer over the receive limit
+// (4 MiB in both) is "grpc: received message larger than max (N vs. M)" in
+// grpc-go, "Received message larger than max (N vs. M)" in gRPC C++.
 absl::Status CallStatus(const grpc::Status& s) {
+  constexpr std::string_view kCppTooLarge = "Received message larger than max (";
   grpc::Status go = s;
   if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     go = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "context deadline exceeded");
+  } else if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+             s.error_message().rfind(kCppTooLarge, 0) == 0) {
+    go = grpc::Status(s.error_code(), "grpc: received message larger than max (" +
+                                          s.error_message().substr(kCppTooLarge.size()));
   }
   return absl::Status(static_cast<absl::StatusCode>(go.error_code()),
                       transport::GoRpcErrorText(go));

@@ -204,9 +204,8 @@ void DraPluginHandler::OnWipeDue(const std::string& driver, Timers::Id id) {
   if (opts_.on_wipe) opts_.on_wipe(driver);
 }
 
-bool DraPluginHandler::WaitForConnectionForTest(const std::string& driver,
-                                                const std::string& endpoint, bool connected,
-                                                absl::Duration timeout) const {
+bool DraPluginHandler::WaitForConnection(const std::string& driver, const std::string& endpoint,
+                                         bool connected, absl::Duration timeout) const {
   auto reached = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = drivers_.find(driver);
     if (it == drivers_.end()) return false;

@@ -94,9 +94,10 @@ class DraPluginHandler final : public pluginmanager::PluginHandler {
   void Stop();
 
   // Waits until the instance of `driver` at `endpoint` is (or is not)
-  // connected, as the handler saw it; false after `timeout`.
-  bool WaitForConnectionForTest(const std::string& driver, const std::string& endpoint,
-                                bool connected, absl::Duration timeout) const;
+  // connected, as the handler saw it; false after `timeout`. (The kubelet
+  // has no such wait; the DRA conformance session and tests use it.)
+  bool WaitForConnection(const std::string& driver, const std::string& endpoint, bool connected,
+                         absl::Duration timeout) const;
 
  private:
   struct Instance {

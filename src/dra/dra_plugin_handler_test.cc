@@ -54,7 +54,7 @@ class DraPluginHandlerTest : public testing::Test {
     return c.ok() ? (*c)->endpoint() : std::string(c.status().message());
   }
   bool WaitConnected(const testutil::FakeDraDriver& d, bool connected) {
-    return handler_->WaitForConnectionForTest(kDriver, d.path(), connected, kWait);
+    return handler_->WaitForConnection(kDriver, d.path(), connected, kWait);
   }
 
   devmgr::testutil::TempDir dir_;
@@ -110,8 +110,8 @@ TEST_F(DraPluginHandlerTest, EveryProfileCallsTheFirstServiceOfThePluginsList) {
     ASSERT_OK(
         handler_->RegisterPlugin("v1-second", b_.path(), {"v1alpha4.DRAPlugin", "v1.DRAPlugin"}));
     // Calls fail fast while a connection is down: wait for both.
-    ASSERT_TRUE(handler_->WaitForConnectionForTest("beta-first", a_.path(), true, kWait));
-    ASSERT_TRUE(handler_->WaitForConnectionForTest("v1-second", b_.path(), true, kWait));
+    ASSERT_TRUE(handler_->WaitForConnection("beta-first", a_.path(), true, kWait));
+    ASSERT_TRUE(handler_->WaitForConnection("v1-second", b_.path(), true, kWait));
     ASSERT_OK((*handler_->GetClient("beta-first"))->NodePrepareResources(kClaims));
     ASSERT_OK((*handler_->GetClient("v1-second"))->NodePrepareResources(kClaims));
   }

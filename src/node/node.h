@@ -57,6 +57,9 @@ struct NodeDraOptions {
   // How long a driver may stay without a connected instance before its
   // ResourceSlices are deleted (the kubelet's 30 s).
   absl::Duration wiping_delay = absl::Seconds(30);
+  // The deadline of every NodePrepareResources / NodeUnprepareResources
+  // call (the kubelet's 45 s, dra::kDefaultCallTimeout).
+  absl::Duration call_timeout = absl::Seconds(45);
 };
 
 struct NodeOptions {

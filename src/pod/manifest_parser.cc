@@ -208,7 +208,8 @@ class DocParser {
       out << doc;
       pod->manifest_digest = HexString(Sha1(out.c_str()));
     }
-    pod->manifest_json = AsJson(doc).dump();
+    // Go's json.Marshal writes invalid UTF-8 as U+FFFD; nlohmann's dump() would throw.
+    pod->manifest_json = AsJson(doc).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 
     std::vector<RawContainer> init, app;
     const bool has_spec = spec.IsDefined() && spec.IsMap();

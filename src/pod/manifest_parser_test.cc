@@ -106,6 +106,18 @@ spec:
             R"("resourceClaimTemplateName":"gpu-template"}]}})");
 }
 
+// A byte that is not UTF-8 (yaml-cpp passes it through) is written as Go's json.Marshal writes
+// it, U+FFFD, not a crash (the fuzz corpora of manifests and scenarios hold such inputs).
+TEST(ParserTest, ManifestJsonOfInvalidUtf8) {
+  absl::StatusOr<Pod> p = ParsePodManifest(
+      "apiVersion: v1\nkind: Pod\nmetadata: {name: u, labels: {a: \"x\xffy\"}}\n"
+      "spec: {containers: [{name: c}]}\n",
+      "u.yaml");
+  ASSERT_OK(p);
+  EXPECT_NE(p->manifest_json.find("\"a\":\"x\xef\xbf\xbdy\""), std::string::npos)
+      << p->manifest_json;
+}
+
 TEST(UidTest, StableValues) {
   EXPECT_EQ(DeterministicPodUid("default", "gpu-pod"), "a29611c3-0946-5f17-927e-809311f673d7");
   EXPECT_EQ(DeterministicPodUid("kube-system", "a"), "609636d0-0c03-556c-bebe-2d0f1b8e5c4b");
