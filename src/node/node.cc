@@ -207,6 +207,7 @@ absl::Status Node::StartDra() {
   dra::DraPluginHandlerOptions ho;
   ho.profile = opts_.profile;
   ho.wiping_delay = d.wiping_delay;
+  ho.endpoint_binds = d.endpoint_binds;
   ho.on_wipe = [this](const std::string& driver) { WipeSlices(driver); };
   absl::StatusOr<std::unique_ptr<dra::DraPluginHandler>> handler =
       dra::DraPluginHandler::Create(std::move(ho));

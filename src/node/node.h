@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/bind_paths.h"
 #include "common/clock.h"
 #include "common/fs.h"
 #include "kubelet/profile.h"
@@ -57,6 +58,10 @@ struct NodeDraOptions {
   // How long a driver may stay without a connected instance before its
   // ResourceSlices are deleted (the kubelet's 30 s).
   absl::Duration wiping_delay = absl::Seconds(30);
+  // The bind mounts the drivers run under (serve --private-mount,
+  // process::PrivateMountBinds): an endpoint registered from inside them is
+  // dialled at its host path (DraPluginHandlerOptions::endpoint_binds).
+  std::vector<BindPath> endpoint_binds;
 };
 
 struct NodeOptions {
