@@ -80,8 +80,15 @@ struct Failure {
 };
 
 // The device-plugin directory (a fresh temporary one unless given), checked
-// for a socket path that fits and for a live kubelet.
+// for a socket path that fits and for a live kubelet; the private-mount
+// flags checked (--plugins-dir and --cdi-dir need --private-mount).
 std::optional<Failure> PrepareDir(const ServeOptions& o, std::string* dir) {
+  if (!o.private_mount && (!o.plugins_dir.empty() || !o.cdi_dir.empty())) {
+    return Failure{kExitUsage,
+                   "--plugins-dir and --cdi-dir are bound over the kubelet's paths with "
+                   "--private-mount only; add it, or give the driver these directories with its "
+                   "own flags"};
+  }
   *dir = o.dir;
   if (dir->empty()) {
     char tmpl[] = "/tmp/devmgr-XXXXXX";
