@@ -45,7 +45,7 @@ struct ServeOptions {
   std::vector<std::string> plugins;
   bool private_mount = false;
   // Bound over /var/lib/kubelet/plugins and the CDI directories with
-  // --private-mount; "": under the kubelet root (PrivateMountDirs).
+  // --private-mount; "": under the kubelet root (PluginTemplate).
   std::string plugins_dir;
   std::string cdi_dir;
   bool force = false;
