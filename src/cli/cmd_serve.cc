@@ -20,6 +20,7 @@
 
 #include "cli/commands.h"
 #include "cli/serve_api.h"
+#include "common/fs.h"
 #include "common/logging.h"
 #include "fmt/format.h"
 #include "kubelet/profile.h"
@@ -43,6 +44,10 @@ struct ServeOptions {
   std::string status_file;
   std::vector<std::string> plugins;
   bool private_mount = false;
+  // Bound over /var/lib/kubelet/plugins and the CDI directories with
+  // --private-mount; "": under the kubelet root (PluginTemplate).
+  std::string plugins_dir;
+  std::string cdi_dir;
   bool force = false;
   int max_recv_msg_size = 4 * 1024 * 1024;
   bool fsync = true;
@@ -75,8 +80,15 @@ struct Failure {
 };
 
 // The device-plugin directory (a fresh temporary one unless given), checked
-// for a socket path that fits and for a live kubelet.
+// for a socket path that fits and for a live kubelet; the private-mount
+// flags checked (--plugins-dir and --cdi-dir need --private-mount).
 std::optional<Failure> PrepareDir(const ServeOptions& o, std::string* dir) {
+  if (!o.private_mount && (!o.plugins_dir.empty() || !o.cdi_dir.empty())) {
+    return Failure{kExitUsage,
+                   "--plugins-dir and --cdi-dir are bound over the kubelet's paths with "
+                   "--private-mount only; add it, or give the driver these directories with its "
+                   "own flags"};
+  }
   *dir = o.dir;
   if (dir->empty()) {
     char tmpl[] = "/tmp/devmgr-XXXXXX";
@@ -125,16 +137,36 @@ absl::StatusOr<node::NodeOptions> NodeOptionsFor(const ServeOptions& o, const st
   return b.options();
 }
 
-absl::Status StartPlugins(const ServeOptions& o, const node::NodeOptions& no,
+// What every --plugin runs with but its command and environment: with
+// --private-mount, the device-plugin, plugins_registry, plugins and CDI
+// directories bound over the kubelet's paths. The plugins and CDI
+// directories default to ROOT/plugins and ROOT/cdi, ROOT being the kubelet
+// root (DraStateDir), and are made here. The node dials a DRA endpoint
+// registered from inside at its host path.
+absl::StatusOr<node::PluginProcessOptions> PluginTemplate(const ServeOptions& o,
+                                                          node::NodeOptions* no) {
+  node::PluginProcessOptions po;
+  po.private_mount = o.private_mount;
+  po.plugin_dir = no->plugin_dir;
+  po.registry_dir = no->registry_dir;
+  po.log_prefix = "[plugin] ";
+  if (!o.private_mount || o.plugins.empty()) return po;
+  const std::string root = DraStateDir(no->plugin_dir);
+  po.plugins_dir = Absolute(o.plugins_dir.empty() ? root + "/plugins" : o.plugins_dir);
+  po.cdi_dir = Absolute(o.cdi_dir.empty() ? root + "/cdi" : o.cdi_dir);
+  for (const std::string& d : {po.plugins_dir, po.cdi_dir}) {
+    if (absl::Status s = fs::MkdirAll(*fs::Default(), d, 0750); !s.ok()) return s;
+  }
+  no->dra.endpoint_binds = node::PrivateMountBinds(po);
+  return po;
+}
+
+absl::Status StartPlugins(const ServeOptions& o, const node::PluginProcessOptions& tmpl,
                           const std::map<std::string, std::string>& env, node::Supervisor* sup) {
   for (const std::string& cmd : o.plugins) {
-    node::PluginProcessOptions po;
+    node::PluginProcessOptions po = tmpl;
     po.command = cmd;
     po.env = env;
-    po.private_mount = o.private_mount;
-    po.plugin_dir = no.plugin_dir;
-    po.registry_dir = no.registry_dir;
-    po.log_prefix = "[plugin] ";
     if (absl::Status s = sup->Add(std::move(po)); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -220,6 +252,9 @@ int RunServe(const ServeOptions& o) {
          std::string(api.status().message())});
   }
   HookDra(*api, dir, &*no);
+  absl::StatusOr<node::PluginProcessOptions> plugin_tmpl = PluginTemplate(o, &*no);
+  if (!plugin_tmpl.ok())
+    return Fail({kExitEnvironment, std::string(plugin_tmpl.status().message())});
   node::Node n(*no);
   // A long-running node forgets deleted pods, as the kubelet does.
   node::PodManager pods(&n, {.keep_deleted = false});
@@ -247,7 +282,7 @@ int RunServe(const ServeOptions& o) {
   node::PodSyncLoop pod_sync(&pods, {});  // DRA: sync retries, the reconcile loop
   if (n.dra_manager() != nullptr) pod_sync.Start();
   absl::StatusOr<std::unique_ptr<pod::StaticPodDir>> static_pods = nullptr;
-  absl::Status started = StartPlugins(o, *no, api->plugin_env, &sup);
+  absl::Status started = StartPlugins(o, *plugin_tmpl, api->plugin_env, &sup);
   if (started.ok()) static_pods = StartStaticPods(o, &pods, &status);
   if (started.ok()) started = static_pods.status();
   if (started.ok()) WaitForSignal(o, sigs);
@@ -287,8 +322,18 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
                   "/bin/sh and is restarted with back-off when it exits");
   sub->add_flag("--private-mount", opts->private_mount,
                 "Run each --plugin in a private mount namespace where DIR is bind-mounted over "
-                "/var/lib/kubelet/device-plugins (needs root or user namespaces); the host's "
-                "/var/lib/kubelet is never written");
+                "/var/lib/kubelet/device-plugins, --plugins-dir over /var/lib/kubelet/plugins "
+                "and --cdi-dir over /var/run/cdi and /etc/cdi (needs root or user namespaces); "
+                "the host's /var/lib/kubelet, /run and /etc are never written");
+  sub->add_option("--plugins-dir", opts->plugins_dir,
+                  "With --private-mount: the directory bound over /var/lib/kubelet/plugins, "
+                  "where DRA drivers put their sockets (DRA endpoints registered under it are "
+                  "dialled here). Default: ROOT/plugins when --dir is ROOT/device-plugins, else "
+                  "DIR-dra/plugins");
+  sub->add_option("--cdi-dir", opts->cdi_dir,
+                  "With --private-mount: the directory bound over /var/run/cdi and /etc/cdi, "
+                  "where drivers write CDI specs. Default: ROOT/cdi when --dir is "
+                  "ROOT/device-plugins, else DIR-dra/cdi");
   sub->add_option("--plugins-registry-dir", opts->registry_dir,
                   "Also accept plugin-watcher registrations from sockets in this directory "
                   "(the kubelet's plugins_registry); bound over "

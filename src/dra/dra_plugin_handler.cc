@@ -75,7 +75,8 @@ absl::Status DraPluginHandler::RegisterPlugin(const std::string& name, const std
   if (!service.ok()) return service.status();
   // The channel does not connect yet: made outside the lock, dropped when
   // the endpoint turns out to be taken.
-  auto client = std::make_shared<DraClient>(name, endpoint, *service, client_opts_);
+  const std::string dial = HostPathOf(endpoint, opts_.endpoint_binds);
+  auto client = std::make_shared<DraClient>(name, dial, *service, client_opts_);
   absl::MutexLock l(&mu_);
   std::vector<Instance>& instances = drivers_[name];
   for (const Instance& i : instances) {
@@ -86,8 +87,13 @@ absl::Status DraPluginHandler::RegisterPlugin(const std::string& name, const std
   }
   const uint64_t id = next_id_++;
   instances.push_back(Instance{id, endpoint, client, false});
-  DM_INFO("Registered DRA plugin", {"driver", name}, {"endpoint", endpoint},
-          {"service", std::string(ServiceName(*service))});
+  if (dial == endpoint) {
+    DM_INFO("Registered DRA plugin", {"driver", name}, {"endpoint", endpoint},
+            {"service", std::string(ServiceName(*service))});
+  } else {
+    DM_INFO("Registered DRA plugin", {"driver", name}, {"endpoint", endpoint},
+            {"service", std::string(ServiceName(*service))}, {"dialled", dial});
+  }
   // Under mu_, so that a DeRegisterPlugin cannot come between (the monitor's
   // lock is a leaf: it calls back without it).
   monitor_.Watch(id, client->channel());

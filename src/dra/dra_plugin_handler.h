@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/bind_paths.h"
 #include "dra/connection_monitor.h"
 #include "dra/dra_client.h"
 #include "dra/services.h"
@@ -53,6 +54,11 @@ struct DraPluginHandlerOptions {
   // How often the connection monitor re-reads a channel's state when it
   // sees no change (also bounds how long Stop takes).
   absl::Duration connection_recheck = absl::Seconds(1);
+  // The bind mounts the drivers run under (serve --private-mount): an
+  // endpoint a driver registers from inside them is dialled at its host path
+  // (HostPathOf); any other endpoint as registered, as the kubelet does.
+  // Logs, the endpoint's identity and Endpoints() keep the registered path.
+  std::vector<BindPath> endpoint_binds;
 };
 
 // Thread-safe (called from the plugin manager's threads, the monitor's and

@@ -30,8 +30,9 @@ class DraPluginHandlerTest : public testing::Test {
     ASSERT_TRUE(b_.Start());
     handler_ = NewHandler(kNewestMinor);
   }
-  std::unique_ptr<DraPluginHandler> NewHandler(int minor) {
+  std::unique_ptr<DraPluginHandler> NewHandler(int minor, std::vector<BindPath> binds = {}) {
     DraPluginHandlerOptions o;
+    o.endpoint_binds = std::move(binds);
     o.profile = ProfileForMinor(minor);
     o.timers = &timers_;
     o.on_wipe = [this](const std::string& driver) {
@@ -117,6 +118,23 @@ TEST_F(DraPluginHandlerTest, EveryProfileCallsTheFirstServiceOfThePluginsList) {
   }
   EXPECT_EQ(a_.Methods(), std::vector<std::string>(4, testutil::kV1beta1Prepare));
   EXPECT_EQ(b_.Methods(), std::vector<std::string>(4, testutil::kV1Prepare));
+}
+
+// A driver under serve --private-mount registers the endpoint it sees,
+// /var/lib/kubelet/plugins/...: the node dials it in the directory bound
+// there, and keeps the registered path as the instance's identity.
+TEST_F(DraPluginHandlerTest, AnEndpointInsideTheDriversBindsIsDialledAtItsHostPath) {
+  handler_ = NewHandler(kNewestMinor, {{dir_.path(), "/var/lib/kubelet/plugins"}});
+  const std::string registered = "/var/lib/kubelet/plugins/a.sock";
+  ASSERT_OK(handler_->RegisterPlugin(kDriver, registered, kBoth));
+  ASSERT_TRUE(handler_->WaitForConnectionForTest(kDriver, registered, true, kWait));
+  EXPECT_EQ(ClientEndpoint(kDriver), a_.path());
+  ASSERT_OK((*handler_->GetClient(kDriver))->NodePrepareResources(kClaims));
+  EXPECT_EQ(a_.Calls().size(), 1u);
+  EXPECT_EQ(handler_->Endpoints(kDriver), std::vector<std::string>{registered});
+  // An endpoint outside the binds is dialled as given.
+  ASSERT_OK(handler_->RegisterPlugin("other.example.com", b_.path(), kBoth));
+  EXPECT_EQ(ClientEndpoint("other.example.com"), b_.path());
 }
 
 TEST_F(DraPluginHandlerTest, CallsGoToTheNewestConnectedInstance) {

@@ -208,6 +208,7 @@ absl::Status Node::StartDra() {
   ho.profile = opts_.profile;
   ho.wiping_delay = d.wiping_delay;
   ho.client.call_timeout = d.call_timeout;
+  ho.endpoint_binds = d.endpoint_binds;
   ho.on_wipe = [this](const std::string& driver) { WipeSlices(driver); };
   absl::StatusOr<std::unique_ptr<dra::DraPluginHandler>> handler =
       dra::DraPluginHandler::Create(std::move(ho));

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/bind_paths.h"
 #include "common/clock.h"
 #include "common/fs.h"
 #include "kubelet/profile.h"
@@ -60,6 +61,10 @@ struct NodeDraOptions {
   // The deadline of every NodePrepareResources / NodeUnprepareResources
   // call (the kubelet's 45 s, dra::kDefaultCallTimeout).
   absl::Duration call_timeout = absl::Seconds(45);
+  // The bind mounts the drivers run under (serve --private-mount,
+  // process::PrivateMountBinds): an endpoint registered from inside them is
+  // dialled at its host path (DraPluginHandlerOptions::endpoint_binds).
+  std::vector<BindPath> endpoint_binds;
 };
 
 struct NodeOptions {

@@ -18,6 +18,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
+#include "common/bind_paths.h"
 #include "common/logging.h"
 #include "fmt/format.h"
 
@@ -90,13 +91,6 @@ std::optional<LeadingProgram> ParseLeadingProgram(std::string_view command) {
   if (lead.path.empty() || lead.path[0] != '/') return std::nullopt;
   lead.rest = std::string(command.substr(i));
   return lead;
-}
-
-// True when `path` is `dir` or lies below it.
-bool PathUnder(std::string_view path, std::string_view dir) {
-  while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);
-  if (path.substr(0, dir.size()) != dir) return false;
-  return path.size() == dir.size() || path[dir.size()] == '/' || dir == "/";
 }
 
 // True when the private mounts cover `path`: the tmpfs on /var/lib/kubelet,
@@ -202,30 +196,24 @@ void PlanNamespace(std::vector<ChildStep>* steps) {
   }
 }
 
-// Makes /var/lib/kubelet a fresh, empty tmpfs inside the child's namespace,
-// so that nothing below it on the host is visible or writable. When the host
-// has no /var/lib/kubelet, /var/lib itself is rebuilt on a tmpfs from binds
-// of its entries (reachable through `staging`), plus an empty kubelet
-// directory. The entries are listed here, as the child would see them.
-absl::Status PlanKubeletRoot(const std::string& staging, std::vector<ChildStep>* steps) {
+// Rebuilds `parent` on a tmpfs inside the child's namespace from binds of its
+// entries (reached through `staging`, where the host's `parent` is bound
+// first), leaving out the entry `name`, which becomes an empty directory:
+// `parent/name` then exists in the namespace only, and nothing on the host
+// changes. The entries are listed here, as the child will see them; one made
+// on the host later is not seen in the namespace.
+absl::Status PlanRebuiltParent(const std::string& parent, const std::string& name,
+                               const std::string& staging, std::vector<ChildStep>* steps) {
   using Op = ChildStep::Op;
-  if (IsDir(kKubeletRoot)) {
-    steps->push_back(
-        Step(Op::kTmpfs, kKubeletRoot, "", fmt::format("mount tmpfs on {}", kKubeletRoot)));
-    return absl::OkStatus();
-  }
-  const std::string var_lib = "/var/lib";
-  if (!IsDir(var_lib))
-    return absl::FailedPreconditionError("neither /var/lib/kubelet nor /var/lib exists");
-  steps->push_back(Bind(var_lib, staging));
-  steps->push_back(Step(Op::kTmpfs, var_lib, "", "mount tmpfs on /var/lib"));
-  DIR* d = opendir(var_lib.c_str());
-  if (d == nullptr) return absl::FailedPreconditionError(Errno("opendir " + var_lib));
+  DIR* d = opendir(parent.c_str());
+  if (d == nullptr) return absl::FailedPreconditionError(Errno("opendir " + parent));
+  steps->push_back(Bind(parent, staging));
+  steps->push_back(Step(Op::kTmpfs, parent, "", "mount tmpfs on " + parent));
   while (dirent* ent = readdir(d)) {
-    const std::string name = ent->d_name;
-    if (name == "." || name == "..") continue;
-    const std::string src = staging + "/" + name;
-    const std::string dst = var_lib + "/" + name;
+    const std::string entry = ent->d_name;
+    if (entry == "." || entry == ".." || entry == name) continue;
+    const std::string src = staging + "/" + entry;
+    const std::string dst = parent + "/" + entry;
     struct stat st;
     if (lstat(dst.c_str(), &st) != 0) continue;
     if (S_ISLNK(st.st_mode)) {
@@ -241,32 +229,65 @@ absl::Status PlanKubeletRoot(const std::string& staging, std::vector<ChildStep>*
     steps->push_back(Bind(src, dst));
   }
   closedir(d);
-  // The entries' binds stand on their own; the staging view of /var/lib goes.
+  // The entries' binds stand on their own; the staging view of `parent` goes
+  // (and `staging` is free for the next rebuild).
   steps->push_back(Step(Op::kUnmount, staging, "", ""));
   steps->back().optional = true;
-  steps->push_back(Mkdir(kKubeletRoot));
+  steps->push_back(Mkdir(parent + "/" + name));
   return absl::OkStatus();
 }
 
+// Makes `dir` a directory that can be mounted over in the child's namespace
+// without the host's changing: nothing to do when the host has it; else its
+// parent is rebuilt (PlanRebuiltParent) with an empty `dir`.
+absl::Status PlanMountPoint(const std::string& dir, const std::string& staging,
+                            std::vector<ChildStep>* steps) {
+  if (IsDir(dir)) return absl::OkStatus();
+  const size_t slash = dir.rfind('/');
+  const std::string parent = slash == 0 ? "/" : dir.substr(0, slash);
+  if (!IsDir(parent)) {
+    return absl::FailedPreconditionError(fmt::format("neither {} nor {} exists", dir, parent));
+  }
+  return PlanRebuiltParent(parent, dir.substr(slash + 1), staging, steps);
+}
+
+// Makes /var/lib/kubelet a fresh, empty tmpfs inside the child's namespace,
+// so that nothing below it on the host is visible or writable. When the host
+// has no /var/lib/kubelet, /var/lib itself is rebuilt on a tmpfs with an
+// empty kubelet directory (PlanMountPoint).
+absl::Status PlanKubeletRoot(const std::string& staging, std::vector<ChildStep>* steps) {
+  if (IsDir(kKubeletRoot)) {
+    steps->push_back(Step(ChildStep::Op::kTmpfs, kKubeletRoot, "",
+                          fmt::format("mount tmpfs on {}", kKubeletRoot)));
+    return absl::OkStatus();
+  }
+  return PlanMountPoint(kKubeletRoot, staging, steps);
+}
+
 // The whole private-mount set-up: the namespace, the kubelet root, the
-// device-plugin (and registry) directory and the extra binds.
+// kubelet's directories and the CDI directories (PrivateMountBinds), each
+// made first where the host lacks it, and the extra binds.
 absl::Status PlanPrivateMounts(const PluginProcessOptions& o, const std::string& staging,
                                std::vector<ChildStep>* steps) {
   using Op = ChildStep::Op;
   PlanNamespace(steps);
   steps->push_back(Step(Op::kMakeRootPrivate, "/", "", "make / private"));
   if (absl::Status s = PlanKubeletRoot(staging, steps); !s.ok()) return s;
-  steps->push_back(Mkdir(kDevicePluginPath));
-  steps->push_back(Bind(o.plugin_dir, kDevicePluginPath));
-  if (!o.registry_dir.empty()) {
-    steps->push_back(Mkdir(kPluginsRegistryPath));
-    steps->push_back(Bind(o.registry_dir, kPluginsRegistryPath));
-  }
-  for (const auto& [src, dst] : o.extra_binds) {
-    steps->push_back(IsDir(src) ? Mkdir(dst)
-                                : Step(Op::kCreate, dst, "", "create bind target " + dst));
-    steps->back().only_if_missing = true;
-    steps->push_back(Bind(src, dst));
+  const std::vector<BindPath> binds = PrivateMountBinds(o);
+  const size_t extra_from = binds.size() - o.extra_binds.size();
+  for (size_t i = 0; i < binds.size(); ++i) {
+    const BindPath& b = binds[i];
+    if (i >= extra_from) {
+      steps->push_back(IsDir(b.host)
+                           ? Mkdir(b.inside)
+                           : Step(Op::kCreate, b.inside, "", "create bind target " + b.inside));
+      steps->back().only_if_missing = true;
+    } else if (PathUnder(b.inside, kKubeletRoot)) {
+      steps->push_back(Mkdir(b.inside));  // on the kubelet root's tmpfs
+    } else if (absl::Status s = PlanMountPoint(b.inside, staging, steps); !s.ok()) {
+      return s;
+    }
+    steps->push_back(Bind(b.host, b.inside));
   }
   return absl::OkStatus();
 }
@@ -580,6 +601,19 @@ std::vector<std::string> PluginProcess::OutputTail(size_t n) const {
   }
   const size_t start = tail_.size() > n ? tail_.size() - n : 0;
   return {tail_.begin() + start, tail_.end()};
+}
+
+std::vector<BindPath> PrivateMountBinds(const PluginProcessOptions& opts) {
+  if (!opts.private_mount) return {};
+  std::vector<BindPath> binds = {{opts.plugin_dir, kDevicePluginPath}};
+  if (!opts.registry_dir.empty()) binds.push_back({opts.registry_dir, kPluginsRegistryPath});
+  if (!opts.plugins_dir.empty()) binds.push_back({opts.plugins_dir, kPluginsPath});
+  if (!opts.cdi_dir.empty()) {
+    binds.push_back({opts.cdi_dir, kCdiDynamicPath});
+    binds.push_back({opts.cdi_dir, kCdiStaticPath});
+  }
+  for (const auto& [src, dst] : opts.extra_binds) binds.push_back({src, dst});
+  return binds;
 }
 
 absl::Status CheckPrivateMountSupported() {

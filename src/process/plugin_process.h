@@ -1,7 +1,8 @@
 // PluginProcess: one device-plugin binary started and supervised by devmgr,
 // optionally inside a private mount namespace where the emulator's
 // directories are bind-mounted over the paths real plugins hard-code
-// (/var/lib/kubelet/device-plugins, /var/lib/kubelet/plugins_registry).
+// (/var/lib/kubelet/device-plugins, /var/lib/kubelet/plugins_registry,
+// /var/lib/kubelet/plugins, /var/run/cdi and /etc/cdi).
 #ifndef DEVMGR_NODE_PLUGIN_PROCESS_H_
 #define DEVMGR_NODE_PLUGIN_PROCESS_H_
 
@@ -18,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/bind_paths.h"
 
 namespace devmgr::node {
 
@@ -25,6 +27,11 @@ namespace devmgr::node {
 inline constexpr char kKubeletRoot[] = "/var/lib/kubelet";
 inline constexpr char kDevicePluginPath[] = "/var/lib/kubelet/device-plugins";
 inline constexpr char kPluginsRegistryPath[] = "/var/lib/kubelet/plugins_registry";
+// Where DRA drivers keep their DRA sockets (the kubelet's plugins directory).
+inline constexpr char kPluginsPath[] = "/var/lib/kubelet/plugins";
+// The CDI spec directories container runtimes read, where drivers write.
+inline constexpr char kCdiDynamicPath[] = "/var/run/cdi";
+inline constexpr char kCdiStaticPath[] = "/etc/cdi";
 
 struct PluginProcessOptions {
   // Run with /bin/sh -c (exec'ed directly when it is a simple command), so
@@ -35,11 +42,16 @@ struct PluginProcessOptions {
   // Working directory; empty: devmgr's.
   std::string working_dir;
   // Bind plugin_dir over /var/lib/kubelet/device-plugins (and registry_dir,
-  // when set, over /var/lib/kubelet/plugins_registry) in a private mount
-  // namespace. The host's /var/lib/kubelet is never written.
+  // when set, over /var/lib/kubelet/plugins_registry; plugins_dir over
+  // /var/lib/kubelet/plugins; cdi_dir over /var/run/cdi and /etc/cdi) in a
+  // private mount namespace. The host's /var/lib/kubelet, /run and /etc are
+  // never written: a target missing on the host is made on a tmpfs that
+  // covers its parent inside the namespace (see PluginProcess::Start).
   bool private_mount = false;
   std::string plugin_dir;
   std::string registry_dir;
+  std::string plugins_dir;
+  std::string cdi_dir;
   // More binds (host path, path inside), applied after the above.
   std::vector<std::pair<std::string, std::string>> extra_binds;
   // Prefix for the plugin's stderr lines copied to devmgr's stderr; empty:
@@ -91,6 +103,12 @@ class PluginProcess {
   bool reader_done_ ABSL_GUARDED_BY(mu_) = true;
   std::thread reader_;
 };
+
+// The directories bound in the private mount namespace of `opts`, in the
+// order they are mounted (the kubelet's ones, then extra_binds); empty
+// without private_mount. A path a plugin gives from inside is the host's
+// HostPathOf(path, PrivateMountBinds(opts)).
+std::vector<BindPath> PrivateMountBinds(const PluginProcessOptions& opts);
 
 // Checks, without side effects on the host, whether a private mount
 // namespace can be created here (root, or unprivileged user namespaces).

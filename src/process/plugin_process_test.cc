@@ -155,6 +155,71 @@ TEST(PluginProcessTest, PrivateMountShowsTheEmulatorDirAtTheKubeletPath) {
   std::system(("rm -rf " + dir).c_str());
 }
 
+// A DRA driver with the kubelet's paths hard-coded: its DRA socket under
+// /var/lib/kubelet/plugins and its CDI specs in /var/run/cdi and /etc/cdi
+// land in devmgr's directories, at the host paths PrivateMountBinds maps
+// them to. Where the host lacks /var/lib/kubelet, /run/cdi or /etc/cdi, the
+// parent is rebuilt inside the namespace (its entries still there) and the
+// host's is left as it was.
+TEST(PluginProcessTest, PrivateMountShowsThePluginsAndCdiDirsAtTheKubeletPaths) {
+  if (!CheckPrivateMountSupported().ok()) GTEST_SKIP() << "no mount namespaces here";
+  struct stat st;
+  const auto exists = [&st](const std::string& p) { return stat(p.c_str(), &st) == 0; };
+  const bool had_kubelet = exists(kKubeletRoot);
+  const bool had_run_cdi = exists(kCdiDynamicPath);
+  const bool had_etc_cdi = exists(kCdiStaticPath);
+  const std::string root = TempDir();
+  const PluginProcessOptions opts = {
+      .command =
+          "set -e; mkdir -p /var/lib/kubelet/plugins/drv.example.com; "
+          "touch /var/lib/kubelet/plugins/drv.example.com/dra.sock; "
+          "echo '{}' > /var/run/cdi/drv.example.com-a.json; "
+          "echo '{}' > /etc/cdi/drv.example.com-b.json; "
+          "test -r /etc/passwd; test -d /run; echo ok",
+      .private_mount = true,
+      .plugin_dir = root,  // the device-plugin dir, unused here
+      .registry_dir = root + "/plugins_registry",
+      .plugins_dir = root + "/plugins",
+      .cdi_dir = root + "/cdi"};
+  for (const std::string& d : {opts.registry_dir, opts.plugins_dir, opts.cdi_dir}) {
+    ASSERT_EQ(mkdir(d.c_str(), 0755), 0) << d;
+  }
+  PluginProcess p(opts);
+  ASSERT_OK(p.Start());
+  ASSERT_TRUE(p.WaitExit(absl::Seconds(10)));
+  p.Stop();
+  EXPECT_EQ(p.exit_code(), 0) << ::testing::PrintToString(p.OutputTail(10));
+  EXPECT_THAT(p.OutputTail(10), Contains("ok"));
+  const std::vector<BindPath> binds = PrivateMountBinds(opts);
+  const std::string endpoint = "/var/lib/kubelet/plugins/drv.example.com/dra.sock";
+  EXPECT_EQ(HostPathOf(endpoint, binds), root + "/plugins/drv.example.com/dra.sock");
+  EXPECT_TRUE(exists(HostPathOf(endpoint, binds)));
+  EXPECT_TRUE(exists(root + "/cdi/drv.example.com-a.json"));
+  EXPECT_TRUE(exists(root + "/cdi/drv.example.com-b.json"));
+  // The host's directories are as they were.
+  EXPECT_EQ(exists(kKubeletRoot), had_kubelet);
+  EXPECT_EQ(exists(kCdiDynamicPath), had_run_cdi);
+  EXPECT_EQ(exists(kCdiStaticPath), had_etc_cdi);
+  EXPECT_FALSE(exists(endpoint));
+  EXPECT_FALSE(exists(std::string(kCdiDynamicPath) + "/drv.example.com-a.json"));
+  EXPECT_FALSE(exists(std::string(kCdiStaticPath) + "/drv.example.com-b.json"));
+  std::system(("rm -rf " + root).c_str());
+}
+
+TEST(PluginProcessTest, PrivateMountBindsListsWhatIsBoundWhere) {
+  PluginProcessOptions o{.plugin_dir = "/r/dp", .plugins_dir = "/r/plugins"};
+  EXPECT_TRUE(PrivateMountBinds(o).empty());  // no private mount, nothing bound
+  o.private_mount = true;
+  o.extra_binds = {{"/r/tmp", "/tmp"}};
+  std::vector<std::string> listed;
+  for (const BindPath& b : PrivateMountBinds(o)) listed.push_back(b.host + " " + b.inside);
+  EXPECT_THAT(listed, ::testing::ElementsAre("/r/dp /var/lib/kubelet/device-plugins",
+                                             "/r/plugins /var/lib/kubelet/plugins", "/r/tmp /tmp"));
+  o.cdi_dir = "/r/cdi";
+  EXPECT_EQ(HostPathOf("/etc/cdi/x.json", PrivateMountBinds(o)), "/r/cdi/x.json");
+  EXPECT_EQ(HostPathOf("/var/run/cdi/x.json", PrivateMountBinds(o)), "/r/cdi/x.json");
+}
+
 // A bind over the directory that holds the plugin (a clone under /tmp, run
 // with a private /tmp) must not hide the program: it is opened before the
 // mounts. Plain and quoted paths, a space in the path, arguments kept.

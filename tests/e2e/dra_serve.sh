@@ -9,10 +9,21 @@
 # pod unprepares it and deletes the claim.
 #
 # DRA_DRIVER=upstream runs the same flow with the e2e DRA test driver of
-# Kubernetes from ${PEERS_DIR} (skipped, 77, when it is not built).
+# Kubernetes from ${PEERS_DIR} (skipped, 77, when it is not built), release
+# DRA_DRIVER_RELEASE, under the kubelet version DRA_KUBELET_VERSION (1.37).
+#
+# PRIVATE_MOUNT=1 runs the driver with its default, hard-coded paths
+# (/var/lib/kubelet/plugins_registry, /var/lib/kubelet/plugins/<driver>,
+# /var/run/cdi) under `serve --private-mount`: its registration, DRA socket
+# and CDI specs land in serve's directories (ROOT/plugins_registry,
+# ROOT/plugins, ROOT/cdi), the endpoint it registers is dialled there, and the
+# host's /var/lib/kubelet, /run/cdi and /etc/cdi are left exactly as they
+# were. Skipped (77) where no private mount namespace can be made.
 set -euo pipefail
 : "${DEVMGR_BIN:?}"
 mode=${DRA_DRIVER:-sample}
+private=${PRIVATE_MOUNT:-0}
+kubelet_version=${DRA_KUBELET_VERSION:-1.37}
 if [[ $mode == upstream ]]; then
   : "${PEERS_DIR:?}"
   peer="$PEERS_DIR/dra-test-driver-${DRA_DRIVER_RELEASE:-v1.37.2}"
@@ -26,30 +37,61 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [[ -f "$tmp/serve.err" ]] && tail -40 "$tmp/serve.err" >&2; exit 1; }
-wait_for() {  # wait_for DESCRIPTION COMMAND...: polls up to 60 s
+wait_for() {  # wait_for DESCRIPTION COMMAND...: polls up to 60 s while serve runs
   local what=$1; shift
-  for _ in $(seq 1 600); do "$@" && return 0; sleep 0.1; done
+  for _ in $(seq 1 600); do
+    "$@" && return 0
+    if [[ -n "$pid" ]] && ! kill -0 "$pid" 2>/dev/null; then
+      if grep -q -- "--private-mount needs" "$tmp/serve.err"; then
+        echo "SKIP: $(grep -- "--private-mount needs" "$tmp/serve.err" | head -1)"
+        exit 77
+      fi
+      fail "serve exited while waiting for $what"
+    fi
+    sleep 0.1
+  done
   fail "timed out waiting for $what"
 }
+# What the host has at the kubelet's and the CDI paths (never to change).
+host_paths() {
+  local p
+  for p in /var/lib/kubelet /run/cdi /var/run/cdi /etc/cdi; do
+    if [[ -e $p ]]; then find "$p" -printf '%p %y %m %s %T@\n' 2>&1 | sort; else echo "$p: none"; fi
+  done
+}
+host_before=$(host_paths)
 
 root="$tmp/root"
-mkdir -p "$root/device-plugins" "$root/plugins_registry" "$root/plugins" "$tmp/cdi" "$tmp/pods"
+cdi="$tmp/cdi"
+[[ $private == 1 ]] && cdi="$root/cdi"  # serve's --cdi-dir default: ROOT/cdi
+mkdir -p "$root/device-plugins" "$root/plugins_registry" "$root/plugins" "$cdi" "$tmp/pods"
+if [[ $private == 1 ]]; then
+  # The drivers' defaults: the kubelet's paths, bound to the above.
+  dirs_upstream="" dirs_sample=""
+else
+  dirs_upstream="--plugin-registration-path $root/plugins_registry --datadir $root/plugins --cdi-dir $cdi"
+  dirs_sample="--registry-dir $root/plugins_registry --plugin-dir $root/plugins --cdi-dir $cdi"
+fi
 if [[ $mode == upstream ]]; then
   driver=test-driver.cdi.k8s.io
+  # It makes its datadir's parent only.
   mkdir -p "$root/plugins/$driver"
-  plugin="exec $peer -v=5 kubelet-plugin --node-name node-1 --plugin-registration-path $root/plugins_registry --datadir $root/plugins --cdi-dir $tmp/cdi --num-devices 2"
+  plugin="exec $peer -v=5 kubelet-plugin --node-name node-1 $dirs_upstream --num-devices 2"
   selector="device.driver == \"$driver\""
 else
   driver=sample.dra.devmgr.io
-  plugin="exec $DEVMGR_BIN sample-dra-driver -v 2 --node-name node-1 --registry-dir $root/plugins_registry --plugin-dir $root/plugins --cdi-dir $tmp/cdi"
+  plugin="exec $DEVMGR_BIN sample-dra-driver -v 2 --node-name node-1 $dirs_sample"
   selector="device.attributes[\"$driver\"].model == \"sample-b\""
 fi
+serve_flags=()
+[[ $private == 1 ]] && serve_flags=(--private-mount)
+restarted=0
 serve() {
-  "$DEVMGR_BIN" serve --dir "$root/device-plugins" --fsync false --kubelet-version 1.37 \
+  "$DEVMGR_BIN" serve --dir "$root/device-plugins" --fsync false --kubelet-version "$kubelet_version" \
     --api-listen 127.0.0.1:0 --kubeconfig-out "$tmp/kubeconfig" --node-name node-1 \
     --plugins-registry-dir "$root/plugins_registry" --pod-manifest-path "$tmp/pods" \
     --pod-manifest-poll 0.2 --node-status-interval 0.2 --status-file "$tmp/status.json" \
-    --pod-resources-socket off --plugin "$plugin" 2> "$tmp/serve.err" &
+    --pod-resources-socket off "${serve_flags[@]}" --plugin "$plugin" 2> "$tmp/serve.err" &
   pid=$!
 }
 stop_serve() {
@@ -59,9 +101,9 @@ stop_serve() {
 }
 # check NAME: one python check of the status file (below), exit 0 when it holds.
 check() {
-  python3 - "$1" "$tmp/status.json" "$driver" "$tmp/cdi" <<'PY'
-import json, os, sys
-what, path, driver, cdi = sys.argv[1:5]
+  python3 - "$1" "$tmp/status.json" "$driver" "$cdi" "$kubelet_version" "$restarted" <<'PY'
+import glob, json, os, sys
+what, path, driver, cdi, kubelet, restarted = sys.argv[1:7]
 try:
     st = json.load(open(path))
 except (OSError, ValueError):
@@ -71,6 +113,10 @@ def ok(cond):
     sys.exit(0 if cond else 1)
 if what == "registered":
     ok(driver in [d["name"] for d in dra.get("drivers", [])])
+if what == "endpoint":  # the endpoint as registered; prints it
+    eps = [e for d in dra.get("drivers", []) if d["name"] == driver for e in d["endpoints"]]
+    print(" ".join(eps))
+    ok(len(eps) == 1)
 if what == "slices":
     ok(any(s["spec"]["driver"] == driver and s["spec"]["nodeName"] == "node-1"
            and s["spec"].get("devices") for s in api.get("resourceSlices", [])))
@@ -93,12 +139,18 @@ if what == "verify":  # the prepared state in full; prints what is wrong
     assert [(r["resource"], r["uid"]) for r in status["reservedFor"]] == [("pods", pod["uid"])]
     entry = [c for c in dra["claims"] if c["uid"] == meta["uid"]][0]
     assert entry["podUIDs"] == [pod["uid"]] and entry["name"] == meta["name"], entry
+    # The prepare after a restart appends the driver's devices to the restored
+    # ones before 1.37 and replaces them from 1.37 (docs/profiles.md).
+    copies = 2 if restarted == "1" and int(kubelet.split(".")[1]) < 37 else 1
     assert [(d["driver"], d["device"]) for d in entry["devices"]] == \
-        [(driver, results[0]["device"])], entry
+        [(driver, results[0]["device"])] * copies, entry
     ids = pod["containers"][0]["draCdiDevices"]
-    assert ids == entry["devices"][0]["cdiDeviceIDs"] and ids, (ids, entry)
+    assert ids and ids == [i for d in entry["devices"] for i in d["cdiDeviceIDs"]], (ids, entry)
     assert all("=" in i and i.split("=")[0].count("/") == 1 for i in ids), ids
-    assert os.listdir(cdi), "no CDI spec written"
+    # Each ID resolves: a spec in the CDI directory has its kind and device.
+    specs = [json.load(open(f)) for f in glob.glob(os.path.join(cdi, "*.json"))]
+    known = {s["kind"] + "=" + d["name"] for s in specs for d in s.get("devices", [])}
+    assert all(i in known for i in ids), ("unresolved in " + cdi, ids, sorted(known))
     print(meta["uid"], ids[0])
     sys.exit(0)
 if what == "unprepared":
@@ -120,6 +172,14 @@ PY
 serve
 wait_for "the driver's registration" check registered
 wait_for "the driver's ResourceSlice" check slices
+endpoint=$(check endpoint) || fail "endpoints: $endpoint"
+if [[ $private == 1 ]]; then
+  # Registered from inside the namespace, dialled in serve's plugins directory.
+  [[ $endpoint == "/var/lib/kubelet/plugins/$driver/dra.sock" ]] || fail "endpoint $endpoint"
+  [[ -S "$root/plugins/$driver/dra.sock" ]] || fail "no DRA socket in $root/plugins/$driver"
+  grep -q "Registered DRA plugin.*dialled=\"$root/plugins/$driver/dra.sock\"" "$tmp/serve.err" ||
+    fail "the endpoint was not mapped to $root/plugins/$driver/dra.sock"
+fi
 # The documentation's DeviceClass and ResourceClaimTemplate
 # (kubernetes/website content/en/examples/dra/), for this driver.
 post /apis/resource.k8s.io/v1/deviceclasses "$(cat <<EOF
@@ -160,6 +220,7 @@ grep -q "$claim_uid" "$root/dra_manager_state" || fail "dra_manager_state lacks 
 # A kubelet restart: the checkpoint is restored (the claim not prepared yet),
 # the driver registers again and the claim is prepared again.
 stop_serve
+restarted=1
 serve
 wait_for "the driver's registration after the restart" check registered
 wait_for "the claim to be prepared again" check prepared
@@ -181,4 +242,7 @@ PY
 fi
 grep -q "$claim_uid" "$root/dra_manager_state" && fail "dra_manager_state still holds the claim"
 stop_serve
+host_after=$(host_paths)
+[[ "$host_after" == "$host_before" ]] ||
+  fail "the host's kubelet or CDI paths changed: $(diff <(echo "$host_before") <(echo "$host_after"))"
 echo "PASS"
