@@ -127,7 +127,7 @@ TEST_F(DraPluginHandlerTest, AnEndpointInsideTheDriversBindsIsDialledAtItsHostPa
   handler_ = NewHandler(kNewestMinor, {{dir_.path(), "/var/lib/kubelet/plugins"}});
   const std::string registered = "/var/lib/kubelet/plugins/a.sock";
   ASSERT_OK(handler_->RegisterPlugin(kDriver, registered, kBoth));
-  ASSERT_TRUE(handler_->WaitForConnectionForTest(kDriver, registered, true, kWait));
+  ASSERT_TRUE(handler_->WaitForConnection(kDriver, registered, true, kWait));
   EXPECT_EQ(ClientEndpoint(kDriver), a_.path());
   ASSERT_OK((*handler_->GetClient(kDriver))->NodePrepareResources(kClaims));
   EXPECT_EQ(a_.Calls().size(), 1u);
