@@ -15,10 +15,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/fs.h"
+#include "dra/state.h"
 #include "kubelet/profile.h"
 #include "manager/manager.h"
 #include "node/pod_status_sync.h"
@@ -176,6 +178,10 @@ class Node {
   std::vector<std::string> DraPodUids();
   // The CDI device IDs the container gets (ContainerConfig.CDIDevices).
   std::vector<std::string> DraCdiDevices(const std::string& pod_uid, const std::string& container);
+  // The claims the container uses (DraPods::ContainerClaimInfos), for the
+  // PodResources API; empty while DRA is off.
+  absl::StatusOr<std::vector<dra::ClaimInfoState>> DraClaimInfos(const std::string& pod_uid,
+                                                                 const std::string& container);
   // A pod is gone (deleted or terminated): its claims are unprepared and
   // released (DraPods::Unprepare).
   absl::Status DraPodGone(const std::string& pod_uid);
