@@ -15,6 +15,7 @@
 #include "apiserver/resource_type.h"
 #include "apiserver/store.h"
 #include "common/status_testutil.h"
+#include "dra/dra_plugin_handler.h"
 #include "dra/fake_driver_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -92,14 +93,6 @@ class PodResourcesDraTest : public ::testing::TestWithParam<std::string> {
     Create(apiserver::ResourceClaimTemplates(), "ml",
            {{"metadata", {{"name", "two-gpus"}, {"namespace", "ml"}}},
             {"spec", {{"spec", {{"devices", {{"requests", requests}}}}}}}});
-    Create(apiserver::ResourceSlices(), "",
-           {{"metadata", {{"name", "node-1-gpu"}}},
-            {"spec",
-             {{"driver", kDriver},
-              {"nodeName", "node-1"},
-              {"pool", {{"name", "node-1"}, {"generation", 0}, {"resourceSliceCount", 1}}},
-              {"devices", {{{"name", "gpu-0"}}, {{"name", "gpu-1"}}}}}}});
-
     // The driver answers with the devices the claim was allocated, each with
     // its request and a CDI ID of its own (a share ID on gpu-1).
     driver_.SetPrepare([this](const drav1::NodePrepareResourcesRequest& req,
@@ -135,6 +128,14 @@ class PodResourcesDraTest : public ::testing::TestWithParam<std::string> {
     o.dra.state_dir = dir_.path();
     node_ = std::make_unique<node::Node>(o);
     ASSERT_OK(node_->Start());
+    // The driver's slice, published after the node's start wiped the node's.
+    Create(apiserver::ResourceSlices(), "",
+           {{"metadata", {{"name", "node-1-gpu"}}},
+            {"spec",
+             {{"driver", kDriver},
+              {"nodeName", "node-1"},
+              {"pool", {{"name", "node-1"}, {"generation", 0}, {"resourceSliceCount", 1}}},
+              {"devices", {{{"name", "gpu-0"}}, {{"name", "gpu-1"}}}}}}});
     pods_ = std::make_unique<node::PodManager>(node_.get(),
                                                node::PodManagerOptions{.keep_deleted = false});
     podresources::ServerOptions so;
@@ -145,8 +146,11 @@ class PodResourcesDraTest : public ::testing::TestWithParam<std::string> {
     client_ = std::make_unique<podresources::Client>(so.socket_path);
   }
   void TearDown() override {
+    client_.reset();
     if (server_) server_->Stop();
+    pods_.reset();
     if (node_) node_->Stop();
+    node_.reset();  // closes the node's connection to the driver
     driver_.Stop();
   }
   void Create(const apiserver::ResourceType& type, const std::string& ns, const json& obj) {
