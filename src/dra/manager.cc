@@ -401,6 +401,12 @@ absl::StatusOr<std::vector<ClaimInfoState>> Manager::ContainerClaimInfos(
   std::vector<ClaimInfoState> out;
   absl::MutexLock lock(&mu_);
   for (const PodResourceClaim& rc : parsed->resource_claims) {
+    // resourceclaim.Name: a template entry the pod's status does not list yet
+    // fails the whole container, whether or not the container names it.
+    if (rc.resource_claim_name.empty() && parsed->claim_statuses.count(rc.name) == 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("pod \"", parsed->pod.String(), "\": ResourceClaim not created yet"));
+    }
     std::optional<std::string> name = ClaimNameOf(*parsed, rc);
     if (!name) continue;
     for (const ContainerClaim& cc : parsed->container_claims) {

@@ -142,8 +142,10 @@ class Manager {
   // pod's claims in spec.resourceClaims order, one copy of the cached claim
   // per entry of the container's resources.claims naming it. The entry's
   // request does not narrow it (the whole claim is listed), and a claim named
-  // by two entries is listed twice. Pod claims without a claim are skipped,
-  // as in ContainerCdiIds. Failure: InvalidArgument for a malformed pod;
+  // by two entries is listed twice. Pod claims that need no claim (a status
+  // entry without a name) are skipped. Failure: InvalidArgument for a
+  // malformed pod; FailedPrecondition `pod "<ns>/<name>": ResourceClaim not
+  // created yet` when a template entry has no status entry (any container);
   // Internal "unable to get information for ResourceClaim <name>" when a
   // claim is not cached.
   absl::StatusOr<std::vector<ClaimInfoState>> ContainerClaimInfos(

@@ -384,6 +384,18 @@ TEST_F(ManagerTest, ContainerClaimInfosListWholeClaimsPerEntry) {
   EXPECT_THAT(*m->ContainerClaimInfos(pod, "none"), IsEmpty());
 }
 
+// resourceclaim.Name: a template entry without a status entry fails every
+// container; one whose status entry has no name needs no claim.
+TEST_F(ManagerTest, ContainerClaimInfosOfTemplateEntries) {
+  auto m = NewManager();
+  json pod = MakePod("pod-1", {}, {{"a", {{"t", ""}}}, {"none", {}}});
+  pod["spec"]["resourceClaims"] = {{{"name", "t"}, {"resourceClaimTemplateName", "tmpl"}}};
+  EXPECT_EQ(m->ContainerClaimInfos(pod, "none").status().message(),
+            "pod \"default/pod-1\": ResourceClaim not created yet");
+  pod["status"]["resourceClaimStatuses"] = {{{"name", "t"}}};
+  EXPECT_THAT(*m->ContainerClaimInfos(pod, "a"), IsEmpty());
+}
+
 // ENOSPC on the checkpoint write: the prepare fails with the kubelet's
 // context and the cache keeps the previous state, as does the file.
 TEST_F(ManagerTest, FailedCheckpointWriteLeavesNothingRecorded) {

@@ -38,7 +38,11 @@
 //    CDI IDs given to the runtime, which follow the request), so a claim
 //    named by two entries of one container appears twice. A claim not in the
 //    cache fails the whole container ("unable to get information for
-//    ResourceClaim <name>"). With DRAExtendedResource the pod's extended
+//    ResourceClaim <name>"), and so does a template entry the pod's status
+//    does not list yet, for every container of the pod (the claim-name helper
+//    of k8s.io/dynamic-resource-allocation resourceclaim: `pod "<ns>/<name>":
+//    ResourceClaim not created yet`); a status entry without a name means no
+//    claim is needed and the entry is skipped. With DRAExtendedResource the pod's extended
 //    resource claim is appended (devmgr does not emulate it yet). The cache
 //    keeps a claim from prepare to unprepare and restores it from
 //    dra_manager_state after a restart; whether it is prepared is not checked.
