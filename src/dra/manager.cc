@@ -136,6 +136,16 @@ std::optional<std::string> ClaimNameOf(const PodClaims& pod, const PodResourceCl
   return it->second;
 }
 
+// The cached claim with this name in this namespace (the kubelet's cache is
+// keyed by both), or nullptr.
+const ClaimInfo* FindByName(const std::map<std::string, ClaimInfo>& cache, const std::string& name,
+                            const std::string& namespace_) {
+  for (const auto& [uid, info] : cache) {
+    if (info.state.claim_name == name && info.state.namespace_ == namespace_) return &info;
+  }
+  return nullptr;
+}
+
 // claimInfo.cdiDevicesAsList: devices of every driver whose request names
 // include `request` (all when `request` is empty or the device names none).
 void AppendCdiIds(const ClaimInfo& info, const std::string& request,
@@ -373,15 +383,40 @@ absl::StatusOr<std::vector<std::string>> Manager::ContainerCdiIds(
     if (!name) continue;
     for (const ContainerClaim& cc : parsed->container_claims) {
       if (cc.container_name != container_name || cc.name != rc.name) continue;
-      auto it = std::find_if(cache_.begin(), cache_.end(), [&](const auto& entry) {
-        return entry.second.state.claim_name == *name &&
-               entry.second.state.namespace_ == parsed->pod.namespace_;
-      });
-      if (it == cache_.end()) {
+      const ClaimInfo* info = FindByName(cache_, *name, parsed->pod.namespace_);
+      if (info == nullptr) {
         return absl::InternalError(
             absl::StrCat("internal error: unable to get claim info for ResourceClaim ", *name));
       }
-      AppendCdiIds(it->second, cc.request, out);
+      AppendCdiIds(*info, cc.request, out);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<ClaimInfoState>> Manager::ContainerClaimInfos(
+    const json& pod, const std::string& container_name) const {
+  absl::StatusOr<PodClaims> parsed = ParsePodClaims(pod);
+  if (!parsed.ok()) return parsed.status();
+  std::vector<ClaimInfoState> out;
+  absl::MutexLock lock(&mu_);
+  for (const PodResourceClaim& rc : parsed->resource_claims) {
+    // resourceclaim.Name: a template entry the pod's status does not list yet
+    // fails the whole container, whether or not the container names it.
+    if (rc.resource_claim_name.empty() && parsed->claim_statuses.count(rc.name) == 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("pod \"", parsed->pod.String(), "\": ResourceClaim not created yet"));
+    }
+    std::optional<std::string> name = ClaimNameOf(*parsed, rc);
+    if (!name) continue;
+    for (const ContainerClaim& cc : parsed->container_claims) {
+      if (cc.container_name != container_name || cc.name != rc.name) continue;
+      const ClaimInfo* info = FindByName(cache_, *name, parsed->pod.namespace_);
+      if (info == nullptr) {
+        return absl::InternalError(
+            absl::StrCat("unable to get information for ResourceClaim ", *name));
+      }
+      out.push_back(info->state);
     }
   }
   return out;

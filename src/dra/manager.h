@@ -137,6 +137,20 @@ class Manager {
   absl::StatusOr<std::vector<std::string>> ContainerCdiIds(const nlohmann::json& pod,
                                                            const std::string& container_name) const;
 
+  // The claims container `container_name` of `pod` uses, as the PodResources
+  // API lists them (the kubelet's GetContainerClaimInfos): for each of the
+  // pod's claims in spec.resourceClaims order, one copy of the cached claim
+  // per entry of the container's resources.claims naming it. The entry's
+  // request does not narrow it (the whole claim is listed), and a claim named
+  // by two entries is listed twice. Pod claims that need no claim (a status
+  // entry without a name) are skipped. Failure: InvalidArgument for a
+  // malformed pod; FailedPrecondition `pod "<ns>/<name>": ResourceClaim not
+  // created yet` when a template entry has no status entry (any container);
+  // Internal "unable to get information for ResourceClaim <name>" when a
+  // claim is not cached.
+  absl::StatusOr<std::vector<ClaimInfoState>> ContainerClaimInfos(
+      const nlohmann::json& pod, const std::string& container_name) const ABSL_LOCKS_EXCLUDED(mu_);
+
   // The cache, by claim UID.
   std::map<std::string, ClaimInfo> ClaimInfos() const ABSL_LOCKS_EXCLUDED(mu_);
 

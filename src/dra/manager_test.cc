@@ -347,6 +347,55 @@ TEST_F(ManagerTest, ContainerCdiIdsFollowTheRequest) {
             "internal error: unable to get claim info for ResourceClaim claim-1");
 }
 
+// The PodResources API's view (GetContainerClaimInfos): whole claims, in pod
+// claim order, once per resources.claims entry; the request narrows nothing.
+TEST_F(ManagerTest, ContainerClaimInfosListWholeClaimsPerEntry) {
+  auto m = NewManager();
+  drivers_.devices[{kGpu, "uid-claim-1"}] = {Dev("dev-0", {"gpu-a"}, {"cdi/a0"}),
+                                             Dev("dev-1", {"gpu-b"}, {"cdi/b1"})};
+  drivers_.devices[{kGpu, "uid-claim-2"}] = {Dev("dev-3", {"x"}, {"cdi/c2"})};
+  const json pod = MakePod("pod-1", {"claim-1", "claim-2"},
+                           {{"a", {{"claim-1", "gpu-a"}}},
+                            {"b", {{"claim-2", ""}, {"claim-1", "gpu-a"}, {"claim-1", "gpu-b"}}},
+                            {"none", {}}});
+  const std::vector<json> claims = {
+      MakeClaim("claim-1", {{"gpu-a", kGpu, "dev-0"}, {"gpu-b", kGpu, "dev-1"}}, {"uid-pod-1"}),
+      MakeClaim("claim-2", {{"x", kGpu, "dev-3"}}, {"uid-pod-1"})};
+  ASSERT_OK(m->PrepareResources(pod, claims));
+  auto names = [&](const std::string& container) {
+    std::vector<std::string> out;
+    absl::StatusOr<std::vector<ClaimInfoState>> infos = m->ContainerClaimInfos(pod, container);
+    EXPECT_OK(infos);
+    for (const ClaimInfoState& s : infos.value_or(std::vector<ClaimInfoState>{})) {
+      out.push_back(s.claim_name + "=" + std::to_string(s.driver_state->at(kGpu).devices->size()));
+    }
+    return out;
+  };
+  EXPECT_THAT(names("a"), ElementsAre("claim-1=2"));
+  // Pod claim order first; claim-1 twice, once per entry.
+  EXPECT_THAT(names("b"), ElementsAre("claim-1=2", "claim-1=2", "claim-2=1"));
+  EXPECT_THAT(names("none"), IsEmpty());
+  EXPECT_THAT(names("no-such-container"), IsEmpty());
+  EXPECT_EQ(m->ContainerClaimInfos(pod, "a")->front(), m->ClaimInfos().at("uid-claim-1").state);
+
+  ASSERT_OK(m->UnprepareResources(pod));
+  EXPECT_EQ(m->ContainerClaimInfos(pod, "a").status().message(),
+            "unable to get information for ResourceClaim claim-1");
+  EXPECT_THAT(*m->ContainerClaimInfos(pod, "none"), IsEmpty());
+}
+
+// resourceclaim.Name: a template entry without a status entry fails every
+// container; one whose status entry has no name needs no claim.
+TEST_F(ManagerTest, ContainerClaimInfosOfTemplateEntries) {
+  auto m = NewManager();
+  json pod = MakePod("pod-1", {}, {{"a", {{"t", ""}}}, {"none", {}}});
+  pod["spec"]["resourceClaims"] = {{{"name", "t"}, {"resourceClaimTemplateName", "tmpl"}}};
+  EXPECT_EQ(m->ContainerClaimInfos(pod, "none").status().message(),
+            "pod \"default/pod-1\": ResourceClaim not created yet");
+  pod["status"]["resourceClaimStatuses"] = {{{"name", "t"}}};
+  EXPECT_THAT(*m->ContainerClaimInfos(pod, "a"), IsEmpty());
+}
+
 // ENOSPC on the checkpoint write: the prepare fails with the kubelet's
 // context and the cache keeps the previous state, as does the file.
 TEST_F(ManagerTest, FailedCheckpointWriteLeavesNothingRecorded) {

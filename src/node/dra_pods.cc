@@ -123,6 +123,18 @@ std::vector<std::string> DraPods::ContainerCdiIds(const std::string& pod_uid,
   return ids.ok() ? *std::move(ids) : std::vector<std::string>{};
 }
 
+absl::StatusOr<std::vector<dra::ClaimInfoState>> DraPods::ContainerClaimInfos(
+    const std::string& pod_uid, const std::string& container) const {
+  nlohmann::json manifest;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = pods_.find(pod_uid);
+    if (it == pods_.end()) return std::vector<dra::ClaimInfoState>{};
+    manifest = it->second;
+  }
+  return manager_->ContainerClaimInfos(manifest, container);
+}
+
 std::vector<std::string> DraPods::PodUids() const {
   absl::MutexLock l(&mu_);
   std::vector<std::string> out;

@@ -56,6 +56,12 @@ class DraPods {
                                            const std::string& container) const
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The claims the container uses, whole, as the PodResources API lists
+  // them (dra::Manager::ContainerClaimInfos); empty for a pod without claims
+  // or one this node has not synced yet. Failure: the manager's.
+  absl::StatusOr<std::vector<dra::ClaimInfoState>> ContainerClaimInfos(
+      const std::string& pod_uid, const std::string& container) const ABSL_LOCKS_EXCLUDED(mu_);
+
   // The UIDs of the pods whose claims were prepared and not yet unprepared.
   std::vector<std::string> PodUids() const ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -151,6 +151,24 @@ TEST_F(DraPodsTest, TemplateClaimIsCreatedAllocatedReservedAndPrepared) {
   EXPECT_TRUE(pods_.PodUids().empty());
 }
 
+// What the PodResources API lists: the whole claim for the container that
+// names it, nothing for the other one or for a pod the node does not know.
+TEST_F(DraPodsTest, ContainerClaimInfosAreTheCachedClaims) {
+  const pod::Pod p = MakePod();
+  ASSERT_TRUE(pods_.Prepare(p).admitted);
+  absl::StatusOr<std::vector<dra::ClaimInfoState>> infos = pods_.ContainerClaimInfos(p.uid, "ctr0");
+  ASSERT_OK(infos);
+  ASSERT_EQ(infos->size(), 1u);
+  const std::string uid = Claims()[0]["metadata"]["uid"];
+  EXPECT_EQ(infos->front(), manager_.ClaimInfos().at(uid).state);
+  EXPECT_EQ(infos->front().namespace_, "dra-tutorial");
+  EXPECT_TRUE(pods_.ContainerClaimInfos(p.uid, "ctr1")->empty());
+  EXPECT_TRUE(pods_.ContainerClaimInfos("no-such-pod", "ctr0")->empty());
+
+  ASSERT_OK(pods_.Unprepare(p.uid));
+  EXPECT_TRUE(pods_.ContainerClaimInfos(p.uid, "ctr0")->empty());
+}
+
 TEST_F(DraPodsTest, PodWithoutClaimsPassesUntouched) {
   absl::StatusOr<pod::Pod> p = pod::ParsePodManifest(
       "apiVersion: v1\nkind: Pod\nmetadata: {name: plain}\n"

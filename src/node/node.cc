@@ -262,6 +262,12 @@ std::vector<std::string> Node::DraCdiDevices(const std::string& pod_uid,
   return dra_pods_->ContainerCdiIds(pod_uid, container);
 }
 
+absl::StatusOr<std::vector<dra::ClaimInfoState>> Node::DraClaimInfos(const std::string& pod_uid,
+                                                                     const std::string& container) {
+  if (dra_pods_ == nullptr) return std::vector<dra::ClaimInfoState>{};
+  return dra_pods_->ContainerClaimInfos(pod_uid, container);
+}
+
 absl::Status Node::DraPodGone(const std::string& pod_uid) {
   if (dra_pods_ == nullptr) return absl::OkStatus();
   return dra_pods_->Unprepare(pod_uid);

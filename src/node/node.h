@@ -15,11 +15,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/bind_paths.h"
 #include "common/clock.h"
 #include "common/fs.h"
+#include "dra/state.h"
 #include "kubelet/profile.h"
 #include "manager/manager.h"
 #include "node/pod_status_sync.h"
@@ -184,6 +186,10 @@ class Node {
   std::vector<std::string> DraPodUids();
   // The CDI device IDs the container gets (ContainerConfig.CDIDevices).
   std::vector<std::string> DraCdiDevices(const std::string& pod_uid, const std::string& container);
+  // The claims the container uses (DraPods::ContainerClaimInfos), for the
+  // PodResources API; empty while DRA is off.
+  absl::StatusOr<std::vector<dra::ClaimInfoState>> DraClaimInfos(const std::string& pod_uid,
+                                                                 const std::string& container);
   // A pod is gone (deleted or terminated): its claims are unprepared and
   // released (DraPods::Unprepare).
   absl::Status DraPodGone(const std::string& pod_uid);

@@ -50,6 +50,40 @@ Json MemoryJson(const google::protobuf::RepeatedPtrField<v1::ContainerMemory>& m
   return a;
 }
 
+// Go's JSON of []*DynamicResource (omitempty fields left out; share_id only
+// when set).
+Json DynamicResourcesJson(const google::protobuf::RepeatedPtrField<v1::DynamicResource>& drs) {
+  Json a = Json::array();
+  for (const auto& dr : drs) {
+    Json j = Json::object();
+    if (!dr.claim_name().empty()) j["claim_name"] = dr.claim_name();
+    if (!dr.claim_namespace().empty()) j["claim_namespace"] = dr.claim_namespace();
+    if (dr.claim_resources_size() > 0) {
+      Json crs = Json::array();
+      for (const auto& cr : dr.claim_resources()) {
+        Json cj = Json::object();
+        if (cr.cdi_devices_size() > 0) {
+          Json cdi = Json::array();
+          for (const auto& d : cr.cdi_devices()) {
+            Json dj = Json::object();
+            if (!d.name().empty()) dj["name"] = d.name();
+            cdi.push_back(dj);
+          }
+          cj["cdi_devices"] = cdi;
+        }
+        if (!cr.driver_name().empty()) cj["driver_name"] = cr.driver_name();
+        if (!cr.pool_name().empty()) cj["pool_name"] = cr.pool_name();
+        if (!cr.device_name().empty()) cj["device_name"] = cr.device_name();
+        if (cr.has_share_id()) cj["share_id"] = cr.share_id();
+        crs.push_back(cj);
+      }
+      j["claim_resources"] = crs;
+    }
+    a.push_back(j);
+  }
+  return a;
+}
+
 Json PodJson(const v1::PodResources& p) {
   Json j = Json::object();
   if (!p.name().empty()) j["name"] = p.name();
@@ -64,6 +98,9 @@ Json PodJson(const v1::PodResources& p) {
         cj["cpu_ids"] = std::vector<int64_t>(c.cpu_ids().begin(), c.cpu_ids().end());
       }
       if (c.memory_size() > 0) cj["memory"] = MemoryJson(c.memory());
+      if (c.dynamic_resources_size() > 0) {
+        cj["dynamic_resources"] = DynamicResourcesJson(c.dynamic_resources());
+      }
       cs.push_back(cj);
     }
     j["containers"] = cs;
@@ -100,17 +137,25 @@ std::string Columns(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
+// Device-plugin devices first, one row per entry; then DRA devices, one row
+// per claim resource: RESOURCE "claim:<claim>", DEVICE "<driver>/<pool>/<device>"
+// (the names the kubelet gives them in allocatedResourcesStatus), NUMA "-".
 void PodRows(const v1::PodResources& p, std::vector<std::vector<std::string>>* rows) {
   for (const auto& c : p.containers()) {
-    if (c.devices_size() == 0) {
-      rows->push_back({p.namespace_(), p.name(), c.name(), "-", "-", "-"});
-      continue;
-    }
+    const size_t before = rows->size();
     for (const auto& d : c.devices()) {
       std::string ids;
       for (const auto& id : d.device_ids()) ids += (ids.empty() ? "" : ",") + id;
       rows->push_back({p.namespace_(), p.name(), c.name(), d.resource_name(), ids, Numa(d)});
     }
+    for (const auto& dr : c.dynamic_resources()) {
+      for (const auto& cr : dr.claim_resources()) {
+        rows->push_back({p.namespace_(), p.name(), c.name(), "claim:" + dr.claim_name(),
+                         cr.driver_name() + "/" + cr.pool_name() + "/" + cr.device_name(), "-"});
+      }
+    }
+    if (rows->size() == before)
+      rows->push_back({p.namespace_(), p.name(), c.name(), "-", "-", "-"});
   }
 }
 

@@ -6,7 +6,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/logging.h"
 #include "fmt/format.h"
+#include "podresources/dynamic_resources.h"
 
 namespace devmgr::podresources {
 namespace {
@@ -59,16 +61,35 @@ void FillContainer(const manager::PodAllocation* alloc, const std::string& name,
   }
 }
 
-void FillPod(const pod::Pod& p, const manager::PodAllocation* alloc, bool sidecars,
-             v1::PodResources* out) {
+// The kubelet's GetDynamicResources: a container's claims could not be read
+// (a claim not in the DRA manager's cache) gives it none, with the error
+// logged.
+void FillDynamicResources(node::Node* node, const std::string& pod_uid, v1::ContainerResources* c) {
+  absl::StatusOr<std::vector<dra::ClaimInfoState>> claims = node->DraClaimInfos(pod_uid, c->name());
+  if (!claims.ok()) {
+    DM_ERROR(std::string(claims.status().message()), "Unable to get container claim info state",
+             {"podUID", pod_uid}, {"containerName", c->name()});
+    return;
+  }
+  AppendDynamicResources(*claims, c->mutable_dynamic_resources());
+}
+
+// One pod's answer: the kubelet's getContainerResources per listed container.
+void FillPod(node::Node* node, const Options& opts, const pod::Pod& p,
+             const manager::PodAllocation* alloc, v1::PodResources* out) {
   out->set_name(p.name);
   out->set_namespace_(p.namespace_);
-  if (sidecars) {
+  auto fill = [&](const pod::Container& c) {
+    v1::ContainerResources* cr = out->add_containers();
+    FillContainer(alloc, c.name, cr);
+    if (opts.dynamic_resources) FillDynamicResources(node, p.uid, cr);
+  };
+  if (opts.sidecar_containers) {
     for (const pod::Container& c : p.init_containers) {
-      if (c.restartable) FillContainer(alloc, c.name, out->add_containers());
+      if (c.restartable) fill(c);
     }
   }
-  for (const pod::Container& c : p.containers) FillContainer(alloc, c.name, out->add_containers());
+  for (const pod::Container& c : p.containers) fill(c);
 }
 
 const manager::PodAllocation* FindAlloc(const std::vector<manager::PodAllocation>& all,
@@ -96,8 +117,7 @@ v1::ListPodResourcesResponse Lister::List() {
   for (const node::PodRecord& r : records) {
     if (r.deleted) continue;
     if (opts_.list_active_pods_only && active.count(r.pod.uid) == 0) continue;
-    FillPod(r.pod, FindAlloc(allocs, r.pod.uid), opts_.sidecar_containers,
-            resp.add_pod_resources());
+    FillPod(node_, opts_, r.pod, FindAlloc(allocs, r.pod.uid), resp.add_pod_resources());
   }
   return resp;
 }
@@ -131,7 +151,7 @@ absl::StatusOr<v1::GetPodResourcesResponse> Lister::Get(const std::string& pod_n
   }
   const std::vector<manager::PodAllocation> allocs = node_->manager().Allocations();
   v1::GetPodResourcesResponse resp;
-  FillPod(found->pod, FindAlloc(allocs, found->pod.uid), opts_.sidecar_containers,
+  FillPod(node_, opts_, found->pod, FindAlloc(allocs, found->pod.uid),
           resp.mutable_pod_resources());
   return resp;
 }

@@ -30,14 +30,17 @@ class Lister {
   // its devices flattened to one ContainerDevices per (device, NUMA node);
   // a device without topology gives one entry with topology unset.
   // Entries are sorted by resource, device, NUMA node (the kubelet's order
-  // is Go map order).
+  // is Go map order). With Options::dynamic_resources each container also
+  // gets its DRA claims (dynamic_resources.h); a container whose claims
+  // cannot be read (a claim not in the DRA manager's cache) gets none, and
+  // the error is logged, as by the kubelet.
   v1::ListPodResourcesResponse List();
   // The healthy devices of every resource, flattened the same way, with the
   // topology the plugin reported.
   v1::AllocatableResourcesResponse GetAllocatableResources();
-  // One pod by namespace and name. Errors (code Unknown, as the kubelet's
-  // plain Go errors reach clients): kGetDisabled when the gate is off;
-  // "pod %s in namespace %s not found".
+  // One pod by namespace and name, its containers as List gives them. Errors (code Unknown, as the
+  // kubelet's plain Go errors reach clients): kGetDisabled when the gate is off; "pod %s in
+  // namespace %s not found".
   absl::StatusOr<v1::GetPodResourcesResponse> Get(const std::string& pod_namespace,
                                                   const std::string& pod_name);
 

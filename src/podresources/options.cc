@@ -9,6 +9,7 @@ Options OptionsForProfile(const Profile& profile) {
   o.get_enabled = profile.gates.Enabled(kGetGate);
   o.list_active_pods_only = profile.gates.Enabled(kListActivePodsGate);
   o.sidecar_containers = profile.gates.Enabled(kSidecarGate);
+  o.dynamic_resources = profile.gates.Enabled(kDynamicResourcesGate);
   return o;
 }
 
@@ -19,6 +20,7 @@ absl::Status ApplyFeatureGates(const std::string& spec, Options* opts) {
     if (key == kGetGate) opts->get_enabled = value;
     if (key == kListActivePodsGate) opts->list_active_pods_only = value;
     if (key == kSidecarGate) opts->sidecar_containers = value;
+    if (key == kDynamicResourcesGate) opts->dynamic_resources = value;
   }
   return absl::OkStatus();
 }

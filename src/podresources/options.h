@@ -13,6 +13,7 @@ namespace devmgr::podresources {
 inline constexpr const char* kGetGate = kGateKubeletPodResourcesGet;
 inline constexpr const char* kListActivePodsGate = kGateKubeletPodResourcesListUseActivePods;
 inline constexpr const char* kSidecarGate = kGateSidecarContainers;
+inline constexpr const char* kDynamicResourcesGate = kGateKubeletPodResourcesDynamicResources;
 
 // The kubelet's socket name under <root-dir>/pod-resources.
 inline constexpr char kSocketName[] = "kubelet.sock";
@@ -29,6 +30,11 @@ struct Options {
   // SidecarContainers (beta, on since 1.29): restartable init containers
   // are listed before the regular ones.
   bool sidecar_containers = true;
+  // KubeletPodResourcesDynamicResources: alpha (default off) 1.27-1.33, beta
+  // (on) 1.34-1.35, GA (locked on) 1.36+. On: List and Get give each
+  // container its DRA claims (dynamic_resources, dynamic_resources.h); off:
+  // the field stays empty. GetAllocatableResources never lists DRA devices.
+  bool dynamic_resources = false;
 };
 
 // The gates of a kubelet version (profile.gates: its defaults and any

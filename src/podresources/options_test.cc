@@ -18,6 +18,27 @@ TEST(OptionsTest, ProfileDefaults) {
   EXPECT_TRUE(o.list_active_pods_only);
 }
 
+// KubeletPodResourcesDynamicResources: off before 1.34, on (beta) in
+// 1.34-1.35, GA and locked on from 1.36.
+TEST(OptionsTest, DynamicResourcesPerVersion) {
+  for (const char* v : {"1.32", "1.33"}) {
+    EXPECT_FALSE(OptionsForProfile(*ProfileForVersion(v)).dynamic_resources) << v;
+  }
+  for (const char* v : {"1.34", "1.35", "1.36", "1.37"}) {
+    EXPECT_TRUE(OptionsForProfile(*ProfileForVersion(v)).dynamic_resources) << v;
+  }
+  Options o = OptionsForProfile(*ProfileForVersion("1.34"));
+  ASSERT_OK(ApplyFeatureGates("KubeletPodResourcesDynamicResources=false", &o));
+  EXPECT_FALSE(o.dynamic_resources);
+  ASSERT_OK(ApplyFeatureGates("KubeletPodResourcesDynamicResources=true", &o));
+  EXPECT_TRUE(o.dynamic_resources);
+  // GA from 1.36: --feature-gates cannot turn it off.
+  Profile ga = *ProfileForVersion("1.36");
+  EXPECT_EQ(ga.gates.Set("KubeletPodResourcesDynamicResources=false").message(),
+            "cannot set feature gate KubeletPodResourcesDynamicResources to false, feature is "
+            "locked to true");
+}
+
 TEST(OptionsTest, FeatureGates) {
   Options o;
   ASSERT_OK(

@@ -3,7 +3,8 @@
 # endpoint) runs `devmgr sample-dra-driver` as its driver; a static pod whose
 # manifest names a ResourceClaimTemplate (the documentation's examples) gets
 # a claim made from the template, allocated from the driver's slice, reserved
-# and prepared; the container's CDI device IDs are in the status file. A
+# and prepared; the container's CDI device IDs are in the status file, and
+# its claim in the PodResources answers (List and Get, table and JSON). A
 # restarted serve (the API objects and dra_manager_state kept, as a cluster
 # keeps them across a kubelet restart) prepares the claim again; deleting the
 # pod unprepares it and deletes the claim.
@@ -86,12 +87,13 @@ fi
 serve_flags=()
 [[ $private == 1 ]] && serve_flags=(--private-mount)
 restarted=0
+sock="$root/pod-resources/kubelet.sock"
 serve() {
   "$DEVMGR_BIN" serve --dir "$root/device-plugins" --fsync false --kubelet-version "$kubelet_version" \
     --api-listen 127.0.0.1:0 --kubeconfig-out "$tmp/kubeconfig" --node-name node-1 \
     --plugins-registry-dir "$root/plugins_registry" --pod-manifest-path "$tmp/pods" \
     --pod-manifest-poll 0.2 --node-status-interval 0.2 --status-file "$tmp/status.json" \
-    --pod-resources-socket off "${serve_flags[@]}" --plugin "$plugin" 2> "$tmp/serve.err" &
+    --pod-resources-socket "$sock" "${serve_flags[@]}" --plugin "$plugin" 2> "$tmp/serve.err" &
   pid=$!
 }
 stop_serve() {
@@ -216,6 +218,36 @@ wait_for "the claim to be prepared" check prepared
 first=$(check verify) || fail "prepared state: $first"
 claim_uid=${first%% *}
 grep -q "$claim_uid" "$root/dra_manager_state" || fail "dra_manager_state lacks claim $claim_uid"
+# check_podresources: the pod's claim as the PodResources API lists it.
+check_podresources() {
+  "$DEVMGR_BIN" podresources get default/example-dra-pod --socket "$sock" -o json \
+    > "$tmp/get.json" || fail "podresources get: $(cat "$tmp/get.json")"
+  python3 - "$tmp/get.json" "$tmp/status.json" "$driver" <<'PY' || fail "podresources get"
+import json, sys
+got, st, driver = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+claim = st["api"]["resourceClaims"][0]
+[cached] = st["dra"]["claims"]
+pod = got["pod_resources"]
+assert (pod["namespace"], pod["name"]) == ("default", "example-dra-pod"), pod
+[ctr] = pod["containers"]
+assert ctr["name"] == "container0", ctr
+# One entry per cached device (twice the device after a 1.34-1.36 restart); the kubelet's CDI
+# list grows per driver, so each entry carries the IDs of the driver's devices so far.
+resources, so_far = [], []
+for d in cached["devices"]:
+    so_far += d["cdiDeviceIDs"]
+    resources.append({"cdi_devices": [{"name": i} for i in so_far], "driver_name": driver,
+                      "pool_name": d["pool"], "device_name": d["device"]})
+assert ctr["dynamic_resources"] == [{
+    "claim_name": claim["metadata"]["name"], "claim_namespace": "default",
+    "claim_resources": resources}], (ctr, cached)
+PY
+  "$DEVMGR_BIN" podresources list --socket "$sock" > "$tmp/list.txt" ||
+    fail "podresources list: $(cat "$tmp/list.txt")"
+  grep -Eq "^default +example-dra-pod +container0 +claim:example-dra-pod-separate-gpu-claim-[a-z0-9]{5} +$driver/[^ ]+/[^ ]+ +-\$" \
+    "$tmp/list.txt" || fail "podresources list: $(cat "$tmp/list.txt")"
+}
+check_podresources
 
 # A kubelet restart: the checkpoint is restored (the claim not prepared yet),
 # the driver registers again and the claim is prepared again.
@@ -226,6 +258,7 @@ wait_for "the driver's registration after the restart" check registered
 wait_for "the claim to be prepared again" check prepared
 second=$(check verify) || fail "prepared state after the restart: $second"
 [[ "$second" == "$first" ]] || fail "after the restart: $second, before: $first"
+check_podresources
 grep -q '^\[plugin\] .*NodePrepareResources' "$tmp/serve.err" ||
   fail "the driver got no NodePrepareResources after the restart"
 
