@@ -56,16 +56,10 @@ class HostileDraDriverTest : public testing::Test {
           {{"spec",
             {{"devices",
               {{"requests", {{{"name", "r"}, {"exactly", {{"deviceClassName", "gpu"}}}}}}}}}}}}});
-    Create(apiserver::ResourceSlices(), "",
-           {{"metadata", {{"name", "s"}}},
-            {"spec",
-             {{"driver", kDriver},
-              {"nodeName", "node-1"},
-              {"pool", {{"name", "node-1"}, {"generation", 0}, {"resourceSliceCount", 1}}},
-              {"devices", {{{"name", "gpu-0"}}}}}}});
     std::filesystem::create_directories(dir_.Join("device-plugins"));
     NodeOptions o;
     o.plugin_dir = dir_.Join("device-plugins");
+    o.registry_dir = dir_.Join("plugins_registry");  // DRA drivers register through it
     o.profile = ProfileForMinor(37);
     o.fsync = false;
     o.dra.store = &store_;
@@ -76,6 +70,15 @@ class HostileDraDriverTest : public testing::Test {
     o.dra.call_timeout = absl::Seconds(3);
     node_ = std::make_unique<Node>(o);
     ASSERT_OK(node_->Start());
+    ASSERT_NE(node_->dra_handler(), nullptr);
+    // The driver's slice, published after the node's start wiped the node's slices.
+    Create(apiserver::ResourceSlices(), "",
+           {{"metadata", {{"name", "s"}}},
+            {"spec",
+             {{"driver", kDriver},
+              {"nodeName", "node-1"},
+              {"pool", {{"name", "node-1"}, {"generation", 0}, {"resourceSliceCount", 1}}},
+              {"devices", {{{"name", "gpu-0"}}}}}}});
     pods_ = std::make_unique<PodManager>(node_.get(), PodManagerOptions{.keep_deleted = false});
     loop_ = std::make_unique<PodSyncLoop>(pods_.get(), PodSyncLoopOptions{.timers = &timers_});
     loop_->Start();
@@ -111,7 +114,7 @@ class HostileDraDriverTest : public testing::Test {
     ASSERT_OK(rec);
     EXPECT_EQ(rec->phase, pod::Phase::kPending);
     EXPECT_TRUE(rec->sync_failed);
-    EXPECT_EQ(rec->reason, "FailedPrepareDynamicResources");
+    EXPECT_EQ(rec->reason, "FailedPrepareDynamicResources") << rec->message;
     EXPECT_THAT(rec->message,
                 HasSubstr("Failed to prepare dynamic resources: prepare dynamic resources: "));
     EXPECT_THAT(rec->message, HasSubstr(error));
