@@ -183,10 +183,18 @@ bool DraPluginHandler::AnyConnectedLocked(const std::string& driver) const {
 
 void DraPluginHandler::ScheduleWipeLocked(const std::string& driver) {
   if (stopped_ || wipes_.count(driver) != 0) return;
-  // The id is only known once After returns; the callback finds it in wipes_
-  // under mu_, which this thread holds until then.
+  // The id is only known once After returns, and the timer may fire before
+  // that (a short delay): the callback reads it under mu_, which this thread
+  // holds until the id is stored.
   auto id = std::make_shared<Timers::Id>(0);
-  *id = timers_->After(opts_.wiping_delay, [this, driver, id] { OnWipeDue(driver, *id); });
+  *id = timers_->After(opts_.wiping_delay, [this, driver, id] {
+    Timers::Id mine;
+    {
+      absl::MutexLock l(&mu_);
+      mine = *id;
+    }
+    OnWipeDue(driver, mine);
+  });
   wipes_[driver] = *id;
 }
 
