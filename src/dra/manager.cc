@@ -146,6 +146,30 @@ const ClaimInfo* FindByName(const std::map<std::string, ClaimInfo>& cache, const
   return nullptr;
 }
 
+// Walks the pod's claims in spec.resourceClaims order: `check(claim)` first
+// (its error ends the walk), then `use(info, entry)` for each entry of
+// container `container_name`'s resources.claims that names the claim, with
+// the claim's cached info. Pod claims without a claim (template entries with
+// none recorded) are skipped. A claim the cache does not hold: Internal
+// "<missing_prefix><name>".
+template <typename Check, typename Use>
+absl::Status ForEachContainerClaim(const std::map<std::string, ClaimInfo>& cache,
+                                   const PodClaims& pod, const std::string& container_name,
+                                   const char* missing_prefix, Check check, Use use) {
+  for (const PodResourceClaim& rc : pod.resource_claims) {
+    DEVMGR_RETURN_IF_ERROR(check(rc));
+    std::optional<std::string> name = ClaimNameOf(pod, rc);
+    if (!name) continue;
+    for (const ContainerClaim& cc : pod.container_claims) {
+      if (cc.container_name != container_name || cc.name != rc.name) continue;
+      const ClaimInfo* info = FindByName(cache, *name, pod.pod.namespace_);
+      if (info == nullptr) return absl::InternalError(absl::StrCat(missing_prefix, *name));
+      use(*info, cc);
+    }
+  }
+  return absl::OkStatus();
+}
+
 // claimInfo.cdiDevicesAsList: devices of every driver whose request names
 // include `request` (all when `request` is empty or the device names none).
 void AppendCdiIds(const ClaimInfo& info, const std::string& request,
@@ -378,19 +402,13 @@ absl::StatusOr<std::vector<std::string>> Manager::ContainerCdiIds(
   if (!parsed.ok()) return parsed.status();
   std::vector<std::string> out;
   absl::MutexLock lock(&mu_);
-  for (const PodResourceClaim& rc : parsed->resource_claims) {
-    std::optional<std::string> name = ClaimNameOf(*parsed, rc);
-    if (!name) continue;
-    for (const ContainerClaim& cc : parsed->container_claims) {
-      if (cc.container_name != container_name || cc.name != rc.name) continue;
-      const ClaimInfo* info = FindByName(cache_, *name, parsed->pod.namespace_);
-      if (info == nullptr) {
-        return absl::InternalError(
-            absl::StrCat("internal error: unable to get claim info for ResourceClaim ", *name));
-      }
-      AppendCdiIds(*info, cc.request, out);
-    }
-  }
+  DEVMGR_RETURN_IF_ERROR(ForEachContainerClaim(
+      cache_, *parsed, container_name,
+      "internal error: unable to get claim info for ResourceClaim ",
+      [](const PodResourceClaim&) { return absl::OkStatus(); },
+      [&](const ClaimInfo& info, const ContainerClaim& cc) {
+        AppendCdiIds(info, cc.request, out);
+      }));
   return out;
 }
 
@@ -400,25 +418,18 @@ absl::StatusOr<std::vector<ClaimInfoState>> Manager::ContainerClaimInfos(
   if (!parsed.ok()) return parsed.status();
   std::vector<ClaimInfoState> out;
   absl::MutexLock lock(&mu_);
-  for (const PodResourceClaim& rc : parsed->resource_claims) {
-    // resourceclaim.Name: a template entry the pod's status does not list yet
-    // fails the whole container, whether or not the container names it.
-    if (rc.resource_claim_name.empty() && parsed->claim_statuses.count(rc.name) == 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("pod \"", parsed->pod.String(), "\": ResourceClaim not created yet"));
-    }
-    std::optional<std::string> name = ClaimNameOf(*parsed, rc);
-    if (!name) continue;
-    for (const ContainerClaim& cc : parsed->container_claims) {
-      if (cc.container_name != container_name || cc.name != rc.name) continue;
-      const ClaimInfo* info = FindByName(cache_, *name, parsed->pod.namespace_);
-      if (info == nullptr) {
-        return absl::InternalError(
-            absl::StrCat("unable to get information for ResourceClaim ", *name));
-      }
-      out.push_back(info->state);
-    }
-  }
+  DEVMGR_RETURN_IF_ERROR(ForEachContainerClaim(
+      cache_, *parsed, container_name, "unable to get information for ResourceClaim ",
+      // resourceclaim.Name: a template entry the pod's status does not list
+      // yet fails the whole container, whether or not the container names it.
+      [&](const PodResourceClaim& rc) {
+        if (rc.resource_claim_name.empty() && parsed->claim_statuses.count(rc.name) == 0) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("pod \"", parsed->pod.String(), "\": ResourceClaim not created yet"));
+        }
+        return absl::OkStatus();
+      },
+      [&](const ClaimInfo& info, const ContainerClaim&) { out.push_back(info.state); }));
   return out;
 }
 
