@@ -1,69 +1,38 @@
 // Test helpers for the claim tests: YAML test data (tests/testdata/dra/) as
-// the API's JSON, created in a Store by kind. Test-only: yaml-cpp here stays
-// out of the library.
+// the API's JSON, created in a Store by kind.
 #ifndef DEVMGR_DRA_CLAIMS_TESTUTIL_H_
 #define DEVMGR_DRA_CLAIMS_TESTUTIL_H_
 
-#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/status/statusor.h"
 #include "apiserver/resource_type.h"
 #include "apiserver/store.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "yaml-cpp/yaml.h"
+#include "pod/manifest_parser.h"
 
 namespace devmgr::dra::testutil {
-
-// A YAML node as JSON: plain scalars that read as ints, booleans or null
-// become those (YAML 1.2 core schema, as the API's YAML decoder); quoted
-// scalars stay strings.
-inline nlohmann::json YamlToJson(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Map: {
-      nlohmann::json out = nlohmann::json::object();
-      for (const auto& kv : n) out[kv.first.as<std::string>()] = YamlToJson(kv.second);
-      return out;
-    }
-    case YAML::NodeType::Sequence: {
-      nlohmann::json out = nlohmann::json::array();
-      for (const auto& item : n) out.push_back(YamlToJson(item));
-      return out;
-    }
-    case YAML::NodeType::Scalar: {
-      const std::string s = n.Scalar();
-      if (n.Tag() == "!") return s;  // quoted
-      int64_t i = 0;
-      if (absl::SimpleAtoi(s, &i) && s.find_first_not_of("-0123456789") == std::string::npos) {
-        return i;
-      }
-      if (s == "true" || s == "false") return s == "true";
-      if (s == "null" || s == "~") return nullptr;
-      return s;
-    }
-    default:
-      return nullptr;
-  }
-}
 
 inline std::string TestDataPath(const std::string& name) {
   return std::string(DEVMGR_SOURCE_DIR) + "/tests/testdata/dra/" + name;
 }
 
-// Every document of a test data file.
+// Every document of a test data file, as the API's JSON.
 inline std::vector<nlohmann::json> LoadDocuments(const std::string& name) {
   std::ifstream in(TestDataPath(name));
   std::stringstream text;
   text << in.rdbuf();
-  std::vector<nlohmann::json> docs;
-  for (const YAML::Node& doc : YAML::LoadAll(text.str())) {
-    if (!doc.IsNull()) docs.push_back(YamlToJson(doc));
+  absl::StatusOr<std::vector<std::string>> docs = pod::YamlDocumentsAsJson(text.str(), name);
+  EXPECT_TRUE(docs.ok()) << docs.status();
+  std::vector<nlohmann::json> out;
+  if (docs.ok()) {
+    for (const std::string& doc : *docs) out.push_back(nlohmann::json::parse(doc));
   }
-  return docs;
+  return out;
 }
 
 // Creates every API object of the file in `store` (namespaced ones in their

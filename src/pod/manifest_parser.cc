@@ -492,6 +492,18 @@ absl::StatusOr<Pod> ParsePodManifest(const std::string& text, const std::string&
   return std::move(pods->front());
 }
 
+absl::StatusOr<std::vector<std::string>> YamlDocumentsAsJson(const std::string& text,
+                                                             const std::string& filename) {
+  absl::StatusOr<std::vector<YAML::Node>> docs = LoadDocuments(text, filename);
+  if (!docs.ok()) return docs.status();
+  std::vector<std::string> out;
+  for (const YAML::Node& doc : *docs) {
+    if (doc.IsNull()) continue;
+    out.push_back(AsJson(doc).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<Pod>> ParsePodManifests(const std::string& text,
                                                    const std::string& filename) {
   return ParseAll(text, filename, /*single=*/false);

@@ -48,6 +48,13 @@ absl::StatusOr<std::vector<Pod>> ParsePodManifests(const std::string& text,
 absl::StatusOr<Pod> LoadPodManifest(const std::string& path);
 absl::StatusOr<std::vector<Pod>> LoadPodManifests(const std::string& path);
 
+// Every non-empty document of a YAML stream as the API's JSON text (YAML 1.2
+// core schema, as the API's YAML decoder reads it: plain scalars that read as
+// integers, booleans or null become those; quoted scalars stay strings).
+// Syntax errors are `<filename>:<line>:<col>: <message>`.
+absl::StatusOr<std::vector<std::string>> YamlDocumentsAsJson(const std::string& text,
+                                                             const std::string& filename);
+
 // Reads a whole file. NotFound when missing; `<path>: <strerror>` otherwise.
 absl::StatusOr<std::string> ReadManifestFile(const std::string& path);
 

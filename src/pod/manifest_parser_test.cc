@@ -492,5 +492,27 @@ TEST(ManifestParserTest, ExtendedResourceClaimStatusErrors) {
               ::testing::HasSubstr("requestMappings: expected a list"));
 }
 
+TEST(ManifestParserTest, YamlDocumentsAsJsonKeepsEveryDocumentInTheApiSchema) {
+  // Empty documents are skipped; plain scalars that read as integers,
+  // booleans or null become those, quoted ones stay strings.
+  const char* kYaml = R"(---
+kind: ResourceClaim
+spec: {count: 2, quoted: "2", on: true, off: "false", none: null, tilde: ~, neg: -3}
+---
+---
+kind: DeviceClass
+list: [a, "1", 1]
+)";
+  absl::StatusOr<std::vector<std::string>> docs = YamlDocumentsAsJson(kYaml, "objects.yaml");
+  ASSERT_OK(docs);
+  ASSERT_EQ(docs->size(), 2u);
+  EXPECT_EQ((*docs)[0],
+            R"({"kind":"ResourceClaim","spec":{"count":2,"neg":-3,"none":null,"off":"false",)"
+            R"("on":true,"quoted":"2","tilde":null}})");
+  EXPECT_EQ((*docs)[1], R"({"kind":"DeviceClass","list":["a","1",1]})");
+  EXPECT_THAT(std::string(YamlDocumentsAsJson("a: [1, 2\n", "bad.yaml").status().message()),
+              ::testing::StartsWith("bad.yaml:"));
+}
+
 }  // namespace
 }  // namespace devmgr::pod
