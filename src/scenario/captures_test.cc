@@ -4,7 +4,7 @@
 #include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scenario/step_handlers.h"
+#include "scenario/step_interpreter.h"
 
 namespace devmgr::scenario {
 namespace {

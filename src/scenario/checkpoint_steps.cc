@@ -1,46 +1,16 @@
-// The steps that edit the kubelet's checkpoint file.
-#include <unistd.h>
-
+// The checkpoint edits of the step interpreter (write_checkpoint's
+// encoding, corrupt_checkpoint's byte change), as pure functions.
 #include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <functional>
-#include <sstream>
 
 #include "absl/strings/escaping.h"
 #include "checkpoint/checkpoint.h"
-#include "common/fs.h"
 #include "fmt/format.h"
-#include "scenario/step_handlers.h"
+#include "scenario/step_interpreter.h"
 
 namespace devmgr::scenario {
-absl::Status DeleteCheckpointStep(RunContext& ctx, const Step&, StepResult*) {
-  const std::string path = ctx.CheckpointPath();
-  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return absl::FailedPreconditionError(fmt::format("unlink {}: {}", path, std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
 
-absl::Status TruncateCheckpointStep(RunContext& ctx, const Step& st, StepResult*) {
-  const std::string path = ctx.CheckpointPath();
-  if (truncate(path.c_str(), st.truncate_to) != 0) {
-    return absl::FailedPreconditionError(
-        fmt::format("truncate {}: {}", path, std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
-// Changes the stored checksum (the JSON stays valid), else flips a byte.
-absl::Status CorruptCheckpointStep(RunContext& ctx, const Step&, StepResult*) {
-  const std::string path = ctx.CheckpointPath();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::FailedPreconditionError("no checkpoint to corrupt at " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
-  in.close();
+std::string CorruptCheckpointBytes(std::string text) {
   const size_t k = text.find("\"Checksum\":");
   bool changed = false;
   if (k != std::string::npos) {
@@ -52,7 +22,7 @@ absl::Status CorruptCheckpointStep(RunContext& ctx, const Step&, StepResult*) {
     }
   }
   if (!changed && !text.empty()) text[text.size() / 2] ^= 0x20;
-  return fs::WriteOutputFile(path, text);
+  return text;
 }
 
 absl::StatusOr<std::string> EncodeCheckpointSpec(
@@ -96,20 +66,6 @@ absl::StatusOr<std::string> EncodeCheckpointSpec(
   if (spec.wrong_checksum) cp.checksum = (cp.checksum + 1) & 0xffffffffu;
   if (spec.checksum) cp.checksum = *spec.checksum;
   return checkpoint::Encode(cp);
-}
-
-absl::Status WriteCheckpointStep(RunContext& ctx, const Step& st, StepResult* r) {
-  if (!st.checkpoint) return fs::WriteOutputFile(ctx.CheckpointPath(), st.content);
-  // Pod refs name pods the scenario admitted; anything else is a UID.
-  auto uid = [&ctx](const std::string& ref) {
-    auto rec = ctx.pods->Find(ref);
-    return rec ? rec->pod.uid : ref;
-  };
-  absl::StatusOr<std::string> bytes = EncodeCheckpointSpec(*st.checkpoint, uid);
-  if (!bytes.ok()) return bytes.status();
-  const checkpoint::VerifyResult v = checkpoint::Verify(*bytes);
-  r->notes.push_back(fmt::format("checksum {} ({})", v.stored, v.valid ? "valid" : "invalid"));
-  return fs::WriteOutputFile(ctx.CheckpointPath(), *bytes);
 }
 
 }  // namespace devmgr::scenario

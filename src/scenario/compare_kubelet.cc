@@ -24,7 +24,8 @@
 #include "scenario/expectations.h"
 #include "scenario/plugin_host.h"
 #include "scenario/run_context.h"
-#include "scenario/step_handlers.h"
+#include "scenario/step_backend.h"
+#include "scenario/step_interpreter.h"
 
 namespace devmgr::scenario {
 namespace {
@@ -57,6 +58,11 @@ std::string ReadFileOr(const std::string& path, bool* exists) {
 }
 
 std::string Secs(absl::Duration d) { return fmt::format("{:.2f}s", absl::ToDoubleSeconds(d)); }
+
+// Why the oracle refuses stop_kubelet and start_kubelet.
+constexpr char kNoStoppedKubelet[] =
+    "the oracle has no stopped-kubelet state (stop_kubelet/start_kubelet); it restarts in one "
+    "step";
 
 // ---- devmgr's side ---------------------------------------------------------
 
@@ -182,10 +188,13 @@ struct OraclePod {
   Json options = Json::object();  // container -> options | {failed}
 };
 
-class OracleSide {
+// The kubelet oracle's side, and its step backend: the oracle's kubelet has
+// no stopped state, no virtual clock and no pod phases, so it refuses those
+// primitives; its waits are no-ops, as the settling comparison waits.
+class OracleSide final : public StepBackend {
  public:
   OracleSide(const Scenario& sc, const CompareOptions& opts) : sc_(sc), opts_(opts) {}
-  ~OracleSide() { Teardown(); }
+  ~OracleSide() override { Teardown(); }
 
   absl::Status Setup() {
     char tmpl[] = "/tmp/dmcmp-XXXXXX";
@@ -319,109 +328,105 @@ class OracleSide {
     for (auto& h : hosts_) h->MarkCalls();
   }
 
-  // Takes the step's action on the oracle. "" when done, else the reason
-  // the comparison ends here.
-  absl::StatusOr<std::string> Act(const Step& st, const Json& devmgr_after) {
-    switch (st.kind) {
-      case StepKind::kAdmit:
-        return Admit(st.pod);
-      case StepKind::kDeletePod: {
-        OraclePod* p = Find(st.pod_ref);
-        if (p == nullptr) return std::string("delete_pod: no such pod on the oracle's side");
-        p->deleted = true;
-        if (p->admitted) {
-          if (absl::Status s = Call({{"op", "delete"}, {"uid", p->pod.uid}}).status(); !s.ok()) {
-            return s;
-          }
-        }
-        return std::string();
-      }
-      case StepKind::kRestartContainer: {
-        OraclePod* p = Find(st.pod_ref);
-        if (p == nullptr || !p->admitted) return std::string("restart_container: pod not active");
-        if (absl::Status s = RunOptions(p, st.container); !s.ok()) return s;
-        return std::string();
-      }
-      case StepKind::kRestartKubelet:
-        return Restart(/*rebooted=*/false, devmgr_after);
-      case StepKind::kRebootNode:
-        return Restart(/*rebooted=*/true, devmgr_after);
-      case StepKind::kStartPlugin:
-      case StepKind::kRestartPlugin:
-      case StepKind::kStopPlugin:
-      case StepKind::kKillPlugin:
-      case StepKind::kPausePlugin:
-      case StepKind::kResumePlugin:
-      case StepKind::kSetHealth:
-      case StepKind::kControl:
-        return PluginStep(st);
-      case StepKind::kNodeStatus:
-      case StepKind::kWaitRegistration:
-      case StepKind::kWaitDevices:
-      case StepKind::kCheck:
-        return std::string();  // the settling comparison waits as these do
-      case StepKind::kAdvanceClock:
-        return std::string(
-            "advance_clock moves devmgr's virtual clock; the real device manager reads the wall "
-            "clock (its 5-minute endpoint grace period cannot be skipped)");
-      case StepKind::kStopKubelet:
-      case StepKind::kStartKubelet:
-        return std::string(
-            "the oracle has no stopped-kubelet state (stop_kubelet/start_kubelet); it restarts "
-            "in one step");
-      case StepKind::kSetPhase:
-        return std::string("set_phase: the oracle's pods have no phases (active until deleted)");
-      case StepKind::kRun:
-        return std::string("a run: step's command acts on devmgr's side only");
-      case StepKind::kDeleteCheckpoint:
-      case StepKind::kTruncateCheckpoint:
-      case StepKind::kCorruptCheckpoint:
-      case StepKind::kWriteCheckpoint:
-        return EditCheckpoint(st);
-    }
-    return std::string("a step kind the comparison does not know");
+  // devmgr's observation after the step being taken (a reboot waits for
+  // the capacity devmgr reached); must outlive that step.
+  void SetDevmgrAfter(const Json* after) { devmgr_after_ = after; }
+
+  // ---- the step primitives (step_backend.h) ----
+  bool KubeletRunning() const override { return true; }
+  absl::Status StopKubelet() override { return Refused(kNoStoppedKubelet); }
+  absl::Status StartKubelet(bool, absl::Duration) override { return Refused(kNoStoppedKubelet); }
+  absl::Status RestartKubelet(bool, absl::Duration) override { return Restart(/*rebooted=*/false); }
+  absl::Status RebootNode(const std::vector<PluginHost*>& stopped, bool, absl::Duration) override {
+    return Restart(/*rebooted=*/true, stopped);
+  }
+  absl::Status AdvanceClock(absl::Duration) override {
+    return Refused(
+        "advance_clock moves devmgr's virtual clock; the real device manager reads the wall "
+        "clock (its 5-minute endpoint grace period cannot be skipped)");
+  }
+  // The settling comparison observes the node.
+  absl::StatusOr<node::NodeResources> UpdateNodeStatus() override { return node_; }
+
+  absl::Status AdmitPod(const pod::Pod& pod, absl::Duration, std::vector<std::string>*) override {
+    return Admit(pod);
+  }
+  absl::Status DeletePod(const std::string& ref) override {
+    OraclePod* p = Find(ref);
+    if (p == nullptr) return Refused("delete_pod: no such pod on the oracle's side");
+    p->deleted = true;
+    if (!p->admitted) return absl::OkStatus();
+    return Call({{"op", "delete"}, {"uid", p->pod.uid}}).status();
+  }
+  absl::Status SetPodPhase(const std::string&, pod::Phase) override {
+    return Refused("set_phase: the oracle's pods have no phases (active until deleted)");
+  }
+  absl::Status RestartContainer(const std::string& ref, const std::string& container,
+                                absl::Duration) override {
+    OraclePod* p = Find(ref);
+    if (p == nullptr || !p->admitted) return Refused("restart_container: pod not active");
+    return RunOptions(p, container);
+  }
+  std::string PodUidOr(const std::string& ref) override {
+    OraclePod* p = Find(ref);
+    return p != nullptr ? p->pod.uid : ref;
   }
 
-  // The steps that act on one plugin process.
-  absl::StatusOr<std::string> PluginStep(const Step& st) {
-    switch (st.kind) {
-      case StepKind::kStartPlugin:
-        return HostAction(
-            st, [this, &st](PluginHost& h) { return StartAndWait(h, st.wait_for_registration); });
-      case StepKind::kRestartPlugin:
-        return HostAction(st, [this, &st](PluginHost& h) {
-          h.Stop();
-          return StartAndWait(h, st.wait_for_registration);
-        });
-      case StepKind::kStopPlugin:
-        return HostAction(st, [](PluginHost& h) {
-          h.Stop();
-          return absl::OkStatus();
-        });
-      case StepKind::kKillPlugin:
-        return HostAction(st, [](PluginHost& h) {
-          h.Kill();
-          return absl::OkStatus();
-        });
-      case StepKind::kPausePlugin:
-        return HostAction(st, [](PluginHost& h) {
-          h.Signal(SIGSTOP);
-          return absl::OkStatus();
-        });
-      case StepKind::kResumePlugin:
-        return HostAction(st, [](PluginHost& h) {
-          h.Signal(SIGCONT);
-          return absl::OkStatus();
-        });
-      case StepKind::kSetHealth:
-        return HostAction(st, [&st](PluginHost& h) {
-          return h.Control(fmt::format("health {} {}", st.device, st.health));
-        });
-      case StepKind::kControl:
-        return HostAction(st, [&st](PluginHost& h) { return h.Control(st.control_line); });
-      default:
-        return std::string("not a plugin step");
+  absl::StatusOr<PluginHost*> Host(const std::string& name) override {
+    for (auto& h : hosts_) {
+      if (h->spec().name == name) return h.get();
     }
+    return Refused("no plugin '" + name + "' on the oracle's side");
+  }
+  std::vector<PluginHost*> Hosts() override {
+    std::vector<PluginHost*> out;
+    for (auto& h : hosts_) out.push_back(h.get());
+    return out;
+  }
+  absl::Status StartPlugin(PluginHost& h, bool wait) override { return StartAndWait(h, wait); }
+
+  absl::Status WaitRegistration(const std::string&, std::optional<int64_t>, PluginHost*,
+                                absl::Duration) override {
+    return absl::OkStatus();
+  }
+  absl::Status WaitDevices(const DevicesWanted&, absl::Duration, const std::string&) override {
+    return absl::OkStatus();
+  }
+  absl::Status WaitHealthSeen(PluginHost&, const std::string&, const std::string&,
+                              absl::Duration) override {
+    return absl::OkStatus();
+  }
+
+  // The oracle's own checkpoint file.
+  std::string CheckpointPath() override {
+    return env_.plugin_dir + "/" + checkpoint::kCheckpointName;
+  }
+  std::optional<std::string> ReadCheckpoint() override {
+    bool exists = false;
+    std::string bytes = ReadFileOr(CheckpointPath(), &exists);
+    if (!exists) return std::nullopt;
+    return bytes;
+  }
+  absl::Status WriteCheckpoint(const std::string& bytes) override {
+    const std::string path = CheckpointPath();
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+    out.close();
+    if (!out) return EnvError("cannot write " + path);
+    return absl::OkStatus();
+  }
+  absl::Status RemoveCheckpoint() override {
+    unlink(CheckpointPath().c_str());
+    return absl::OkStatus();
+  }
+  absl::Status TruncateCheckpoint(int64_t size) override {
+    const std::string path = CheckpointPath();
+    if (truncate(path.c_str(), size) != 0) return EnvError("truncate " + path);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<CommandResult> RunCommand(const std::string&, absl::Duration) override {
+    return Refused("a run: step's command acts on devmgr's side only");
   }
 
   absl::StatusOr<Json> Snapshot() {
@@ -516,7 +521,7 @@ class OracleSide {
     return j;
   }
 
-  absl::StatusOr<std::string> Admit(const pod::Pod& pod) {
+  absl::Status Admit(const pod::Pod& pod) {
     Json pj = {{"uid", pod.uid}, {"name", pod.name}, {"namespace", pod.namespace_}};
     // status.extendedResourceClaimStatus exists from 1.34; an older kubelet
     // never sees it (and neither does devmgr's profile).
@@ -543,10 +548,8 @@ class OracleSide {
     p.reason = r->value("reason", "");
     p.message = r->value("message", "");
     pods_.push_back(std::move(p));
-    if (pods_.back().admitted) {
-      if (absl::Status s = StartContainers(&pods_.back()); !s.ok()) return s;
-    }
-    return std::string();
+    if (!pods_.back().admitted) return absl::OkStatus();
+    return StartContainers(&pods_.back());
   }
 
   // GetDeviceRunContainerOptions for every container, init containers
@@ -590,33 +593,28 @@ class OracleSide {
     if (restarted.value("reset_extended_resources", false)) node_.ZeroExtended();
   }
 
-  absl::StatusOr<std::string> Restart(bool rebooted, const Json& devmgr_after) {
+  // `stopped`: the plugins a reboot stopped.
+  absl::Status Restart(bool rebooted, const std::vector<PluginHost*>& stopped = {}) {
     if (!rebooted) {
       absl::StatusOr<Json> r =
           Call({{"op", "restart"}, {"containers_running", true}, {"readmit", true}});
       if (!r.ok()) return r.status();
       ReconcileNode(*r);
       Readmitted(r->value("readmitted", Json::array()));
-      return std::string();
+      return absl::OkStatus();
     }
     // As devmgr's reboot: plugins stop, the kubelet starts with no running
     // containers, the plugins start again and register, then the pods are
     // admitted again and their containers started.
-    std::vector<PluginHost*> restart;
-    for (auto& h : hosts_) {
-      if (h->running()) {
-        restart.push_back(h.get());
-        h->Stop();
-      }
-    }
     absl::StatusOr<Json> r = Call({{"op", "restart"}, {"containers_running", false}});
     if (!r.ok()) return r.status();
     ReconcileNode(*r);
-    for (PluginHost* h : restart) {
+    for (PluginHost* h : stopped) {
       if (absl::Status s = StartAndWait(*h, true); !s.ok()) return s;
     }
-    const Json caps = devmgr_after.contains("node") ? devmgr_after["node"]["capacity"] : Json();
-    for (PluginHost* h : restart) {
+    const Json& after = devmgr_after_ != nullptr ? *devmgr_after_ : Json::object();
+    const Json caps = after.contains("node") ? after["node"]["capacity"] : Json();
+    for (PluginHost* h : stopped) {
       const std::string res = h->spec().resource;
       if (res.empty() || !caps.is_object() || !caps.contains(res)) continue;
       Json w = {{"op", "wait"}, {"resource", res}, {"capacity", caps[res]}, {"timeout_ms", 10000}};
@@ -629,64 +627,7 @@ class OracleSide {
       if (!p.admitted || p.deleted) continue;
       if (absl::Status s = StartContainers(&p); !s.ok()) return s;
     }
-    return std::string();
-  }
-
-  // The checkpoint steps, on the oracle's file (as devmgr's do on its own).
-  absl::StatusOr<std::string> EditCheckpoint(const Step& st) {
-    const std::string path = env_.plugin_dir + "/" + checkpoint::kCheckpointName;
-    bool exists = false;
-    std::string bytes = ReadFileOr(path, &exists);
-    switch (st.kind) {
-      case StepKind::kDeleteCheckpoint:
-        unlink(path.c_str());
-        return std::string();
-      case StepKind::kTruncateCheckpoint:
-        if (truncate(path.c_str(), st.truncate_to) != 0) return EnvError("truncate " + path);
-        return std::string();
-      case StepKind::kCorruptCheckpoint: {
-        if (!exists) return EnvError("no checkpoint to corrupt at " + path);
-        // The stored checksum's first digit changes (the JSON stays valid).
-        const size_t k = bytes.find("\"Checksum\":");
-        size_t i = k == std::string::npos ? std::string::npos : k + 11;
-        while (i != std::string::npos && i < bytes.size() && bytes[i] == ' ') ++i;
-        if (i != std::string::npos && i < bytes.size() &&
-            isdigit(static_cast<unsigned char>(bytes[i]))) {
-          bytes[i] = bytes[i] == '9' ? '1' : static_cast<char>(bytes[i] + 1);
-        } else if (!bytes.empty()) {
-          bytes[bytes.size() / 2] ^= 0x20;
-        }
-        break;
-      }
-      default: {  // kWriteCheckpoint
-        if (!st.checkpoint) {
-          bytes = st.content;
-          break;
-        }
-        auto uid = [this](const std::string& ref) {
-          OraclePod* p = Find(ref);
-          return p != nullptr ? p->pod.uid : ref;
-        };
-        absl::StatusOr<std::string> b = EncodeCheckpointSpec(*st.checkpoint, uid);
-        if (!b.ok()) return b.status();
-        bytes = *b;
-      }
-    }
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << bytes;
-    out.close();
-    if (!out) return EnvError("cannot write " + path);
-    return std::string();
-  }
-
-  absl::StatusOr<std::string> HostAction(const Step& st,
-                                         const std::function<absl::Status(PluginHost&)>& fn) {
-    for (auto& h : hosts_) {
-      if (h->spec().name != st.plugin) continue;
-      if (absl::Status s = fn(*h); !s.ok()) return EnvError(std::string(s.message()));
-      return std::string();
-    }
-    return std::string("no plugin '" + st.plugin + "' on the oracle's side");
+    return absl::OkStatus();
   }
 
   const Scenario& sc_;
@@ -697,6 +638,7 @@ class OracleSide {
   OracleProcess oracle_;
   node::NodeResources node_;
   std::vector<OraclePod> pods_;
+  const Json* devmgr_after_ = nullptr;
 };
 
 // ---- the comparison --------------------------------------------------------
@@ -788,10 +730,14 @@ class Comparison {
       return;
     }
     oracle_.MarkCalls();
+    oracle_.SetDevmgrAfter(&snap->second);
     const absl::Time s0 = absl::Now();
-    absl::StatusOr<std::string> end = oracle_.Act(st, snap->second);
-    absl::Status s = end.status();
-    if (s.ok() && !end->empty()) {
+    // The step's notes on the oracle's side are not shown: its observations
+    // are compared.
+    StepResult taken;
+    absl::Status s = InterpretStep(st, sc_.timeouts, oracle_, &taken);
+    oracle_.SetDevmgrAfter(nullptr);
+    if (const std::optional<std::string> end = RefusalReason(s)) {
       *ended = fmt::format("step {} ({}): {}", index, StepKindName(st.kind), *end);
       r->outcome = Outcome::kSkipped;
       r->message = "comparison ends here: " + *end;

@@ -1,12 +1,12 @@
 // RunContext: the state of one scenario run (the emulated node, its pods,
-// the plugins, the virtual clock) and the operations step handlers build
-// on. Its methods live in three files by concern:
+// the plugins, the virtual clock) and the operations devmgr's step backend
+// (devmgr_backend.h) builds on. Its methods live in two files by concern:
 //   node_lifecycle.cc  set-up, kubelet start/stop/restart, node reboot,
 //                      the PodResources server, teardown;
 //   waits.cc           bounded actions on a worker thread and the polls
-//                      that wait for registrations and device lists;
-//   step_handlers.cc   one small handler per step kind (a table).
-// runner.cc drives the steps and reports. Used from the runner's thread
+//                      that wait for registrations and device lists.
+// runner.cc drives the steps (the step interpreter over that backend) and
+// reports. Used from the runner's thread
 // only (the worker thread of Bounded() touches just what its closure takes).
 #ifndef DEVMGR_SCENARIO_RUN_CONTEXT_H_
 #define DEVMGR_SCENARIO_RUN_CONTEXT_H_

@@ -5,11 +5,12 @@
 
 #include "fmt/format.h"
 #include "scenario/captures.h"
+#include "scenario/devmgr_backend.h"
 #include "scenario/expectations.h"
 #include "scenario/health_check.h"
 #include "scenario/observe.h"
 #include "scenario/run_context.h"
-#include "scenario/step_handlers.h"
+#include "scenario/step_interpreter.h"
 #include "scenario/version_matrix.h"
 
 namespace devmgr::scenario {
@@ -174,10 +175,8 @@ class Run {
     for (auto& h : ctx_.hosts) h->MarkCalls();
     const std::vector<std::string> last = RecentLogLines(1);
     ctx_.log_mark = last.empty() ? "" : last.back();
-    StepHandler handler = HandlerFor(st.kind);
-    absl::Status s = handler != nullptr
-                         ? handler(ctx_, st, r)
-                         : absl::InternalError(fmt::format("no handler for {}", r->kind));
+    DevmgrBackend backend(ctx_);
+    absl::Status s = InterpretStep(st, sc_.timeouts, backend, r);
     if (s.ok() && !st.expect.empty()) s = Expect(st, r);
     if (s.ok() && st.kind == StepKind::kAdmit) s = RejectedWithoutExpectation(st);
     if (s.ok() && !st.captures.empty()) s = Capture(st, r);
