@@ -1,5 +1,6 @@
-// Reading the `expect:` block of a scenario step (docs/scenarios.md).
-// Internal to the module; used by scenario_parser.cc.
+// Reading the `expect:` block of a scenario step (docs/scenarios.md): its
+// keys are those of every expectation kind (expect_kind.h), each of which
+// reads its own. Internal to the module; used by scenario_parser.cc.
 #ifndef DEVMGR_SCENARIO_EXPECT_PARSER_H_
 #define DEVMGR_SCENARIO_EXPECT_PARSER_H_
 

@@ -1,6 +1,8 @@
 // Checking a step's expectations against what the runner observed. Pure
 // functions over plain data (Observed), so every matcher is unit-tested
-// without a node.
+// without a node. Each kind of expectation is checked in the file of its
+// kind (expect_kind.h); this header holds what the runner sees and what the
+// kinds share.
 #ifndef DEVMGR_SCENARIO_EXPECTATIONS_H_
 #define DEVMGR_SCENARIO_EXPECTATIONS_H_
 
@@ -51,13 +53,15 @@ struct Observed {
   std::map<std::string, std::vector<std::string>> captures;
 };
 
-// "[{[0 1] true} {<nil> false}]", or "<nil>" for a nil list.
+// "[{[0 1] true} {<nil> false}]", or "<nil>" for a nil list
+// (expect_topology.cc).
 std::string HintListString(const HintList& hints);
 
 // Finds a pod by UID, namespace/name or (unique) name.
 const node::PodRecord* FindPod(const std::vector<node::PodRecord>& pods, const std::string& ref);
 
-// Every failed expectation (empty: all hold).
+// Every failed expectation (empty: all hold), kind by kind in the order of
+// ExpectKinds().
 std::vector<Failure> CheckExpectations(const Expectations& e, const Observed& o);
 
 // One SetExpect against a set of ids (`got`, any order; nullopt: the set is
@@ -86,11 +90,12 @@ std::optional<std::vector<size_t>> MatchUnordered(const std::vector<Want>& want,
 // expected key matches; arrays when they have the same length and match
 // element-wise; {"regex": RE} matches a string by regex; numbers, strings,
 // booleans and null by equality (a string "2" also matches the number 2).
+// (expect_calls.cc)
 bool JsonMatches(const nlohmann::json& expected, const nlohmann::json& actual);
 
 // The pod status message the kubelet writes when admission rejects a pod
 // (kubelet.go rejectPod: the admission message behind a fixed prefix; the
-// same in every supported version, 1.30-1.37).
+// same in every supported version, 1.30-1.37; expect_pods.cc).
 std::string RejectedStatusMessage(const std::string& message);
 
 // ["a","b"] -> "[a b]" (Go's %v of a []string), for reports.

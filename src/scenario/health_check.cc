@@ -4,6 +4,7 @@
 
 #include "common/status_util.h"
 #include "fmt/format.h"
+#include "scenario/expect_kind.h"
 
 namespace devmgr::scenario {
 namespace {
@@ -108,6 +109,34 @@ void ResourceHealthNotes(const Expectations& e, const Observed& o,
           ResourceStatusString(ObservedResourceStatus(o.pod_statuses, rec->pod.uid, c.name))));
     }
   }
+}
+
+namespace {
+
+absl::Status ParseContainer(const ExpectReader& r, const YAML::Node& v, ContainerExpect* c) {
+  if (!v["allocated_resources_status"]) return absl::OkStatus();
+  return ParseResourceHealthExpect(r, v["allocated_resources_status"],
+                                   &c->allocated_resources_status.emplace());
+}
+
+void CheckContainer(const ContainerCheck& cc, std::vector<Failure>* out) {
+  const ContainerExpect& c = cc.want;
+  if (!c.allocated_resources_status) return;
+  CheckResourceHealth(c.loc, cc.where, *c.allocated_resources_status,
+                      ObservedResourceStatus(cc.observed.pod_statuses, cc.pod.pod.uid, c.name),
+                      out);
+}
+
+}  // namespace
+
+const ExpectKind& HealthExpectKind() {
+  static const ExpectKind kKind = {
+      .name = "allocated_resources_status",
+      .container_keys = {"allocated_resources_status"},
+      .parse_container = ParseContainer,
+      .check_container = CheckContainer,
+  };
+  return kKind;
 }
 
 }  // namespace devmgr::scenario

@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "common/status_util.h"
 #include "fmt/format.h"
+#include "scenario/expect_kind.h"
 #include "scenario/expectations.h"
 
 namespace devmgr::scenario {
@@ -55,6 +57,117 @@ const PrPodObs* FindListed(const std::vector<PrPodObs>& pods, const std::string&
 }
 
 using Captures = std::map<std::string, std::vector<std::string>>;
+
+const Keys kPodResourcesKeys = {"allocatable", "pod_count", "pods", "get"};
+
+// The containers of a listed pod or of Get's answer: resource -> set, `none`
+// (no devices) or `absent` (not listed).
+absl::Status ParsePrContainers(const ExpectReader& r, const YAML::Node& cs,
+                               const std::string& where, PrPodExpect* p) {
+  DEVMGR_RETURN_IF_ERROR(r.ExpectMap(cs, where + ".containers"));
+  for (auto it = cs.begin(); it != cs.end(); ++it) {
+    PrContainerExpect c;
+    DEVMGR_RETURN_IF_ERROR(r.NonEmptyString(it->first, "container name", &c.name));
+    c.loc = r.Loc(it->first);
+    const YAML::Node d = it->second;
+    if (d.IsScalar() && d.Scalar() == "none") {
+      c.no_devices = true;
+    } else if (d.IsScalar() && d.Scalar() == "absent") {
+      c.absent = true;
+    } else if (!d.IsNull()) {
+      DEVMGR_RETURN_IF_ERROR(r.ExpectMap(
+          d, fmt::format("container '{}' (resource -> count, ids or a mapping; none; absent)",
+                         c.name)));
+      for (auto dt = d.begin(); dt != d.end(); ++dt) {
+        DeviceExpect de;
+        DEVMGR_RETURN_IF_ERROR(r.Device(dt->first, dt->second, &de));
+        c.devices.push_back(std::move(de));
+      }
+    }
+    p->containers.push_back(std::move(c));
+  }
+  return absl::OkStatus();
+}
+
+// List (`get` false): `absent`, or {containers}; Get: {containers} or {error}.
+absl::Status ParsePrPod(const ExpectReader& r, const YAML::Node& k, const YAML::Node& v, bool get,
+                        PrPodExpect* p) {
+  DEVMGR_RETURN_IF_ERROR(r.NonEmptyString(k, "pod name", &p->ref));
+  p->loc = r.Loc(k);
+  const std::string where = fmt::format("pod_resources.{}['{}']", get ? "get" : "pods", p->ref);
+  const size_t slash = p->ref.find('/');
+  if (slash != std::string::npos && (slash == 0 || slash + 1 == p->ref.size() ||
+                                     p->ref.find('/', slash + 1) != std::string::npos)) {
+    return r.Error(k, fmt::format("{}: a pod is NAME or NAMESPACE/NAME", where));
+  }
+  if (!get && v.IsScalar() && v.Scalar() == "absent") {
+    p->absent = true;
+    return absl::OkStatus();
+  }
+  DEVMGR_RETURN_IF_ERROR(
+      r.ExpectMap(v, get ? where + " ({containers: ...} or {error: ...})"
+                         : where + " ({containers: ...}, or absent: not listed)"));
+  DEVMGR_RETURN_IF_ERROR(
+      r.CheckKeys(v, get ? Keys{"containers", "error"} : Keys{"containers"}, where));
+  if (v["error"]) {
+    if (v["containers"]) return r.Error(v["error"], "give containers or error, not both");
+    DEVMGR_RETURN_IF_ERROR(r.OptMatcher(v["error"], "error", &p->error));
+  }
+  if (v["containers"]) DEVMGR_RETURN_IF_ERROR(ParsePrContainers(r, v["containers"], where, p));
+  return absl::OkStatus();
+}
+
+absl::Status ParsePodResources(const ExpectReader& r, const YAML::Node& n, PodResourcesExpect* e) {
+  e->loc = r.Loc(n);
+  DEVMGR_RETURN_IF_ERROR(r.ExpectMap(n, "expect.pod_resources"));
+  DEVMGR_RETURN_IF_ERROR(r.CheckKeys(n, kPodResourcesKeys, "expect.pod_resources"));
+  if (n["allocatable"]) {
+    const YAML::Node a = n["allocatable"];
+    DEVMGR_RETURN_IF_ERROR(
+        r.ExpectMap(a, "pod_resources.allocatable (resource -> count, ids or a mapping)"));
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      DeviceExpect d;
+      DEVMGR_RETURN_IF_ERROR(r.Device(it->first, it->second, &d));
+      e->allocatable.push_back(std::move(d));
+    }
+  }
+  if (n["pod_count"])
+    DEVMGR_RETURN_IF_ERROR(r.OptInt(n["pod_count"], "pod_count", 0, &e->pod_count));
+  for (const bool get : {false, true}) {
+    const char* key = get ? "get" : "pods";
+    if (!n[key]) continue;
+    const YAML::Node ps = n[key];
+    DEVMGR_RETURN_IF_ERROR(
+        r.ExpectMap(ps, fmt::format("pod_resources.{} (pod -> expectations)", key)));
+    for (auto it = ps.begin(); it != ps.end(); ++it) {
+      PrPodExpect p;
+      DEVMGR_RETURN_IF_ERROR(ParsePrPod(r, it->first, it->second, get, &p));
+      (get ? e->get : e->pods).push_back(std::move(p));
+    }
+  }
+  if (e->allocatable.empty() && !e->pod_count && e->pods.empty() && e->get.empty()) {
+    return r.Error(n, "expect.pod_resources: has nothing to check");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parse(const ExpectReader& r, const YAML::Node& n, Expectations* e) {
+  if (!n["pod_resources"]) return absl::OkStatus();
+  PodResourcesExpect pr;
+  DEVMGR_RETURN_IF_ERROR(ParsePodResources(r, n["pod_resources"], &pr));
+  e->pod_resources = std::move(pr);
+  return absl::OkStatus();
+}
+
+void Check(const Expectations& e, const Observed& o, std::vector<Failure>* out) {
+  if (!e.pod_resources) return;
+  if (o.pod_resources) {
+    CheckPodResources(*e.pod_resources, *o.pod_resources, out, o.captures);
+  } else {
+    out->push_back(
+        Failure{e.pod_resources->loc, "pod_resources", "PodResources answers", "not observed"});
+  }
+}
 
 void Containers(const std::string& where, const PrPodExpect& want, const PrPodObs& got,
                 const Captures& captures, std::vector<Failure>* out) {
@@ -164,6 +277,16 @@ void CheckPodResources(const PodResourcesExpect& e, const PodResourcesObs& o,
     }
     Containers(w, p, *g.pod, captures, out);
   }
+}
+
+const ExpectKind& PodResourcesExpectKind() {
+  static const ExpectKind kKind = {
+      .name = "pod_resources",
+      .expect_keys = {"pod_resources"},
+      .parse = Parse,
+      .check = Check,
+  };
+  return kKind;
 }
 
 }  // namespace devmgr::scenario

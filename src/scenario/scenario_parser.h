@@ -6,8 +6,8 @@
 // never ignored. Inline pods and sample-plugin configs are validated here
 // too (with positions in the scenario file), and pod files are read.
 //
-// scenario_parser.cc, expect_parser.cc and scenario_reader.cc are the
-// module's only yaml-cpp users.
+// scenario_parser.cc, scenario_reader.cc, expect_parser.cc and the files of
+// the expectation kinds (expect_kind.h) are the module's only yaml-cpp users.
 #ifndef DEVMGR_SCENARIO_SCENARIO_PARSER_H_
 #define DEVMGR_SCENARIO_SCENARIO_PARSER_H_
 

@@ -1,6 +1,7 @@
 // Reading scenario YAML: the typed reader with the scenario format's
 // wording, plus what both the step parser (scenario_parser.cc) and the
-// expectation parser (expect_parser.cc) need. Internal to the module.
+// expectation kinds (expect_reader.h, expect_kind.h) need. Internal to the
+// module.
 #ifndef DEVMGR_SCENARIO_SCENARIO_READER_H_
 #define DEVMGR_SCENARIO_SCENARIO_READER_H_
 
