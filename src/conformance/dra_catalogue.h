@@ -6,6 +6,7 @@
 #define DEVMGR_CONFORMANCE_DRA_CATALOGUE_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,8 @@ struct DraCheckInfo {
   Level level = Level::kMust;
   std::vector<std::string> tags;
   std::function<Outcome(DraSession&)> run;
+  // As CheckInfo::companion (none of the DRA checks has one yet).
+  std::optional<CompanionInfo> companion;
   // Checks that leave the driver as they found it share one session
   // (kShared); a check that restarts the driver or the kubelet gets its own.
   SessionUse session = SessionUse::kShared;

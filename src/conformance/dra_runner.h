@@ -1,8 +1,8 @@
 // RunDraConformance: runs the selected checks of the DRA catalogue against a
-// DRA driver and collects the results in the device-plugin catalogue's
-// RunReport, so that the reports, the exit codes and the version matrix are
-// the same. The checks that leave the driver as they found it share one
-// DraSession (one driver start, one registration); the others get one each.
+// DRA driver through the conformance core (core.h) and collects the results
+// in the RunReport the device-plugin catalogue's runs make, so that the
+// reports, the exit codes and the version matrix are the same. The checks that leave the driver as
+// they found it share one DraSession (one driver start, one registration); the others get one each.
 #ifndef DEVMGR_CONFORMANCE_DRA_RUNNER_H_
 #define DEVMGR_CONFORMANCE_DRA_RUNNER_H_
 
@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "conformance/core.h"
 #include "conformance/dra_catalogue.h"
 #include "conformance/dra_session.h"
 #include "conformance/dra_target.h"
-#include "conformance/runner.h"
 #include "kubelet/profile.h"
 
 namespace devmgr::conformance {
