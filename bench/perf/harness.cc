@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "scenario/plugin_host.h"
+#include "scenario/run/plugin_host.h"
 
 namespace perf_bench {
 namespace {

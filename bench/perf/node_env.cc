@@ -8,7 +8,7 @@
 #include "fmt/ranges.h"
 #include "kubelet/profile.h"
 #include "plugin/config.h"
-#include "scenario/plugin_host.h"
+#include "scenario/run/plugin_host.h"
 
 namespace perf_bench {
 

@@ -20,7 +20,7 @@
 #include "perf/harness.h"
 #include "perf/node_env.h"
 #include "process/plugin_process.h"
-#include "scenario/compare_kubelet_oracle.h"
+#include "scenario/compare/compare_kubelet_oracle.h"
 #include "topology/topology_manager.h"
 #include "transport/grpc_plugin_client.h"
 

@@ -21,7 +21,7 @@
 #include "node/node.h"
 #include "perf/harness.h"
 #include "process/plugin_process.h"
-#include "scenario/plugin_host.h"
+#include "scenario/run/plugin_host.h"
 
 namespace perf_bench {
 namespace {

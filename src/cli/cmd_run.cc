@@ -29,13 +29,13 @@
 #include "metrics/http_server.h"
 #include "node/status_file.h"
 #include "podresources/options.h"
-#include "scenario/compare_kubelet.h"
-#include "scenario/report.h"
-#include "scenario/run_metrics.h"
-#include "scenario/runner.h"
-#include "scenario/scenario_parser.h"
-#include "scenario/suite.h"
-#include "scenario/version_matrix.h"
+#include "scenario/compare/compare_kubelet.h"
+#include "scenario/report/report.h"
+#include "scenario/run/run_metrics.h"
+#include "scenario/run/runner.h"
+#include "scenario/format/scenario_parser.h"
+#include "scenario/run/suite.h"
+#include "scenario/report/version_matrix.h"
 
 namespace devmgr::cli {
 namespace {

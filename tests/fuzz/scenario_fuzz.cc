@@ -5,7 +5,7 @@
 #include <string>
 
 #include "fuzz_check.h"
-#include "scenario/scenario_parser.h"
+#include "scenario/format/scenario_parser.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

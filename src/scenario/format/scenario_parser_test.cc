@@ -1,0 +1,350 @@
+#include "scenario/format/scenario_parser.h"
+
+#include "common/status_testutil.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace devmgr::scenario {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kPlugin[] = R"(plugins:
+  - name: gpu
+    sample_plugin:
+      resource: example.com/gpu
+      devices:
+        - {id: a}
+        - {id: b}
+)";
+
+std::string Err(const std::string& text) {
+  absl::StatusOr<Scenario> s = ParseScenario(text, "s.yaml");
+  EXPECT_FALSE(s.ok());
+  return s.ok() ? "" : std::string(s.status().message());
+}
+
+TEST(ScenarioParser, FullScenario) {
+  const std::string text = std::string("name: demo\n") +
+                           "node: {kubelet_version: v1.31.2, numa_nodes: [0, 1], fsync: true}\n" +
+                           "timeouts: {step: 5s, wait: 2s, expect: 1s}\n" + kPlugin + R"(steps:
+  - admit:
+      apiVersion: v1
+      kind: Pod
+      metadata: {name: p}
+      spec:
+        containers:
+          - name: c
+            resources: {limits: {example.com/gpu: 1}}
+    expect:
+      pods:
+        p:
+          admitted: true
+          message: {regex: "^$"}
+          containers:
+            c:
+              devices: {example.com/gpu: {count: 1, subset_of: [a, b]}}
+              envs_exact: {X: "1"}
+              mounts: [{container_path: /dev/x, read_only: true}]
+      calls:
+        gpu:
+          exact: true
+          sequence:
+            - method: Allocate
+              args: {container_requests: [{devices_ids: [{regex: "a|b"}]}]}
+  - restart_kubelet:
+  - reboot_node: {wait_for_registration: false}
+  - advance_clock: 5m1s
+  - set_health: {plugin: gpu, device: a, health: Unhealthy}
+  - pause_plugin: gpu
+  - delete_pod: default/p
+  - truncate_checkpoint: 10
+  - run: {command: "true", expect_exit: 0}
+    versions: ["1.30", "1.34"]
+)";
+  absl::StatusOr<Scenario> s = ParseScenario(text, "dir/demo.yaml");
+  ASSERT_OK(s);
+  EXPECT_EQ(s->name, "demo");
+  EXPECT_EQ(s->dir, "dir");
+  EXPECT_EQ(s->node.kubelet_versions, std::vector<std::string>{"1.31"});
+  EXPECT_EQ(s->node.numa_nodes, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(s->node.fsync);
+  EXPECT_EQ(s->timeouts.step, absl::Seconds(5));
+  ASSERT_EQ(s->plugins.size(), 1u);
+  EXPECT_EQ(s->plugins[0].resource, "example.com/gpu");
+  EXPECT_TRUE(s->plugins[0].reregisters);
+  ASSERT_EQ(s->steps.size(), 9u);
+  const Step& admit = s->steps[0];
+  EXPECT_EQ(admit.kind, StepKind::kAdmit);
+  EXPECT_EQ(admit.pod.name, "p");
+  EXPECT_EQ(admit.pod.containers[0].limits.at("example.com/gpu"), 1);
+  EXPECT_EQ(admit.loc.ToString(), "dir/demo.yaml:12:5");
+  ASSERT_EQ(admit.expect.pods.size(), 1u);
+  const ContainerExpect& c = admit.expect.pods[0].containers[0];
+  EXPECT_EQ(c.devices[0].set.count, 1);
+  EXPECT_TRUE(c.envs->exact);
+  EXPECT_TRUE(admit.expect.pods[0].message->regex);
+  ASSERT_EQ(admit.expect.calls.size(), 1u);
+  EXPECT_TRUE(admit.expect.calls[0].exact);
+  EXPECT_EQ(admit.expect.calls[0].sequence[0].args->dump(),
+            R"({"container_requests":[{"devices_ids":[{"regex":"a|b"}]}]})");
+  EXPECT_EQ(s->steps[1].kind, StepKind::kRestartKubelet);
+  EXPECT_FALSE(s->steps[2].wait_for_registration);
+  EXPECT_EQ(s->steps[3].advance, absl::Minutes(5) + absl::Seconds(1));
+  EXPECT_EQ(s->steps[4].health, "Unhealthy");
+  EXPECT_EQ(s->steps[5].kind, StepKind::kPausePlugin);
+  EXPECT_EQ(s->steps[6].pod_ref, "default/p");
+  EXPECT_EQ(s->steps[7].truncate_to, 10);
+  EXPECT_EQ(s->steps[8].versions, (std::vector<std::string>{"1.30", "1.34"}));
+}
+
+TEST(ScenarioParser, NameDefaultsToFileName) {
+  absl::StatusOr<Scenario> s = ParseScenario("steps:\n  - node_status:\n", "a/b/my-test.yaml");
+  ASSERT_OK(s);
+  EXPECT_EQ(s->name, "my-test");
+}
+
+TEST(ScenarioParser, MisspeltKeysGetDidYouMean) {
+  EXPECT_EQ(Err("stpes: []\n"),
+            "s.yaml:1:1: unknown key 'stpes' in a scenario (did you mean 'steps'?)");
+  EXPECT_EQ(Err(std::string(kPlugin) + "steps:\n  - admitt: x.yaml\n"),
+            "s.yaml:9:5: unknown key 'admitt' in a step (did you mean 'admit'?)");
+  EXPECT_EQ(
+      Err(std::string(kPlugin) + "steps:\n  - check:\n    expect: {pods: {p: {admited: true}}}\n"),
+      "s.yaml:10:25: unknown key 'admited' in expect.pods['p'] (did you mean 'admitted'?)");
+}
+
+TEST(ScenarioParser, InlineSamplePluginErrorsPointIntoTheScenario) {
+  const std::string text = R"(plugins:
+  - name: gpu
+    sample_plugin:
+      resource: example.com/gpu
+      devcies: []
+steps:
+  - node_status:
+)";
+  EXPECT_EQ(Err(text), "s.yaml:5:7: unknown key 'devcies' in the config (did you mean 'devices'?)");
+}
+
+TEST(ScenarioParser, InlinePodErrorsPointIntoTheScenario) {
+  const std::string text = R"(steps:
+  - admit:
+      apiVersion: v1
+      kind: Pod
+      metadata: {name: p}
+      spec:
+        containers:
+          - name: c
+            resources:
+              limits: {example.com/gpu: 2}
+              requests: {example.com/gpu: 1}
+)";
+  EXPECT_THAT(Err(text), HasSubstr("s.yaml:11:"));
+  EXPECT_THAT(Err(text), HasSubstr("must be equal to example.com/gpu limit of 2"));
+}
+
+TEST(ScenarioParser, WrongTypesAreErrors) {
+  EXPECT_EQ(Err("steps:\n  - advance_clock: soon\n"),
+            "s.yaml:2:20: advance_clock must be a duration such as 500ms, 2s or 5m1s");
+  EXPECT_EQ(Err("node: {fsync: yes please}\nsteps: []\n"),
+            "s.yaml:1:15: node.fsync must be true or false");
+  EXPECT_EQ(Err("steps:\n  - check:\n    expect: {resources: {r: {capacity: two}}}\n"),
+            "s.yaml:3:40: capacity must be an integer or absent");
+  EXPECT_EQ(Err("steps: {}\n"), "s.yaml:1:8: steps must be a list");
+  EXPECT_EQ(Err("steps:\n  - restart_kubelet: now\n"),
+            "s.yaml:2:22: restart_kubelet takes no value or a mapping");
+  EXPECT_EQ(Err("steps:\n  - check: 1\n    expect: {log: x}\n"),
+            "s.yaml:2:12: check takes no value");
+}
+
+TEST(ScenarioParser, StepsNeedExactlyOneAction) {
+  EXPECT_EQ(Err("steps:\n  - delete_pod: a\n    restart_kubelet:\n"),
+            "s.yaml:3:5: a step has exactly one action; found 'delete_pod' and 'restart_kubelet'");
+  EXPECT_EQ(
+      Err("steps:\n  - name: nothing\n"),
+      "s.yaml:2:5: a step needs an action (admit, delete_pod, restart_kubelet, ...) or expect:");
+}
+
+TEST(ScenarioParser, UnknownPluginsAndMethods) {
+  EXPECT_EQ(Err(std::string(kPlugin) + "steps:\n  - kill_plugin: gpuu\n"),
+            "s.yaml:9:18: unknown plugin 'gpuu' (did you mean 'gpu'?)");
+  EXPECT_EQ(
+      Err(std::string(kPlugin) + "steps:\n  - check:\n    expect: {calls: {gpu: [Alocate]}}\n"),
+      "s.yaml:10:28: unknown method 'Alocate' (did you mean 'Allocate'?)");
+}
+
+TEST(ScenarioParser, PluginKindsAreExclusive) {
+  EXPECT_THAT(Err("plugins:\n  - name: x\n    command: a\n    external: true\nsteps: []\n"),
+              HasSubstr("needs exactly one of command, sample_plugin or external"));
+  EXPECT_THAT(Err("plugins:\n  - name: x\n    external: true\nsteps: []\n"),
+              HasSubstr("external plugin 'x' needs resource"));
+  EXPECT_THAT(Err("plugins:\n  - name: x\n    command: a\nsteps:\n  - set_health: {plugin: x, "
+                  "device: d, health: Unhealthy}\n"),
+              HasSubstr("plugin 'x' has no control file"));
+}
+
+TEST(ScenarioParser, BadRegexAndVersion) {
+  EXPECT_THAT(Err("steps:\n  - check:\n    expect: {log: \"(\"}\n"),
+              HasSubstr("s.yaml:3:19: log: invalid regular expression"));
+  EXPECT_THAT(Err("node: {kubelet_version: \"1.2\"}\nsteps: []\n"),
+              HasSubstr("s.yaml:1:25: node.kubelet_version:"));
+}
+
+TEST(ScenarioParser, SyntaxErrorsHavePositions) {
+  EXPECT_THAT(Err("steps:\n  - [unclosed\n"), HasSubstr("s.yaml:3:1:"));
+}
+
+TEST(ScenarioParser, MissingFile) {
+  absl::StatusOr<Scenario> s = LoadScenario("/nonexistent/x.yaml");
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ScenarioParser, InlineSamplePluginInsideAFlowStylePluginEntry) {
+  absl::StatusOr<Scenario> s = ParseScenario(R"(plugins:
+  - {name: r1, sample_plugin: {resource: example.com/r, devices: [{id: a}]}}
+  - {name: r2, sample_plugin: {resource: example.com/s,   # a comment }
+                               devices: [{id: "x}"}, {id: y}]}, start: manual}
+steps:
+  - check:
+)",
+                                             "s.yaml");
+  ASSERT_OK(s);
+  ASSERT_EQ(s->plugins.size(), 2u);
+  EXPECT_EQ(s->plugins[0].resource, "example.com/r");
+  EXPECT_EQ(s->plugins[0].initial_devices, 1);
+  EXPECT_EQ(s->plugins[1].resource, "example.com/s");
+  EXPECT_EQ(s->plugins[1].initial_devices, 2);
+  EXPECT_EQ(s->plugins[1].start, PluginStart::kManual);
+}
+
+TEST(ScenarioParser, FlowStyleSamplePluginErrorsPointIntoTheFile) {
+  EXPECT_THAT(Err(R"(plugins:
+  - {name: r1, sample_plugin: {resource: example.com/r, devices: [{id: a}], bogus: 1}}
+steps: []
+)"),
+              HasSubstr("s.yaml:2:"));
+}
+
+TEST(ScenarioParser, ExpectForCapturesAndKubeletWindow) {
+  absl::StatusOr<Scenario> s = ParseScenario(std::string(kPlugin) + R"(steps:
+  - check:
+    capture:
+      before: {pod: p, container: c, resource: example.com/gpu}
+      cp: {pod: p, container: c, resource: example.com/gpu, from: checkpoint}
+      free: {resource: example.com/gpu, set: healthy}
+  - stop_kubelet:
+  - write_checkpoint:
+      format: v1
+      entries: [{pod: p, container: c, resource: example.com/gpu, devices: [a]}]
+      registered: {example.com/gpu: [a, b]}
+      checksum: wrong
+  - start_kubelet: {wait_for_registration: false}
+    expect:
+      resources: {example.com/gpu: {capacity: absent, allocated: {superset_of: $before, count: $cp}}}
+    expect_for: 2s
+)",
+                                             "s.yaml");
+  ASSERT_OK(s);
+  ASSERT_EQ(s->steps.size(), 4u);
+  ASSERT_EQ(s->steps[0].captures.size(), 3u);
+  EXPECT_TRUE(s->steps[0].captures[1].checkpoint);
+  EXPECT_EQ(s->steps[0].captures[2].set, "healthy");
+  EXPECT_EQ(s->steps[1].kind, StepKind::kStopKubelet);
+  ASSERT_TRUE(s->steps[2].checkpoint.has_value());
+  EXPECT_TRUE(s->steps[2].checkpoint->v1);
+  EXPECT_TRUE(s->steps[2].checkpoint->wrong_checksum);
+  EXPECT_EQ(s->steps[2].checkpoint->entries[0].devices.at(-1), (std::vector<std::string>{"a"}));
+  const Step& start = s->steps[3];
+  EXPECT_EQ(start.kind, StepKind::kStartKubelet);
+  EXPECT_FALSE(start.wait_for_registration);
+  EXPECT_EQ(*start.expect_for, absl::Seconds(2));
+  const ResourceExpect& r = start.expect.resources[0];
+  EXPECT_TRUE(r.capacity->absent);
+  EXPECT_EQ(r.allocated->superset_of->capture, "before");
+  EXPECT_EQ(*r.allocated->count_of, "cp");
+}
+
+TEST(ScenarioParser, CaptureErrors) {
+  EXPECT_THAT(Err(std::string(kPlugin) + R"(steps:
+  - check:
+    capture: {before: {resource: example.com/gpu, set: healthy}}
+  - check:
+    expect: {resources: {example.com/gpu: {healthy: $befor}}}
+)"),
+              HasSubstr("s.yaml:12:53: expect.resources['example.com/gpu'].healthy: no earlier "
+                        "step captures 'befor' (did you mean 'before'?)"));
+  EXPECT_THAT(Err(std::string(kPlugin) + R"(steps:
+  - check:
+    capture: {x: {resource: example.com/gpu, set: healty}}
+)"),
+              HasSubstr("unknown set 'healty'"));
+  EXPECT_THAT(Err(std::string(kPlugin) + R"(steps:
+  - check:
+    capture: {x: {resource: example.com/gpu, set: healthy}}
+  - check:
+    capture: {x: {resource: example.com/gpu, set: healthy}}
+)"),
+              HasSubstr("capture 'x' is already taken at s.yaml:10:15"));
+  EXPECT_THAT(Err(std::string(kPlugin) + "steps:\n  - check:\n    expect_for: 1s\n"),
+              HasSubstr("expect_for needs expect:"));
+}
+
+TEST(ScenarioParser, RegisterResultOnlyForRegister) {
+  EXPECT_THAT(Err(std::string(kPlugin) + R"(steps:
+  - check:
+    expect: {calls: {gpu: [{method: Allocate, code: UNKNOWN}]}}
+)"),
+              HasSubstr("ok, error and code apply to calls the plugin made (Register)"));
+}
+
+}  // namespace
+}  // namespace devmgr::scenario
+
+#include "scenario/report/version_matrix.h"
+
+namespace devmgr::scenario {
+namespace {
+
+TEST(ScenarioParser, AppliesToAndVersionRanges) {
+  absl::StatusOr<Scenario> s = ParseScenario(
+      "applies_to: \"1.34-1.36\"\nsteps:\n  - node_status:\n    versions: [\"1.30\", "
+      "\"1.36-1.37\"]\n",
+      "a.yaml");
+  ASSERT_OK(s);
+  EXPECT_THAT(s->applies_to, ::testing::ElementsAre("1.34", "1.35", "1.36"));
+  EXPECT_THAT(s->steps[0].versions, ::testing::ElementsAre("1.30", "1.36", "1.37"));
+  EXPECT_THAT(Err("applies_to: \"1.37-1.34\"\nsteps:\n  - node_status:\n"),
+              HasSubstr("s.yaml:1:13: applies_to: kubelet version range \"1.37-1.34\""));
+  EXPECT_THAT(Err("applies_to: 1.29\nsteps:\n  - node_status:\n"),
+              HasSubstr("older than devmgr emulates"));
+}
+
+TEST(VersionMatrixPlan, AppliesToAndPinnedVersions) {
+  absl::StatusOr<Scenario> s =
+      ParseScenario("applies_to: \"1.37\"\nsteps:\n  - node_status:\n", "only.yaml");
+  ASSERT_OK(s);
+  auto runs = PlanRuns(*s, {"1.36", "1.37"}, /*matrix=*/true);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_TRUE(runs[0].skip);
+  EXPECT_EQ(runs[0].reason, "applies to kubelet 1.37 only");
+  EXPECT_EQ(runs[0].display, "only [1.36]");
+  EXPECT_FALSE(runs[1].skip);
+  // Single version: no suffix, skipped outside applies_to.
+  runs = PlanRuns(*s, {"1.36"}, /*matrix=*/false);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_TRUE(runs[0].skip);
+  EXPECT_EQ(runs[0].display, "only");
+  absl::StatusOr<Scenario> pinned = ParseScenario(
+      "node: {kubelet_versions: [\"1.32\", \"1.34\"]}\nsteps:\n  - node_status:\n", "pin.yaml");
+  ASSERT_OK(pinned);
+  runs = PlanRuns(*pinned, {"1.33"}, /*matrix=*/false);
+  ASSERT_EQ(runs.size(), 2u);  // the scenario's own versions
+  EXPECT_EQ(runs[1].display, "pin [1.34]");
+  runs = PlanRuns(*pinned, {"1.33", "1.34"}, /*matrix=*/true);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_TRUE(runs[0].skip);
+  EXPECT_FALSE(runs[1].skip);
+}
+
+}  // namespace
+}  // namespace devmgr::scenario

@@ -1,0 +1,42 @@
+// Observe: a snapshot of everything a step's expectations look at, taken
+// from a running emulated node (manager state, pods, topology traces, the
+// PodResources answers, the checkpoint file, plugin call logs, devmgr's
+// recent log lines). Only what the expectations mention is gathered.
+#ifndef DEVMGR_SCENARIO_RUN_OBSERVE_H_
+#define DEVMGR_SCENARIO_RUN_OBSERVE_H_
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "node/node.h"
+#include "node/pod_manager.h"
+#include "podresources/options.h"
+#include "scenario/expect/expectations.h"
+#include "scenario/run/plugin_host.h"
+#include "scenario/format/scenario.h"
+
+namespace devmgr::scenario {
+
+struct ObserveContext {
+  node::Node* node = nullptr;
+  node::PodManager* pods = nullptr;
+  const podresources::Options* pod_resources = nullptr;
+  std::string checkpoint_path;
+  // The plugin of a `calls:` expectation (the parser checked the name).
+  std::function<PluginHost*(const std::string&)> host;
+  // The last devmgr log line before the step began ("" = none).
+  std::string log_mark;
+};
+
+// Runs a node-status pass when capacity/allocatable are expected, and
+// PodResources List (with its garbage collection) when pod_resources are.
+Observed Observe(const Expectations& e, const ObserveContext& ctx);
+
+// devmgr's last `n` log lines, without their line ends.
+std::vector<std::string> RecentLogLines(size_t n);
+
+}  // namespace devmgr::scenario
+
+#endif  // DEVMGR_SCENARIO_RUN_OBSERVE_H_
