@@ -30,12 +30,12 @@
 #include "node/status_file.h"
 #include "podresources/options.h"
 #include "scenario/compare/compare_kubelet.h"
+#include "scenario/format/scenario_parser.h"
 #include "scenario/report/report.h"
+#include "scenario/report/version_matrix.h"
 #include "scenario/run/run_metrics.h"
 #include "scenario/run/runner.h"
-#include "scenario/format/scenario_parser.h"
 #include "scenario/run/suite.h"
-#include "scenario/report/version_matrix.h"
 
 namespace devmgr::cli {
 namespace {

@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "scenario/format/scenario.h"
 #include "scenario/report/result.h"
 #include "scenario/run/runner.h"
-#include "scenario/format/scenario.h"
 
 namespace devmgr::scenario {
 

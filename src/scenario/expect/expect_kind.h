@@ -15,8 +15,8 @@
 #include "absl/status/status.h"
 #include "scenario/expect/expect_reader.h"
 #include "scenario/expect/expectations.h"
-#include "scenario/report/result.h"
 #include "scenario/format/scenario.h"
+#include "scenario/report/result.h"
 #include "yaml-cpp/yaml.h"
 
 namespace devmgr::scenario {

@@ -17,8 +17,8 @@
 #include "node/pod_manager.h"
 #include "node/status_file.h"
 #include "scenario/expect/pod_resources_check.h"
-#include "scenario/report/result.h"
 #include "scenario/format/scenario.h"
+#include "scenario/report/result.h"
 
 namespace devmgr::scenario {
 

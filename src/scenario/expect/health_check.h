@@ -19,8 +19,8 @@
 #include "manager/resource_health.h"
 #include "scenario/expect/expectations.h"
 #include "scenario/expect/health_expect.h"
-#include "scenario/report/result.h"
 #include "scenario/format/scenario_reader.h"
+#include "scenario/report/result.h"
 #include "yaml-cpp/yaml.h"
 
 namespace devmgr::scenario {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "podresources/v1/api.pb.h"
-#include "scenario/report/result.h"
 #include "scenario/format/scenario.h"
+#include "scenario/report/result.h"
 
 namespace devmgr::scenario {
 

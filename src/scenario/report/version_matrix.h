@@ -10,8 +10,8 @@
 #include "absl/status/statusor.h"
 #include "kubelet/profile.h"
 #include "kubelet/version_matrix.h"
-#include "scenario/report/result.h"
 #include "scenario/format/scenario.h"
+#include "scenario/report/result.h"
 
 namespace devmgr::scenario {
 

@@ -14,8 +14,8 @@
 #include "node/pod_manager.h"
 #include "podresources/options.h"
 #include "scenario/expect/expectations.h"
-#include "scenario/run/plugin_host.h"
 #include "scenario/format/scenario.h"
+#include "scenario/run/plugin_host.h"
 
 namespace devmgr::scenario {
 

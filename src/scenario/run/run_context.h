@@ -32,10 +32,10 @@
 #include "node/pod_manager.h"
 #include "podresources/options.h"
 #include "podresources/server.h"
-#include "scenario/run/plugin_host.h"
-#include "scenario/report/result.h"
-#include "scenario/run/runner.h"
 #include "scenario/format/scenario.h"
+#include "scenario/report/result.h"
+#include "scenario/run/plugin_host.h"
+#include "scenario/run/runner.h"
 
 namespace devmgr::scenario {
 

@@ -5,13 +5,13 @@
 
 #include "fmt/format.h"
 #include "scenario/expect/captures.h"
-#include "scenario/run/devmgr_backend.h"
 #include "scenario/expect/expectations.h"
 #include "scenario/expect/health_check.h"
+#include "scenario/report/version_matrix.h"
+#include "scenario/run/devmgr_backend.h"
 #include "scenario/run/observe.h"
 #include "scenario/run/run_context.h"
 #include "scenario/steps/step_interpreter.h"
-#include "scenario/report/version_matrix.h"
 
 namespace devmgr::scenario {
 namespace {

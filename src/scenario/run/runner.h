@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "kubelet/profile.h"
+#include "scenario/format/scenario.h"
 #include "scenario/report/result.h"
 #include "scenario/run/run_metrics.h"
-#include "scenario/format/scenario.h"
 
 namespace devmgr::scenario {
 

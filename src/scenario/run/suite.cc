@@ -10,8 +10,8 @@
 #include "kubelet/profile.h"
 #include "kubelet/version_matrix.h"
 #include "podresources/options.h"
-#include "scenario/report/report.h"
 #include "scenario/format/scenario_parser.h"
+#include "scenario/report/report.h"
 #include "scenario/report/version_matrix.h"
 
 namespace devmgr::scenario {

@@ -13,10 +13,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "scenario/report/result.h"
-#include "scenario/run/runner.h"
 #include "scenario/format/scenario.h"
+#include "scenario/report/result.h"
 #include "scenario/report/version_matrix.h"
+#include "scenario/run/runner.h"
 
 namespace devmgr::scenario {
 

@@ -10,8 +10,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "scenario/report/result.h"
 #include "scenario/format/scenario.h"
+#include "scenario/report/result.h"
 #include "scenario/steps/step_backend.h"
 
 namespace devmgr::scenario {
