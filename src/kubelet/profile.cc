@@ -95,8 +95,11 @@ absl::StatusOr<Profile> ProfileForVersion(std::string_view version) {
   }
   Profile p = ProfileForMinor(minor);
   p.patch = patch;
-  // #135153 was cherry-picked to release-1.34 (#135207, merged Dec 2025);
-  // the first 1.34 patch carrying it is taken to be 1.34.3 (UNCONFIRMED).
+  // #135153 was cherry-picked to release-1.34 as #135207, first shipped in
+  // 1.34.3 (k8s.io/kubernetes v1.34.2 vs v1.34.3,
+  // pkg/kubelet/cm/devicemanager/plugin/v1beta1/server.go; CHANGELOG-1.34).
+  // The 1.32 and 1.33 backports (#135209 in 1.32.11, #135208 in 1.33.7,
+  // their CHANGELOGs) are not emulated here: differs, being fixed.
   if (minor == 34 && patch >= 3) p.healthz_passes_before_start = true;
   if (minor > kNewestMinor) {
     p.notice = fmt::format(
