@@ -57,9 +57,11 @@ void DraPluginHandler::Stop() {
   own.reset();
 }
 
-// UNCONFIRMED: the empty-name check and its text (no check of the driver
-// name is settled by the kubelet oracle); the service list is checked as the kubelet
-// does (docs/profiles.md, "DRA": oracle-confirmed texts).
+// The service list is checked as the kubelet does (docs/profiles.md, "DRA":
+// oracle-confirmed texts). The empty-name check is devmgr's own: the
+// kubelet's ValidatePlugin checks only the services and accepts an empty
+// driver name (k8s.io/kubernetes v1.34.4-v1.37.2,
+// pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go): differs, being fixed.
 absl::Status DraPluginHandler::ValidatePlugin(const std::string& name, const std::string& endpoint,
                                               const std::vector<std::string>& versions) {
   if (name.empty()) {
