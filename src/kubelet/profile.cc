@@ -98,8 +98,9 @@ absl::StatusOr<Profile> ProfileForVersion(std::string_view version) {
   // #135153 was cherry-picked to release-1.34 as #135207, first shipped in
   // 1.34.3 (k8s.io/kubernetes v1.34.2 vs v1.34.3,
   // pkg/kubelet/cm/devicemanager/plugin/v1beta1/server.go; CHANGELOG-1.34).
-  // The 1.32 and 1.33 backports (#135209 in 1.32.11, #135208 in 1.33.7,
-  // their CHANGELOGs) are not emulated here: differs, being fixed.
+  // The 1.32 and 1.33 backports (#135209 in 1.32.11, #135208 in 1.33.7: their
+  // CHANGELOGs; old code in v1.32.10 and v1.33.6) are not emulated here:
+  // differs, being fixed.
   if (minor == 34 && patch >= 3) p.healthz_passes_before_start = true;
   if (minor > kNewestMinor) {
     p.notice = fmt::format(
