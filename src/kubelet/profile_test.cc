@@ -31,10 +31,24 @@ TEST(ProfileTest, SwitchesPerVersion) {
   EXPECT_FALSE(p("1.34").endpoints_per_socket);
   EXPECT_FALSE(p("1.36").endpoints_per_socket);
   EXPECT_TRUE(p("1.37").endpoints_per_socket);
-  // Healthz before start: fails in 1.32-1.34.2, passes from 1.35 and 1.34.3.
+  // Healthz before start: fails in 1.32.0-1.32.10, 1.33.0-1.33.6 and
+  // 1.34.0-1.34.2, passes from 1.32.11, 1.33.7, 1.34.3 and 1.35 (the
+  // backports of #135153: k8s.io/kubernetes v1.32.10 vs v1.32.13, v1.33.6 vs
+  // v1.33.13, v1.34.2 vs v1.34.3,
+  // pkg/kubelet/cm/devicemanager/plugin/v1beta1/server.go, server.Check).
+  EXPECT_FALSE(p("1.32").healthz_passes_before_start);
+  EXPECT_FALSE(p("1.32.10").healthz_passes_before_start);
+  EXPECT_TRUE(p("1.32.11").healthz_passes_before_start);
+  EXPECT_TRUE(p("v1.32.13").healthz_passes_before_start);
+  EXPECT_FALSE(p("1.33").healthz_passes_before_start);
+  EXPECT_FALSE(p("1.33.6").healthz_passes_before_start);
+  EXPECT_TRUE(p("1.33.7").healthz_passes_before_start);
+  EXPECT_TRUE(p("v1.33.13").healthz_passes_before_start);
   EXPECT_FALSE(p("1.34").healthz_passes_before_start);
+  EXPECT_FALSE(p("1.34.2").healthz_passes_before_start);
   EXPECT_TRUE(p("1.34.3").healthz_passes_before_start);
   EXPECT_TRUE(p("1.35").healthz_passes_before_start);
+  EXPECT_FALSE(p("1.31.14").healthz_passes_before_start);
   EXPECT_FALSE(p("1.35").watcher_failure_deregisters);
   EXPECT_TRUE(p("1.36").watcher_failure_deregisters);
   EXPECT_TRUE(p("1.34").capacity_out_of_sync_log);
