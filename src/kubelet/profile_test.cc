@@ -121,6 +121,29 @@ TEST(FeatureGatesTest, StagesOfTheReleaseTables) {
             "unrecognized feature gate: SidecarContainers");
 }
 
+// KubeletPodResourcesListUseActivePods is absent from pkg/features/
+// kube_features.go (defaultKubernetesFeatureGates) of k8s.io/kubernetes
+// v1.30.14, v1.31.14, v1.32.13 and v1.33.13, so component-base's
+// featureGate.SetFromMap refuses it there as unknown; 1.34 added it.
+TEST(FeatureGatesTest, ListUseActivePodsIsUnknownBefore134) {
+  for (int minor : {30, 31, 32, 33}) {
+    SCOPED_TRACE(minor);
+    EXPECT_FALSE(GateAt(kGateKubeletPodResourcesListUseActivePods, minor).has_value());
+    FeatureGates g(minor);
+    for (const char* spec : {"KubeletPodResourcesListUseActivePods=true",
+                             "KubeletPodResourcesListUseActivePods=false"}) {
+      EXPECT_EQ(g.Set(spec).message(),
+                "unrecognized feature gate: KubeletPodResourcesListUseActivePods");
+    }
+    EXPECT_FALSE(g.Enabled(kGateKubeletPodResourcesListUseActivePods));
+  }
+  FeatureGates g34(34);
+  EXPECT_OK(g34.Set("KubeletPodResourcesListUseActivePods=false"));
+  EXPECT_FALSE(g34.Enabled(kGateKubeletPodResourcesListUseActivePods));
+  // Still known to some version: the version-free check lets it through.
+  EXPECT_OK(ValidateFeatureGateSpec("KubeletPodResourcesListUseActivePods=true"));
+}
+
 TEST(FeatureGatesTest, SetFollowsComponentBase) {
   FeatureGates g(35);
   ASSERT_OK(g.Set("ResourceHealthStatus=true, DRAExtendedResource=1"));
