@@ -174,13 +174,11 @@ const Claim* FindClaim(const std::vector<Claim>& claims, const std::string& uid)
 // without an entry fail the whole call. The kubelet walks the map in Go's
 // random order, so with several faults which one is reported varies; devmgr
 // walks UIDs in ascending order. `on_ok` gets each entry that passed.
-// Texts, for both RPCs (k8s.io/kubernetes v1.34.4-v1.37.2,
-// pkg/kubelet/cm/dra/manager.go, prepareResources and unprepareResources):
-// "<RPC> returned result for unknown claim UID <uid>" and "<RPC> skipped <n>
-// ResourceClaims" as here. The per-claim error differs: those releases say
-// "<RPC> failed for ResourceClaim <name>: <error>" (no namespace; dra::Manager
-// uses it), while this client keeps the 1.33-era "failed for claim
-// <ns>/<name>" (v1.33.13): differs, being fixed.
+// Texts, for both RPCs, as dra::Manager has them (k8s.io/kubernetes
+// v1.34.4-v1.37.2, pkg/kubelet/cm/dra/manager.go, prepareResources and
+// unprepareResources): "<RPC> returned result for unknown claim UID <uid>",
+// "<RPC> failed for ResourceClaim <name>: <error>" (the claim's name only, no
+// namespace) and "<RPC> skipped <n> ResourceClaims".
 template <typename Map, typename OnOk>
 absl::Status CheckResponse(std::string_view rpc, const std::vector<Claim>& claims,
                            const Map& entries, OnOk on_ok) {
@@ -197,8 +195,8 @@ absl::Status CheckResponse(std::string_view rpc, const std::vector<Claim>& claim
           fmt::format("{} returned result for unknown claim UID {}", rpc, uid));
     }
     if (!entry->error().empty()) {
-      return absl::UnknownError(fmt::format("{} failed for claim {}/{}: {}", rpc, claim->namespace_,
-                                            claim->name, entry->error()));
+      return absl::UnknownError(
+          fmt::format("{} failed for ResourceClaim {}: {}", rpc, claim->name, entry->error()));
     }
     on_ok(uid, *entry);
     --unfinished;
