@@ -136,7 +136,10 @@ Outcome Registration(DraSession& s) {
         .Evidence("the kubelet answered: " + (r->error.empty() ? "-" : r->error));
   }
   if (i.name.empty()) {
-    return Outcome::Fail("GetInfo answers an empty name; the kubelet refuses the registration")
+    return Outcome::Fail(
+               "GetInfo answers an empty name; the kubelet registers the driver under it but "
+               "never calls it (\"DRA driver name is empty\"), and once it is gone for 30 s "
+               "deletes every ResourceSlice of the node")
         .Evidence(info);
   }
   if (i.endpoint.empty() || i.endpoint.front() != '/') {

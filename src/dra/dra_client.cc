@@ -155,9 +155,9 @@ absl::Status CallStatus(const grpc::Status& s) {
                       transport::GoRpcErrorText(go));
 }
 
-// A failed call as the kubelet wraps it. UNCONFIRMED: the "<RPC>: " prefix
-// (not settled by the kubelet oracle; docs/profiles.md, "DRA", has no row
-// for it).
+// A failed call as the kubelet wraps it: "<RPC>: " in front of the gRPC
+// error (k8s.io/kubernetes v1.34.4-v1.37.2, pkg/kubelet/cm/dra/manager.go,
+// prepareResources and unprepareResources).
 absl::Status CallError(std::string_view rpc, const absl::Status& call) {
   return absl::Status(call.code(), fmt::format("{}: {}", rpc, std::string(call.message())));
 }
@@ -174,12 +174,11 @@ const Claim* FindClaim(const std::vector<Claim>& claims, const std::string& uid)
 // without an entry fail the whole call. The kubelet walks the map in Go's
 // random order, so with several faults which one is reported varies; devmgr
 // walks UIDs in ascending order. `on_ok` gets each entry that passed.
-// UNCONFIRMED: the texts of the unknown-UID and per-claim errors (known only
-// to be errors; not settled by the kubelet oracle); the per-claim text is
-// the one kubelets print in public reports (kubernetes#124090, 1.29:
-// "NodePrepareResources failed for claim <ns>/<name>: <error>"). "skipped
-// <n> ResourceClaims" is the kubelet's (pkg/kubelet/cm/dra manager.go,
-// 1.34+); NodeUnprepareResources' by analogy, UNCONFIRMED.
+// Texts, for both RPCs, as dra::Manager has them (k8s.io/kubernetes
+// v1.34.4-v1.37.2, pkg/kubelet/cm/dra/manager.go, prepareResources and
+// unprepareResources): "<RPC> returned result for unknown claim UID <uid>",
+// "<RPC> failed for ResourceClaim <name>: <error>" (the claim's name only, no
+// namespace) and "<RPC> skipped <n> ResourceClaims".
 template <typename Map, typename OnOk>
 absl::Status CheckResponse(std::string_view rpc, const std::vector<Claim>& claims,
                            const Map& entries, OnOk on_ok) {
@@ -196,8 +195,8 @@ absl::Status CheckResponse(std::string_view rpc, const std::vector<Claim>& claim
           fmt::format("{} returned result for unknown claim UID {}", rpc, uid));
     }
     if (!entry->error().empty()) {
-      return absl::UnknownError(fmt::format("{} failed for claim {}/{}: {}", rpc, claim->namespace_,
-                                            claim->name, entry->error()));
+      return absl::UnknownError(
+          fmt::format("{} failed for ResourceClaim {}: {}", rpc, claim->name, entry->error()));
     }
     on_ok(uid, *entry);
     --unfinished;

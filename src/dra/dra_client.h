@@ -113,7 +113,7 @@ class DraClient {
   //                  "... code = Internal desc = grpc: failed to unmarshal the
   //                  received message: string field contains invalid UTF-8")
   //   unknown UID:   "NodePrepareResources returned result for unknown claim UID <uid>"
-  //   claim error:   "NodePrepareResources failed for claim <namespace>/<name>: <error>"
+  //   claim error:   "NodePrepareResources failed for ResourceClaim <name>: <error>"
   //   missing UIDs:  "NodePrepareResources skipped <n> ResourceClaims"
   // REQUIRES: `claims` is not empty.
   absl::StatusOr<PreparedClaims> NodePrepareResources(const std::vector<Claim>& claims);

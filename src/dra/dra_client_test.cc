@@ -103,8 +103,10 @@ TEST_F(DraClientTest, PrepareFailsOnAPerClaimError) {
     (*r->mutable_claims())["uid-2"].set_error("no such device");
     return grpc::Status::OK;
   });
+  // k8s.io/kubernetes v1.34.4-v1.37.2 pkg/kubelet/cm/dra/manager.go,
+  // prepareResources: the claim's name, no namespace.
   EXPECT_EQ(Client().NodePrepareResources(kClaims).status().message(),
-            "NodePrepareResources failed for claim ns/c2: no such device");
+            "NodePrepareResources failed for ResourceClaim c2: no such device");
 }
 
 TEST_F(DraClientTest, PrepareCountsSkippedClaims) {
@@ -134,8 +136,9 @@ TEST_F(DraClientTest, UnprepareChecksTheResponseTheSameWay) {
         (*r->mutable_claims())["uid-1"].set_error("busy");
         return grpc::Status::OK;
       });
+  // v1.34.4-v1.37.2 pkg/kubelet/cm/dra/manager.go, unprepareResources.
   EXPECT_EQ(Client().NodeUnprepareResources(kClaims).message(),
-            "NodeUnprepareResources failed for claim ns/c1: busy");
+            "NodeUnprepareResources failed for ResourceClaim c1: busy");
   driver_.SetUnprepare(
       [](const NodeUnprepareResourcesRequest& req, NodeUnprepareResourcesResponse* r) {
         testutil::UnprepareAll(req, r);

@@ -57,15 +57,16 @@ void DraPluginHandler::Stop() {
   own.reset();
 }
 
-// UNCONFIRMED: the empty-name check and its text (no check of the driver
-// name is settled by the kubelet oracle); the service list is checked as the kubelet
-// does (docs/profiles.md, "DRA": oracle-confirmed texts).
+// The service list is checked as the kubelet does (docs/profiles.md, "DRA":
+// oracle-confirmed texts), and nothing else: the kubelet's ValidatePlugin
+// accepts an empty driver name and RegisterPlugin stores the instance under
+// "" (k8s.io/kubernetes v1.34.4-v1.37.2,
+// pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go, ValidatePlugin and add).
+// What follows from that name: GetClient refuses it, and its wipe (no
+// instance connected for 30 s) deletes every ResourceSlice of the node, the
+// kubelet's wipeResourceSlices adding no driver to its field selector for "".
 absl::Status DraPluginHandler::ValidatePlugin(const std::string& name, const std::string& endpoint,
                                               const std::vector<std::string>& versions) {
-  if (name.empty()) {
-    return absl::InvalidArgumentError(
-        fmt::format("empty DRA driver plugin name at endpoint {}", endpoint));
-  }
   return ChooseService(opts_.profile, name, endpoint, versions).status();
 }
 
@@ -124,6 +125,10 @@ void DraPluginHandler::DeRegisterPlugin(const std::string& name, const std::stri
 
 absl::StatusOr<std::shared_ptr<DraClient>> DraPluginHandler::GetClient(
     const std::string& driver) const {
+  // The kubelet's GetPlugin, before it looks the name up (v1.34.4-v1.37.2
+  // pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go): a driver registered
+  // with an empty name is never called.
+  if (driver.empty()) return absl::InvalidArgumentError("DRA driver name is empty");
   absl::MutexLock l(&mu_);
   auto it = drivers_.find(driver);
   if (it == drivers_.end() || it->second.empty()) {

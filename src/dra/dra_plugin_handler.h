@@ -72,8 +72,8 @@ class DraPluginHandler final : public pluginmanager::PluginHandler {
   DraPluginHandler(const DraPluginHandler&) = delete;
   DraPluginHandler& operator=(const DraPluginHandler&) = delete;
 
-  // The kubelet's checks before registering: an empty driver name, then the
-  // service choice (ChooseService in dra/services.h, its texts).
+  // The kubelet's one check before registering, the service choice
+  // (ChooseService in dra/services.h, its texts); an empty name is accepted.
   absl::Status ValidatePlugin(const std::string& name, const std::string& endpoint,
                               const std::vector<std::string>& versions) override;
   // Adds an instance of driver `name` at `endpoint` with the service chosen
@@ -88,7 +88,8 @@ class DraPluginHandler final : public pluginmanager::PluginHandler {
   void DeRegisterPlugin(const std::string& name, const std::string& endpoint) override;
 
   // The client calls to `driver` go to: its newest connected instance, else
-  // its newest. Fails (NotFound) "DRA driver <driver> is not registered".
+  // its newest. Fails (NotFound) "DRA driver <driver> is not registered";
+  // (InvalidArgument) "DRA driver name is empty" for "" (never called).
   absl::StatusOr<std::shared_ptr<DraClient>> GetClient(const std::string& driver) const;
   // The drivers with at least one registered instance, by name.
   std::vector<std::string> Drivers() const;

@@ -81,15 +81,34 @@ TEST_F(DraPluginHandlerTest, RefusesProfilesBefore134) {
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST_F(DraPluginHandlerTest, ValidationRefusesAnEmptyNameAndUnsupportedServices) {
+TEST_F(DraPluginHandlerTest, ValidationRefusesUnsupportedServices) {
   EXPECT_OK(handler_->ValidatePlugin(kDriver, a_.path(), kBoth));
-  EXPECT_EQ(handler_->ValidatePlugin("", a_.path(), kBoth).message(),
-            "empty DRA driver plugin name at endpoint " + a_.path());
   EXPECT_EQ(handler_->ValidatePlugin(kDriver, a_.path(), {}).message(),
             "invalid supported gRPC versions of DRA driver plugin drv.example.com at endpoint " +
                 a_.path() + ": empty list of supported gRPC services (aka supported versions)");
   EXPECT_EQ(handler_->ValidatePlugin(kDriver, a_.path(), {"v1alpha4.DRAPlugin"}).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// k8s.io/kubernetes v1.34.4-v1.37.2,
+// pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go: ValidatePlugin checks only
+// the services, add stores the instance under "", GetPlugin refuses the
+// empty name ("DRA driver name is empty") and wipeResourceSlices puts no
+// driver into its field selector for "" (every slice of the node: Node's
+// on_wipe does so for "").
+TEST_F(DraPluginHandlerTest, AnEmptyDriverNameIsRegisteredButNeverCalled) {
+  EXPECT_OK(handler_->ValidatePlugin("", a_.path(), kBoth));
+  ASSERT_OK(handler_->RegisterPlugin("", a_.path(), kBoth));
+  EXPECT_EQ(handler_->Drivers(), std::vector<std::string>{""});
+  EXPECT_EQ(handler_->Endpoints(""), std::vector<std::string>{a_.path()});
+  const absl::Status s = handler_->GetClient("").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "DRA driver name is empty");
+  ASSERT_TRUE(handler_->WaitForConnection("", a_.path(), true, kWait));
+  handler_->DeRegisterPlugin("", a_.path());
+  EXPECT_TRUE(handler_->Drivers().empty());
+  timers_.Advance(absl::Seconds(30));
+  EXPECT_EQ(Wiped(), std::vector<std::string>{""});
 }
 
 TEST_F(DraPluginHandlerTest, RefusesTheSameEndpointTwice) {

@@ -92,7 +92,7 @@ TEST_F(DriverBatchesTest, ADriversFailureIsReturnedAsIs) {
     return grpc::Status::OK;
   });
   EXPECT_EQ(PrepareResources(Lookup(), kPod).status().message(),
-            "NodePrepareResources failed for claim ns/c3: out of memory");
+            "NodePrepareResources failed for ResourceClaim c3: out of memory");
   EXPECT_EQ(a_.Calls().size(), 1u);
 }
 

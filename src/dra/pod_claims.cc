@@ -100,13 +100,20 @@ void ReadClaimStatuses(const json& pod, PodClaims* out) {
   }
 }
 
-// generateName for a template's claim: `<pod>-<claim>-`, each part cut to
-// 28 characters when the whole would be longer than the 58 characters the
-// name generator keeps (so that the claim name is not cut away).
+// generateName for a template's claim, as the resource claim controller
+// makes it (k8s.io/kubernetes v1.34.4-v1.37.2,
+// pkg/controller/resourceclaim/controller.go, handleClaim): `<pod>-<claim>-`
+// while that is at most 57 bytes (a hyphen and the 5 random characters fit
+// in 63); longer, each name keeps the share `len * 57 / len(whole)` of its
+// bytes (integer division, the whole's length taken before the cut) and the
+// two are joined with one hyphen, without a trailing one. The result is at
+// most 57 bytes, so the name generator's own cut at 58 never applies.
 std::string GenerateNameBase(const std::string& pod_name, const std::string& claim_name) {
-  std::string base = pod_name + "-" + claim_name + "-";
-  if (base.size() > 58) base = pod_name.substr(0, 28) + "-" + claim_name.substr(0, 28) + "-";
-  return base;
+  constexpr size_t kMaxBaseLen = 57;
+  const std::string whole = pod_name + "-" + claim_name + "-";
+  if (whole.size() <= kMaxBaseLen) return whole;
+  return pod_name.substr(0, pod_name.size() * kMaxBaseLen / whole.size()) + "-" +
+         claim_name.substr(0, claim_name.size() * kMaxBaseLen / whole.size());
 }
 
 json ClaimFromTemplate(const json& tmpl, const PodRef& pod, const std::string& pod_claim_name) {

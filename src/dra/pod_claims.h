@@ -13,10 +13,13 @@
 //   * the claim carries the annotation `resource.kubernetes.io/pod-claim-name`
 //     with the pod's claim name; the template's labels and annotations are
 //     copied, its `spec.spec` becomes the claim's spec.
-// How long names are shortened is not documented: here each of the pod name
-// and the claim name is cut to 28 characters when `<pod>-<claim>-` is longer
-// than the 58 characters generateName keeps (UNCONFIRMED against the
-// controller).
+// How long names are shortened is not documented; done as the controller
+// does (k8s.io/kubernetes v1.34.4-v1.37.2, pkg/controller/resourceclaim/
+// controller.go, handleClaim): when `<pod>-<claim>-` is longer than 57
+// bytes, each name keeps len * 57 / len("<pod>-<claim>-") of its bytes
+// (integer division) and the two are joined by one hyphen, without the
+// trailing one (`pod-cut-claim-cut` + 5 random characters). That is at
+// most 57 bytes, so the API's own cut of generateName at 58 never applies.
 #ifndef DEVMGR_DRA_POD_CLAIMS_H_
 #define DEVMGR_DRA_POD_CLAIMS_H_
 

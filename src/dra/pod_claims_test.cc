@@ -95,16 +95,47 @@ TEST_F(PodClaimsTest, TheDocsPodLoadsWithATemplateAndAnExistingClaim) {
   EXPECT_EQ(r->resource_claim_statuses.size(), 1u);  // template entries only
 }
 
-TEST_F(PodClaimsTest, LongNamesKeepBothParts) {
+// The resource claim controller's generateName (k8s.io/kubernetes
+// v1.34.4-v1.37.2, pkg/controller/resourceclaim/controller.go, handleClaim):
+// `<pod>-<claim>-` up to 57 bytes; longer, each name cut to
+// len * 57 / len("<pod>-<claim>-") bytes (integer division), joined by one
+// hyphen, no trailing hyphen. The API adds 5 random characters.
+TEST_F(PodClaimsTest, LongNamesAreCutInProportionAsTheControllerCutsThem) {
   testutil::CreateObjects(store_, "e2e-objects.yaml");
-  json pod =
-      Pod(std::string(40, 'p'), json::array({{{"name", std::string(40, 'c')},
+  struct Case {
+    size_t pod, claim;
+    std::string base;
+  };
+  const std::string p(200, 'p'), c(63, 'c');
+  const std::vector<Case> cases = {
+      // 56 and 57 bytes: kept whole, trailing hyphen included.
+      {27, 27, p.substr(0, 27) + "-" + c.substr(0, 27) + "-"},
+      {28, 27, p.substr(0, 28) + "-" + c.substr(0, 27) + "-"},
+      // 58 bytes: 28 * 57 / 58 = 27 of each.
+      {28, 28, p.substr(0, 27) + "-" + c.substr(0, 27)},
+      // 82 bytes: 40 * 57 / 82 = 27 of each.
+      {40, 40, p.substr(0, 27) + "-" + c.substr(0, 27)},
+      // Long pod, short claim (105 bytes): 100 * 57 / 105 = 54, 3 * 57 / 105 = 1.
+      {100, 3, p.substr(0, 54) + "-" + c.substr(0, 1)},
+      // The claim's share rounds down to nothing (63 bytes): 54 and 0.
+      {60, 1, p.substr(0, 54) + "-"},
+      // Short pod, long claim (68 bytes): 3 * 57 / 68 = 2, 63 * 57 / 68 = 52.
+      {3, 63, p.substr(0, 2) + "-" + c.substr(0, 52)},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(testing::Message() << "pod " << k.pod << ", claim " << k.claim);
+    json pod =
+        Pod(p.substr(0, k.pod), json::array({{{"name", c.substr(0, k.claim)},
                                               {"resourceClaimTemplateName", "external-claim"}}}));
-  pod["metadata"]["namespace"] = "dra-1234";
-  absl::StatusOr<PodClaimResolution> r = ResolvePodClaims(store_, pod);
-  ASSERT_OK(r);
-  EXPECT_THAT(r->claims[0].claim["metadata"]["name"].get<std::string>(),
-              StartsWith(std::string(28, 'p') + "-" + std::string(28, 'c') + "-"));
+    pod["metadata"]["namespace"] = "dra-1234";
+    absl::StatusOr<PodClaimResolution> r = ResolvePodClaims(store_, pod);
+    ASSERT_OK(r);
+    const json& meta = r->claims[0].claim["metadata"];
+    EXPECT_EQ(meta["generateName"], k.base);
+    const std::string name = meta["name"];
+    EXPECT_THAT(name, StartsWith(k.base));
+    EXPECT_EQ(name.size(), k.base.size() + 5);
+  }
 }
 
 TEST_F(PodClaimsTest, MissingObjectsAreNamedWithTheField) {

@@ -51,11 +51,12 @@ const std::vector<GateSpec>& FeatureGateTable() {
        {{27, Alpha()}, {34, Beta()}, {36, GA()}},
        0,
        "beta 1.34 (#132940), GA 1.36 (#136728)"},
-      // Added (default on) by #132028 in 1.34 as the way back to the old List;
-      // devmgr also accepts it in 1.30-1.33 (default off there), where patch
-      // backports may carry it (UNCONFIRMED).
+      // Added (deprecated, default on) by #132028 in 1.34 as the way back to
+      // the old List. No 1.30-1.33 release has it (absent from
+      // pkg/features/kube_features.go of k8s.io/kubernetes v1.30.14, v1.31.14,
+      // v1.32.13, v1.33.13), so those versions refuse it as unknown.
       {kGateKubeletPodResourcesListUseActivePods,
-       {{30, {"DEVMGR", false, false}}, {34, Deprecated()}},
+       {{34, Deprecated()}},
        0,
        "#132028 (1.34; added deprecated, default on: the release tables of 1.34.4-1.37.2)"},
       {kGateSidecarContainers,

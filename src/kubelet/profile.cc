@@ -95,9 +95,14 @@ absl::StatusOr<Profile> ProfileForVersion(std::string_view version) {
   }
   Profile p = ProfileForMinor(minor);
   p.patch = patch;
-  // #135153 was cherry-picked to release-1.34 (#135207, merged Dec 2025);
-  // the first 1.34 patch carrying it is taken to be 1.34.3 (UNCONFIRMED).
-  if (minor == 34 && patch >= 3) p.healthz_passes_before_start = true;
+  // #135153 was cherry-picked to three release branches: #135209 first
+  // shipped in 1.32.11, #135208 in 1.33.7 and #135207 in 1.34.3 (their
+  // CHANGELOGs; k8s.io/kubernetes v1.32.10, v1.33.6 and v1.34.2 still have the
+  // serving flag, v1.32.13, v1.33.13 and v1.34.3 the last serving error:
+  // pkg/kubelet/cm/devicemanager/plugin/v1beta1/server.go, Check).
+  if ((minor == 32 && patch >= 11) || (minor == 33 && patch >= 7) || (minor == 34 && patch >= 3)) {
+    p.healthz_passes_before_start = true;
+  }
   if (minor > kNewestMinor) {
     p.notice = fmt::format(
         "kubelet version {} is newer than the newest profile; using {} (behaviour changed after "

@@ -52,8 +52,9 @@ struct Profile {
   bool endpoints_per_socket = false;
   // 1.32+: the registration server reports its health ("device-plugin").
   bool registration_healthz = false;
-  // 1.35+ and 1.34.3+ (#135153, backport #135207): the health check passes
-  // before the server has started; before, it fails until Serve begins.
+  // 1.35+, 1.34.3+, 1.33.7+ and 1.32.11+ (#135153, backports #135207,
+  // #135208, #135209): the health check passes before the server has
+  // started; before, it fails until Serve begins.
   bool healthz_passes_before_start = false;
   // 1.36+ (#133335): the plugin watcher deregisters a plugin whose handler
   // registration or NotifyRegistrationStatus failed and retries it with

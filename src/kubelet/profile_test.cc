@@ -31,10 +31,24 @@ TEST(ProfileTest, SwitchesPerVersion) {
   EXPECT_FALSE(p("1.34").endpoints_per_socket);
   EXPECT_FALSE(p("1.36").endpoints_per_socket);
   EXPECT_TRUE(p("1.37").endpoints_per_socket);
-  // Healthz before start: fails in 1.32-1.34.2, passes from 1.35 and 1.34.3.
+  // Healthz before start: fails in 1.32.0-1.32.10, 1.33.0-1.33.6 and
+  // 1.34.0-1.34.2, passes from 1.32.11, 1.33.7, 1.34.3 and 1.35 (the
+  // backports of #135153: k8s.io/kubernetes v1.32.10 vs v1.32.13, v1.33.6 vs
+  // v1.33.13, v1.34.2 vs v1.34.3,
+  // pkg/kubelet/cm/devicemanager/plugin/v1beta1/server.go, server.Check).
+  EXPECT_FALSE(p("1.32").healthz_passes_before_start);
+  EXPECT_FALSE(p("1.32.10").healthz_passes_before_start);
+  EXPECT_TRUE(p("1.32.11").healthz_passes_before_start);
+  EXPECT_TRUE(p("v1.32.13").healthz_passes_before_start);
+  EXPECT_FALSE(p("1.33").healthz_passes_before_start);
+  EXPECT_FALSE(p("1.33.6").healthz_passes_before_start);
+  EXPECT_TRUE(p("1.33.7").healthz_passes_before_start);
+  EXPECT_TRUE(p("v1.33.13").healthz_passes_before_start);
   EXPECT_FALSE(p("1.34").healthz_passes_before_start);
+  EXPECT_FALSE(p("1.34.2").healthz_passes_before_start);
   EXPECT_TRUE(p("1.34.3").healthz_passes_before_start);
   EXPECT_TRUE(p("1.35").healthz_passes_before_start);
+  EXPECT_FALSE(p("1.31.14").healthz_passes_before_start);
   EXPECT_FALSE(p("1.35").watcher_failure_deregisters);
   EXPECT_TRUE(p("1.36").watcher_failure_deregisters);
   EXPECT_TRUE(p("1.34").capacity_out_of_sync_log);
@@ -105,6 +119,29 @@ TEST(FeatureGatesTest, StagesOfTheReleaseTables) {
   FeatureGates g(37);
   EXPECT_EQ(g.Set("SidecarContainers=true").message(),
             "unrecognized feature gate: SidecarContainers");
+}
+
+// KubeletPodResourcesListUseActivePods is absent from pkg/features/
+// kube_features.go (defaultKubernetesFeatureGates) of k8s.io/kubernetes
+// v1.30.14, v1.31.14, v1.32.13 and v1.33.13, so component-base's
+// featureGate.SetFromMap refuses it there as unknown; 1.34 added it.
+TEST(FeatureGatesTest, ListUseActivePodsIsUnknownBefore134) {
+  for (int minor : {30, 31, 32, 33}) {
+    SCOPED_TRACE(minor);
+    EXPECT_FALSE(GateAt(kGateKubeletPodResourcesListUseActivePods, minor).has_value());
+    FeatureGates g(minor);
+    for (const char* spec : {"KubeletPodResourcesListUseActivePods=true",
+                             "KubeletPodResourcesListUseActivePods=false"}) {
+      EXPECT_EQ(g.Set(spec).message(),
+                "unrecognized feature gate: KubeletPodResourcesListUseActivePods");
+    }
+    EXPECT_FALSE(g.Enabled(kGateKubeletPodResourcesListUseActivePods));
+  }
+  FeatureGates g34(34);
+  EXPECT_OK(g34.Set("KubeletPodResourcesListUseActivePods=false"));
+  EXPECT_FALSE(g34.Enabled(kGateKubeletPodResourcesListUseActivePods));
+  // Still known to some version: the version-free check lets it through.
+  EXPECT_OK(ValidateFeatureGateSpec("KubeletPodResourcesListUseActivePods=true"));
 }
 
 TEST(FeatureGatesTest, SetFollowsComponentBase) {

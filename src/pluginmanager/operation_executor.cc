@@ -96,6 +96,11 @@ void OperationExecutor::RunOperation(const std::string& socket_path, SocketIdent
     DM_ERROR(err, "OperationExecutor.RegisterPlugin failed", {"path", socket_path});
   }
   absl::MutexLock lock(&mu_);
+  // Known difference before 1.36 (docs/profiles.md, "Plugin-watcher
+  // failures"): the kubelet's goroutinemap backs the path off after any
+  // failed operation, the plugin added or not, and refuses its
+  // UnregisterPlugin meanwhile (k8s.io/kubernetes v1.35.4,
+  // pkg/util/goroutinemap/goroutinemap.go, operationComplete).
   if (!attempt.added && !err.empty()) {
     Backoff& b = backoff_[socket_path];
     if (b.id == id && b.next > absl::ZeroDuration()) {
@@ -176,6 +181,8 @@ std::string OperationExecutor::RegisterWithHandler(Attempt* a, PluginHandler* ha
       a->added = false;
       return sent.ok() ? msg : fmt::format("{}: {}", msg, std::string(sent.message()));
     }
+    // Known difference (docs/profiles.md): v1.30.0-v1.35.4 return `msg`
+    // here too (operation_generator.go, notifyPlugin returns the text sent).
     return sent.ok() ? "" : fmt::format("{}: {}", msg, std::string(sent.message()));
   }
   if (absl::Status s = a->client->NotifyRegistrationStatus(true, "", opts_.notify_timeout);

@@ -52,9 +52,12 @@
 //    claim_resources = 4} (1, class_name, removed in 1.31);
 //    ClaimResource{cdi_devices = 1, driver_name = 2, pool_name = 3,
 //    device_name = 4} since 1.31 (#125488), plus optional share_id = 5 from
-//    1.35 (in k8s.io/kubelet v0.35.4's api.proto, not v0.34.4's; the 1.35.4
-//    container manager fills it from Device.ShareID): devmgr sets it only
-//    when the cached device has one, which its DRA client reads from 1.35 on;
+//    1.35 on, filled from Device.ShareID (consumable capacity): the field is
+//    in k8s.io/kubelet v0.35.4's api.proto and not in v0.34.4's, and
+//    k8s.io/kubernetes v1.35.4 fills it in pkg/kubelet/cm/
+//    container_manager_linux.go from the share ID the DRA manager stores
+//    (pkg/kubelet/cm/dra/manager.go). devmgr sets it only when the cached
+//    device has one, which its DRA client reads from 1.35 on;
 //    CDIDevice{name = 1}.
 #include "podresources/dynamic_resources.h"
 

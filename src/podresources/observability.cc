@@ -32,8 +32,11 @@ void HookKubeletMetrics(metrics::KubeletMetrics* m, node::NodeOptions* o) {
 
 absl::StatusOr<std::unique_ptr<Observability>> Observability::Create(const Profile& profile,
                                                                      ObservabilityOptions opts) {
-  Options api = OptionsForProfile(profile);
-  if (absl::Status s = ApplyFeatureGates(opts.feature_gates, &api); !s.ok()) return s;
+  // The gates go through the version's own table (FeatureGates::Set), so a
+  // gate the version lacks is refused as the kubelet of that version would.
+  Profile gated = profile;
+  if (absl::Status s = gated.gates.Set(opts.feature_gates); !s.ok()) return s;
+  const Options api = OptionsForProfile(gated);
   auto o = std::unique_ptr<Observability>(new Observability(std::move(opts), api));
   o->metrics_ = std::make_unique<metrics::KubeletMetrics>(
       metrics::KubeletMetricsOptionsFor(profile, api.get_enabled));

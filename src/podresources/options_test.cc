@@ -2,6 +2,7 @@
 
 #include "common/status_testutil.h"
 #include "gtest/gtest.h"
+#include "podresources/observability.h"
 
 namespace devmgr::podresources {
 namespace {
@@ -56,6 +57,21 @@ TEST(OptionsTest, FeatureGates) {
   EXPECT_EQ(ApplyFeatureGates("KubeletPodResourcesGet=yes", &o).message(),
             "invalid value of KubeletPodResourcesGet=yes, err: strconv.ParseBool: parsing "
             "\"yes\": invalid syntax");
+}
+
+// serve's PodResources gates go through the version's table: 1.30-1.33 have
+// no KubeletPodResourcesListUseActivePods (k8s.io/kubernetes v1.30.14,
+// v1.31.14, v1.32.13, v1.33.13 pkg/features/kube_features.go) and refuse it.
+TEST(OptionsTest, ObservabilityRefusesAGateTheVersionLacks) {
+  ObservabilityOptions o;
+  o.feature_gates = "KubeletPodResourcesListUseActivePods=true";
+  for (const char* v : {"1.30", "1.33"}) {
+    auto obs = Observability::Create(*ProfileForVersion(v), o);
+    ASSERT_FALSE(obs.ok()) << v;
+    EXPECT_EQ(obs.status().message(),
+              "unrecognized feature gate: KubeletPodResourcesListUseActivePods");
+  }
+  EXPECT_OK(Observability::Create(*ProfileForVersion("1.34"), o).status());
 }
 
 }  // namespace

@@ -178,9 +178,11 @@ absl::Status RegistrationServer::HealthCheck() const {
   if (!opts_.profile.registration_healthz) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
   if (is_started_) return absl::OkStatus();
-  // 1.35+ (and the 1.34 backport, #135153): the check passes until the
-  // server has failed; devmgr's server never fails once started, and the
-  // state after a failed listen is UNCONFIRMED (taken as passing).
+  // 1.35+ (and the 1.32.11+, 1.33.7+ and 1.34.3+ backports of #135153): the
+  // check passes until the server's Serve has failed; devmgr's server never
+  // fails once started. A failed listen records nothing, so the check still
+  // passes (k8s.io/kubernetes v1.35.4,
+  // pkg/kubelet/cm/devicemanager/plugin/v1beta1/server.go, Start and Check).
   if (opts_.profile.healthz_passes_before_start) return absl::OkStatus();
   return absl::UnavailableError(kHealthzError);
 }

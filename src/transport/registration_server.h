@@ -82,8 +82,8 @@ class RegistrationServer final : public pluginmanager::PluginHandler {
   std::map<std::string, int64_t> RegistrationCounts() const;
 
   // The 1.32+ healthz check: 1.32-1.34 fail with Unavailable(kHealthzError)
-  // until started; 1.35+ (and 1.34.3+) pass before start too. OK while
-  // stopping. Profiles without the check always report OK.
+  // until started; 1.35+ (and 1.32.11+, 1.33.7+, 1.34.3+) pass before start
+  // too. OK while stopping. Profiles without the check always report OK.
   absl::Status HealthCheck() const;
   bool Healthy() const { return HealthCheck().ok(); }
 

@@ -239,7 +239,10 @@ TEST_F(RegistrationServerTest, Profile137FailedRegisterUntracksOnlyItsSocket) {
 }
 
 TEST_F(RegistrationServerTest, HealthCheckBeforeStartPerVersion) {
-  for (const char* v : {"1.31", "1.32", "1.34", "1.34.3", "1.35", "1.37"}) {
+  // The 1.32.11 and 1.33.7 backports of #135153 (k8s.io/kubernetes v1.32.13,
+  // v1.33.13 pkg/kubelet/cm/devicemanager/plugin/v1beta1/server.go, Check).
+  for (const char* v : {"1.31", "1.32", "1.32.10", "1.32.11", "1.33.6", "1.33.7", "1.34", "1.34.3",
+                        "1.35", "1.37"}) {
     SCOPED_TRACE(v);
     RegistrationServerOptions o;
     o.plugin_dir = dir_.path();
@@ -247,7 +250,7 @@ TEST_F(RegistrationServerTest, HealthCheckBeforeStartPerVersion) {
     auto s = RegistrationServer::Create(o, &handler_);
     ASSERT_OK(s);
     const std::string ver = v;
-    const bool fails = ver == "1.32" || ver == "1.34";
+    const bool fails = ver == "1.32" || ver == "1.32.10" || ver == "1.33.6" || ver == "1.34";
     EXPECT_EQ((*s)->HealthCheck().ok(), !fails);
     if (fails) {
       EXPECT_EQ((*s)->HealthCheck().message(), kHealthzError);

@@ -10,9 +10,6 @@ namespace devmgr::scenario {
 
 const std::vector<ExplainedDifference>& ExplainedDifferences() {
   static const std::vector<ExplainedDifference> kTable = {
-      {".*", "1.30,1.31,1.32,1.33", R"(^feature_gates\['KubeletPodResourcesListUseActivePods'\]$)",
-       "devmgr accepts the gate before 1.34 (default off, stage DEVMGR) for a patch backport "
-       "that may carry it; the release's own table has no such gate"},
       {"^upstream-container-options-any-order( \\[|$)", "",
        R"(^(options\['[^']+'\]\['app'\]|checkpoint\['entries'\]\[\d+\]\['alloc_resp'\])\['devices'\]\[[01]\]\['host_path'\]$)",
        "the plugin numbers device specs by their position in the Allocate request "
