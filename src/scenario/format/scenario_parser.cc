@@ -12,10 +12,10 @@
 
 #include "common/status_util.h"
 #include "fmt/format.h"
+#include "kubelet/feature_gates.h"
 #include "kubelet/profile.h"
 #include "plugin/config.h"
 #include "pod/manifest_parser.h"
-#include "podresources/options.h"
 #include "scenario/expect/expect_parser.h"
 #include "scenario/format/scenario_reader.h"
 #include "yaml-cpp/yaml.h"
@@ -313,8 +313,9 @@ class Parser : public ScenarioReader {
     if (n["feature_gates"]) {
       DEVMGR_RETURN_IF_ERROR(
           String(n["feature_gates"], "node.feature_gates", &node->feature_gates));
-      podresources::Options api;
-      if (absl::Status s = podresources::ApplyFeatureGates(node->feature_gates, &api); !s.ok()) {
+      // The version is not known here (a scenario runs at several): each run
+      // applies the spec to its version's gates (ScenarioProfile).
+      if (absl::Status s = ValidateFeatureGateSpec(node->feature_gates); !s.ok()) {
         return Error(n["feature_gates"], "node.feature_gates: " + std::string(s.message()));
       }
     }

@@ -157,6 +157,22 @@ TEST(ScenarioParser, WrongTypesAreErrors) {
             "s.yaml:2:12: check takes no value");
 }
 
+// node.feature_gates is checked against every version's gates at parse time
+// (each run applies it to its own version's, where a gate that version lacks
+// is refused).
+TEST(ScenarioParser, FeatureGatesAreCheckedWhereTheyAreWritten) {
+  EXPECT_EQ(Err("node: {feature_gates: \"Nope=true\"}\nsteps: []\n"),
+            "s.yaml:1:23: node.feature_gates: unrecognized feature gate: Nope");
+  EXPECT_EQ(Err("node: {feature_gates: \"KubeletPodResourcesGet=yes\"}\nsteps: []\n"),
+            "s.yaml:1:23: node.feature_gates: invalid value of KubeletPodResourcesGet=yes, err: "
+            "strconv.ParseBool: parsing \"yes\": invalid syntax");
+  absl::StatusOr<Scenario> ok = ParseScenario(
+      "node: {feature_gates: \"KubeletPodResourcesListUseActivePods=true\"}\nsteps: []\n",
+      "s.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->node.feature_gates, "KubeletPodResourcesListUseActivePods=true");
+}
+
 TEST(ScenarioParser, StepsNeedExactlyOneAction) {
   EXPECT_EQ(Err("steps:\n  - delete_pod: a\n    restart_kubelet:\n"),
             "s.yaml:3:5: a step has exactly one action; found 'delete_pod' and 'restart_kubelet'");
