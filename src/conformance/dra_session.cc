@@ -82,10 +82,10 @@ absl::Status DraSession::StartKubelet() {
   ho.connection_recheck = absl::Milliseconds(100);
   apiserver::Store* store = &api_->store();
   const std::string node = env_.node_name;
+  // An empty driver name wipes every driver's slices on the node, as the
+  // kubelet's does.
   ho.on_wipe = [store, node](const std::string& driver) {
-    apiserver::ApiOr<apiserver::FieldSelector> sel = apiserver::FieldSelector::Parse(
-        "spec.driver=" + driver + ",spec.nodeName=" + node, apiserver::ResourceSlices());
-    if (sel.ok()) store->DeleteCollection(apiserver::ResourceSlices(), "", sel.value);
+    apiserver::DeleteNodeSlices(*store, node, driver);
   };
   absl::StatusOr<std::unique_ptr<dra::DraPluginHandler>> h = dra::DraPluginHandler::Create(ho);
   if (!h.ok()) return h.status();

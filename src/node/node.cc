@@ -231,19 +231,15 @@ absl::Status Node::StartDra() {
 }
 
 void Node::WipeSlices(const std::string& driver) {
-  std::string text = "spec.nodeName=" + opts_.dra.node_name;
-  if (!driver.empty()) text += ",spec.driver=" + driver;
-  apiserver::ApiOr<apiserver::FieldSelector> selector =
-      apiserver::FieldSelector::Parse(text, apiserver::ResourceSlices());
-  if (!selector.ok()) {
-    DM_ERROR(selector.error->message, "Deleting ResourceSlices failed",
+  apiserver::ApiOr<std::vector<nlohmann::json>> deleted =
+      apiserver::DeleteNodeSlices(*opts_.dra.store, opts_.dra.node_name, driver);
+  if (!deleted.ok()) {
+    DM_ERROR(deleted.error->message, "Deleting ResourceSlices failed",
              {"node", opts_.dra.node_name}, {"driver", driver});
     return;
   }
-  const std::vector<nlohmann::json> deleted =
-      opts_.dra.store->DeleteCollection(apiserver::ResourceSlices(), "", selector.value);
   DM_INFO("Deleted ResourceSlices", {"node", opts_.dra.node_name}, {"driver", driver},
-          {"count", std::to_string(deleted.size())});
+          {"count", std::to_string(deleted.value.size())});
 }
 
 topology::AdmitResult Node::PrepareDynamicResources(const pod::Pod& pod) {
