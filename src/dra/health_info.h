@@ -15,9 +15,11 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/fs.h"
 
 namespace devmgr::dra {
 
@@ -63,12 +65,40 @@ DeviceHealth ReadDeviceHealth(int minor, std::string pool_name, std::string devi
                               DeviceHealthStatus health, int64_t timeout_seconds,
                               std::string message);
 
+struct HealthInfoCacheOptions {
+  // The kubelet release emulated (1.<minor>, 34+): from 1.37 new devices
+  // past kMaxHealthDevicesPerDriver are ignored and timed-out devices leave
+  // the cache (1.34-1.36 keep them as Unknown); the state file's fields.
+  int kubelet_minor = 37;
+  // dra_health_state: read by the constructor, written after every change
+  // (the kubelet's healthInfoCache checkpoint). "": memory only.
+  std::string state_file;
+  // nullptr: fs::Default(). Not owned.
+  fs::Filesystem* filesystem = nullptr;
+};
+
+// The state file's JSON (state.DevicesHealthMap as Go's encoding/json writes
+// it): {"<driver>":{"Devices":{"<pool>/<device>":{"PoolName":...,
+// "DeviceName":...,"Health":...,"LastUpdated":RFC 3339 with nanoseconds,
+// "HealthCheckTimeout":nanoseconds (1.35+),"Message":... (1.36+)}}}.
+std::string EncodeHealthState(
+    const std::map<std::string, std::map<std::string, DeviceHealth>>& drivers, int minor);
+// The reverse; a missing HealthCheckTimeout or one of 0 reads as
+// kDefaultHealthTimeout. InvalidArgument for text that is not such JSON.
+absl::StatusOr<std::map<std::string, std::map<std::string, DeviceHealth>>> DecodeHealthState(
+    const std::string& text);
+
 // Thread-safe.
 class HealthInfoCache {
  public:
   // `clock` (not owned; nullptr: the real clock) must outlive the cache.
-  // `max_devices_per_driver` 0: no limit (1.34-1.36).
+  // `max_devices_per_driver` 0: no limit (1.34-1.36). Memory only, timed-out
+  // devices dropped (as 1.37).
   explicit HealthInfoCache(const Clock* clock, size_t max_devices_per_driver = 0);
+  // The node's cache: per release, with the state file loaded (a missing
+  // file is an empty cache; an unreadable or corrupt one is logged, "Failed
+  // to load health checkpoint, proceeding with empty cache", and ignored).
+  HealthInfoCache(const Clock* clock, HealthInfoCacheOptions opts);
   HealthInfoCache(const HealthInfoCache&) = delete;
   HealthInfoCache& operator=(const HealthInfoCache&) = delete;
 
@@ -87,7 +117,8 @@ class HealthInfoCache {
   DeviceHealth Get(const std::string& driver, const std::string& pool,
                    const std::string& device) const ABSL_LOCKS_EXCLUDED(mu_);
 
-  // clearDriver: forgets everything of `driver` (its stream ended).
+  // clearDriver: forgets everything of `driver` (its stream ended). The
+  // state file is written.
   void ClearDriver(const std::string& driver) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Driver -> "<pool>/<device>" -> stored health (the status file).
@@ -95,9 +126,15 @@ class HealthInfoCache {
       ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // saveToCheckpointInternal: errors are logged only.
+  void SaveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // Constant after construction.
   const Clock* const clock_;
   const size_t max_devices_;
+  const HealthInfoCacheOptions opts_;
+  // 1.34-1.36: a timed-out device stays, as Unknown.
+  const bool keep_timed_out_;
 
   mutable absl::Mutex mu_;
   std::map<std::string, std::map<std::string, DeviceHealth>> drivers_ ABSL_GUARDED_BY(mu_);

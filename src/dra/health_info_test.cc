@@ -8,9 +8,13 @@
 // driver (1.37).
 #include "dra/health_info.h"
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "common/fs.h"
+#include "common/temp_dir_testutil.h"
 #include "dra/health_stream.h"
 #include "gtest/gtest.h"
 
@@ -143,6 +147,100 @@ TEST(ChooseHealthServiceTest, PerReleaseAndGate) {
   EXPECT_EQ(ChooseHealthService(37, true, none), HealthService::kNone);
   EXPECT_EQ(ChooseHealthService(37, true, alpha), HealthService::kV1alpha1);
   EXPECT_EQ(ChooseHealthService(37, true, both), HealthService::kV1);
+}
+
+// dra_health_state: Go's encoding/json of state.DevicesHealthMap, fields per
+// release (HealthCheckTimeout from 1.35, Message from 1.36), map keys sorted,
+// LastUpdated in RFC 3339 with nanoseconds, the timeout in nanoseconds,
+// HTML characters escaped.
+TEST(HealthStateFileTest, EncodesAsTheKubeletOfTheRelease) {
+  DeviceHealth d = Dev("gpu-0", DeviceHealthStatus::kUnhealthy, absl::Seconds(5), "a<b & c>d");
+  d.last_updated = absl::FromUnixNanos(int64_t{1800000000} * 1000000000 + 120000000);
+  const std::map<std::string, std::map<std::string, DeviceHealth>> m = {
+      {"z.example.com", {}}, {"a.example.com", {{"pool/gpu-0", d}}}};
+  EXPECT_EQ(EncodeHealthState(m, 34),
+            R"({"a.example.com":{"Devices":{"pool/gpu-0":{"PoolName":"pool","DeviceName":)"
+            R"("gpu-0","Health":"Unhealthy","LastUpdated":"2027-01-15T08:00:00.12Z"}}},)"
+            R"("z.example.com":{"Devices":{}}})");
+  EXPECT_EQ(EncodeHealthState(m, 36),
+            R"({"a.example.com":{"Devices":{"pool/gpu-0":{"PoolName":"pool","DeviceName":)"
+            R"("gpu-0","Health":"Unhealthy","LastUpdated":"2027-01-15T08:00:00.12Z",)"
+            R"("HealthCheckTimeout":5000000000,"Message":"a\u003cb \u0026 c\u003ed"}}},)"
+            R"("z.example.com":{"Devices":{}}})");
+  absl::StatusOr<std::map<std::string, std::map<std::string, DeviceHealth>>> back =
+      DecodeHealthState(EncodeHealthState(m, 37));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, m);
+  // 1.34's file has no timeout: the default.
+  back = DecodeHealthState(EncodeHealthState(m, 34));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->at("a.example.com").at("pool/gpu-0").timeout, kDefaultHealthTimeout);
+  EXPECT_FALSE(DecodeHealthState("[1]").ok());
+  EXPECT_FALSE(DecodeHealthState("{\"d\":{\"Devices\":{\"p/x\":{\"LastUpdated\":\"x\"}}}}").ok());
+}
+
+class HealthStateCacheTest : public testing::Test {
+ protected:
+  std::unique_ptr<HealthInfoCache> Make(int minor) {
+    HealthInfoCacheOptions o;
+    o.kubelet_minor = minor;
+    o.state_file = dir_.Join("dra_health_state");
+    return std::make_unique<HealthInfoCache>(&clock_, std::move(o));
+  }
+  std::string File() {
+    absl::StatusOr<std::string> s = fs::Default()->ReadFile(dir_.Join("dra_health_state"));
+    return s.ok() ? *s : "<none>";
+  }
+
+  devmgr::testutil::TempDir dir_;
+  FakeClock clock_{absl::FromUnixSeconds(1800000000)};
+};
+
+TEST_F(HealthStateCacheTest, ChangesAreWrittenAndReadByTheNextKubelet) {
+  std::unique_ptr<HealthInfoCache> c = Make(37);
+  EXPECT_EQ(File(), "<none>");
+  c->Update("d", {Dev("a", DeviceHealthStatus::kUnhealthy)});
+  EXPECT_NE(File().find(R"("pool/a":{"PoolName":"pool","DeviceName":"a","Health":"Unhealthy")"),
+            std::string::npos)
+      << File();
+  // A kubelet started later reads it: the report is still within its timeout.
+  clock_.Advance(absl::Seconds(10));
+  std::unique_ptr<HealthInfoCache> next = Make(37);
+  EXPECT_EQ(next->Get("d", "pool", "a").health, DeviceHealthStatus::kUnhealthy);
+  clock_.Advance(absl::Seconds(21));
+  EXPECT_EQ(next->Get("d", "pool", "a").health, DeviceHealthStatus::kUnknown);
+  // The stream's end clears the driver, in the file too.
+  next->ClearDriver("d");
+  EXPECT_EQ(File(), "{}");
+}
+
+TEST_F(HealthStateCacheTest, TimedOutDevicesStayAsUnknownUpTo136AndGoIn137) {
+  for (int minor : {36, 37}) {
+    SCOPED_TRACE(minor);
+    std::unique_ptr<HealthInfoCache> c = Make(minor);
+    c->Update("d",
+              {Dev("a", DeviceHealthStatus::kHealthy), Dev("b", DeviceHealthStatus::kHealthy)});
+    clock_.Advance(absl::Seconds(31));
+    EXPECT_EQ(Names(c->Update("d", {Dev("b", DeviceHealthStatus::kHealthy)})),
+              (std::vector<std::string>{"a=Unknown"}));
+    EXPECT_EQ(File().find(R"("pool/a":{"PoolName":"pool","DeviceName":"a","Health":"Unknown")") !=
+                  std::string::npos,
+              minor < 37)
+        << File();
+    // Reported once: silence goes on, nothing more changes.
+    clock_.Advance(absl::Seconds(31));
+    EXPECT_EQ(Names(c->Update("d", {Dev("b", DeviceHealthStatus::kHealthy)})),
+              std::vector<std::string>{});
+    EXPECT_EQ(c->Get("d", "pool", "a").health, DeviceHealthStatus::kUnknown);
+    c->ClearDriver("d");
+  }
+}
+
+TEST_F(HealthStateCacheTest, ACorruptFileIsAnEmptyCache) {
+  ASSERT_TRUE(fs::WriteOutputFile(dir_.Join("dra_health_state"), "{not json").ok());
+  std::unique_ptr<HealthInfoCache> c = Make(35);
+  EXPECT_TRUE(c->Snapshot().empty());
+  EXPECT_EQ(c->Get("d", "pool", "a").health, DeviceHealthStatus::kUnknown);
 }
 
 }  // namespace

@@ -132,9 +132,16 @@ void HealthStreams::Loop(std::shared_ptr<Stream> s) {
   for (;;) {
     const int code = RunOnce(*s);
     if (code == kNotOpened) break;
+    {
+      // Stop is the kubelet going away: its goroutines end with it and
+      // dra_health_state keeps what the streams last reported.
+      absl::MutexLock l(&mu_);
+      if (stopped_) break;
+    }
     // HandleWatchResourcesStream's deferred clearDriver: whatever ended the
-    // stream (the driver, an error, a cancel), the driver's health is gone.
-    // No pod is queued for it; pods show Unknown at their next sync.
+    // stream (the driver, an error, a cancel by deregistration), the
+    // driver's health is gone. No pod is queued for it; pods show Unknown at
+    // their next sync.
     opts_.cache->ClearDriver(s->driver);
     DM_VINFO(2, "WatchResources health stream has ended", {"pluginName", s->driver},
              {"code", std::to_string(code)});

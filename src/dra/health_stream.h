@@ -55,7 +55,8 @@ struct HealthStreamsOptions {
 };
 
 // Thread-safe. One thread per watched instance; Stop (and the destructor)
-// cancels every stream and joins every thread.
+// cancels every stream and joins every thread, without clearing any
+// driver's health (the kubelet stopping; Unwatch does clear it).
 class HealthStreams {
  public:
   explicit HealthStreams(HealthStreamsOptions opts);

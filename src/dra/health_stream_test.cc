@@ -197,6 +197,18 @@ TEST_F(HealthStreamTest, DeregistrationCancelsTheStreamAndClearsTheDriver) {
   EXPECT_FALSE(streams_->WaitForOpened(2, absl::Milliseconds(200)));
 }
 
+// The kubelet going away (Stop) ends the streams without clearing: the
+// next kubelet reads what they last reported from dra_health_state.
+TEST_F(HealthStreamTest, StopKeepsTheDriversHealth) {
+  StartNode(37, true, true);
+  driver_.SetHealth(List({{"gpu-0", ::v1alpha1::UNHEALTHY}}));
+  ASSERT_OK(handler_->RegisterPlugin(kDriver, driver_.path(), kBoth));
+  ASSERT_TRUE(WaitForChanges(1));
+  streams_->Stop();
+  EXPECT_EQ(streams_->ended(), 0);
+  EXPECT_EQ(cache_->Get(kDriver, "pool", "gpu-0").health, DeviceHealthStatus::kUnhealthy);
+}
+
 TEST_F(HealthStreamTest, TheGateOffOpensNothing) {
   driver_.EnableHealth(true, true);
   ASSERT_TRUE(driver_.Start());
