@@ -104,6 +104,7 @@ absl::Status DraPluginHandler::RegisterPlugin(const std::string& name, const std
   // Under mu_, so that a DeRegisterPlugin cannot come between (the monitor's
   // lock is a leaf: it calls back without it).
   monitor_.Watch(id, client->channel());
+  if (opts_.health != nullptr) opts_.health->Watch(id, name, client->channel(), versions);
   return absl::OkStatus();
 }
 
@@ -117,6 +118,7 @@ void DraPluginHandler::DeRegisterPlugin(const std::string& name, const std::stri
                           [&](const Instance& i) { return i.endpoint == endpoint; });
   if (pos == instances.end()) return;
   monitor_.Unwatch(pos->id);
+  if (opts_.health != nullptr) opts_.health->Unwatch(pos->id);
   dropped = std::move(pos->client);
   instances.erase(pos);
   DM_INFO("Deregistered DRA plugin", {"driver", name}, {"endpoint", endpoint});

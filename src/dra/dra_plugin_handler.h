@@ -25,6 +25,7 @@
 #include "common/bind_paths.h"
 #include "dra/connection_monitor.h"
 #include "dra/dra_client.h"
+#include "dra/health_stream.h"
 #include "dra/services.h"
 #include "dra/timers.h"
 #include "kubelet/profile.h"
@@ -59,6 +60,10 @@ struct DraPluginHandlerOptions {
   // (HostPathOf); any other endpoint as registered, as the kubelet does.
   // Logs, the endpoint's identity and Endpoints() keep the registered path.
   std::vector<BindPath> endpoint_binds;
+  // The DRAResourceHealth streams (KEP-4680): every registered instance is
+  // handed to them (Watch) and taken back at deregistration (Unwatch).
+  // Not owned; nullptr: no health streams. Must outlive the handler.
+  HealthStreams* health = nullptr;
 };
 
 // Thread-safe (called from the plugin manager's threads, the monitor's and

@@ -147,6 +147,7 @@ void PodManager::AdmitAndStart(Node* node, const std::string& uid, bool start_co
   node->pod_status().PodAdmitted(p);
   if (!SyncDra(node, p)) return;
   Run(node, uid, start_containers);
+  node->DraPodStarted(uid);
 }
 
 bool PodManager::SyncDra(Node* node, const pod::Pod& p) {
@@ -227,7 +228,9 @@ void PodManager::RetryFailedSyncs() {
     }
   }
   for (const pod::Pod& p : failed) {
-    if (SyncDra(node, p)) Run(node, p.uid, /*start_containers=*/true);
+    if (!SyncDra(node, p)) continue;
+    Run(node, p.uid, /*start_containers=*/true);
+    node->DraPodStarted(p.uid);
   }
 }
 

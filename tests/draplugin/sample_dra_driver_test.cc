@@ -15,10 +15,13 @@
 #include "common/fs.h"
 #include "common/status_testutil.h"
 #include "common/temp_dir_testutil.h"
+#include "dra/health/v1/api.grpc.pb.h"
+#include "dra/health/v1alpha1/api.grpc.pb.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "draplugin/cdi.h"
 #include "draplugin/config.h"
+#include "draplugin/health_service.h"
 #include "draplugin/resource_slice.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -603,6 +606,117 @@ TEST(SampleDraDriverConfigTest, TheExampleParses) {
   json slice = BuildResourceSlice(*c, kNode, 1);
   slice["metadata"]["name"] = "node-a-sample.dra.devmgr.io-abcde";
   EXPECT_THAT(apiserver::ValidateResourceSlice(slice, nullptr), IsEmpty());
+}
+
+// ---- device health (DRAResourceHealth, config `health`, --health-control) ----
+
+TEST(SampleDraDriverHealthConfigTest, ServesTheAdvertisedHealthServicesUnlessToldOtherwise) {
+  absl::StatusOr<Config> config = ParseConfig(std::string(kDevicesYaml) +
+                                                  "registration:\n  supported_versions: "
+                                                  "[v1.DRAPlugin, v1.DRAResourceHealth]\n",
+                                              "test.yaml");
+  ASSERT_OK(config.status());
+  EXPECT_THAT(config->ServedHealth(), ElementsAre("v1.DRAResourceHealth"));
+  EXPECT_EQ(config->devices[0].health, "Healthy");
+  // Served without being advertised (what 1.34-1.36 watch anyway).
+  config = ParseConfig(std::string(kDevicesYaml) +
+                           "health:\n  serve: [v1alpha1.DRAResourceHealth]\n  timeout_seconds: 5\n",
+                       "test.yaml");
+  ASSERT_OK(config.status());
+  EXPECT_THAT(config->ServedHealth(), ElementsAre("v1alpha1.DRAResourceHealth"));
+  EXPECT_EQ(config->health.timeout_seconds, 5);
+  config = ParseConfig("devices:\n  - {name: d, health: Sick}\n", "test.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(std::string(config.status().message()), testing::HasSubstr("unknown health 'Sick'"));
+  config = ParseConfig("devices: [{name: d}]\nhealth: {serve: [v2.DRAResourceHealth]}\n", "t.yaml");
+  EXPECT_FALSE(config.ok());
+}
+
+TEST(SampleDraDriverHealthTest, ControlLinesChangeTheListAndEndTheStreams) {
+  absl::StatusOr<Config> config = ParseConfig(
+      "devices:\n  - {name: gpu-0}\n  - {name: gpu-1, health: Unhealthy, health_message: hot}\n"
+      "health: {serve: [v1.DRAResourceHealth], timeout_seconds: 7}\n",
+      "test.yaml");
+  ASSERT_OK(config.status());
+  HealthService h(*config, "node-a");
+  ASSERT_EQ(h.Services().size(), 1u);
+  devmgr::testutil::TempDir dir;
+  grpc::ServerBuilder b;
+  b.AddListeningPort("unix:" + dir.Join("h.sock"), grpc::InsecureServerCredentials());
+  for (grpc::Service* s : h.Services()) b.RegisterService(s);
+  std::unique_ptr<grpc::Server> server = b.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  auto stub = ::v1::DRAResourceHealth::NewStub(
+      grpc::CreateChannel("unix:" + dir.Join("h.sock"), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline());
+  auto reader = stub->NodeWatchResources(&ctx, ::v1::NodeWatchResourcesRequest());
+  ::v1::NodeWatchResourcesResponse resp;
+  ASSERT_TRUE(reader->Read(&resp));
+  ASSERT_EQ(resp.devices_size(), 2);
+  EXPECT_EQ(resp.devices(0).device().pool_name(), "node-a");
+  EXPECT_EQ(resp.devices(0).health(), ::v1::HEALTHY);
+  EXPECT_EQ(resp.devices(0).health_check_timeout_seconds(), 7);
+  EXPECT_EQ(resp.devices(1).health(), ::v1::UNHEALTHY);
+  EXPECT_EQ(resp.devices(1).message(), "hot");
+
+  ASSERT_OK(h.ApplyControlLine("health gpu-0 Unhealthy ECC errors: 3"));
+  ASSERT_TRUE(reader->Read(&resp));
+  EXPECT_EQ(resp.devices(0).health(), ::v1::UNHEALTHY);
+  EXPECT_EQ(resp.devices(0).message(), "ECC errors: 3");
+  ASSERT_OK(h.ApplyControlLine("silence gpu-1"));
+  ASSERT_TRUE(reader->Read(&resp));
+  ASSERT_EQ(resp.devices_size(), 1);
+  EXPECT_EQ(resp.devices(0).device().device_name(), "gpu-0");
+  EXPECT_FALSE(h.ApplyControlLine("health gpu-9 Healthy").ok());
+  EXPECT_FALSE(h.ApplyControlLine("health gpu-0 Sick").ok());
+  EXPECT_FALSE(h.ApplyControlLine("reboot").ok());
+  EXPECT_OK(h.ApplyControlLine("# a comment"));
+  ASSERT_OK(h.ApplyControlLine("end-health-streams"));
+  EXPECT_FALSE(reader->Read(&resp));
+  EXPECT_OK(reader->Finish());
+  h.Stop();
+  server->Shutdown(Deadline(absl::Seconds(1)));
+}
+
+// The driver reads --health-control as lines are appended; a driver that
+// serves no health service answers Unimplemented (what 1.37 stops on).
+TEST_F(SampleDraDriverTest, TheHealthControlFileSteersTheStreams) {
+  absl::StatusOr<Config> config =
+      ParseConfig(std::string(kDevicesYaml) +
+                      "registration:\n  supported_versions: [v1.DRAPlugin, "
+                      "v1alpha1.DRAResourceHealth]\n",
+                  "test.yaml");
+  ASSERT_OK(config.status());
+  DriverOptions o = Options();
+  o.health_control = dir_.Join("health-control");
+  o.health_control_poll = absl::Milliseconds(20);
+  driver_ = std::make_unique<SampleDraDriver>(*std::move(config), o);
+  ASSERT_OK(driver_->Start());
+  auto stub = ::v1alpha1::DRAResourceHealth::NewStub(
+      grpc::CreateChannel("unix:" + driver_->dra_socket(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline());
+  auto reader = stub->NodeWatchResources(&ctx, ::v1alpha1::NodeWatchResourcesRequest());
+  ::v1alpha1::NodeWatchResourcesResponse resp;
+  ASSERT_TRUE(reader->Read(&resp));
+  ASSERT_EQ(resp.devices_size(), 2);
+  EXPECT_EQ(resp.devices(1).health(), ::v1alpha1::HEALTHY);
+  ASSERT_OK(fs::WriteOutputFile(o.health_control, "health dev-1 Unhealthy\n"));
+  ASSERT_TRUE(reader->Read(&resp));
+  EXPECT_EQ(resp.devices(1).health(), ::v1alpha1::UNHEALTHY);
+  ctx.TryCancel();
+  (void)reader->Finish();
+
+  // The v1 service is neither advertised nor served.
+  auto v1stub = ::v1::DRAResourceHealth::NewStub(
+      grpc::CreateChannel("unix:" + driver_->dra_socket(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx1;
+  ctx1.set_deadline(Deadline());
+  auto r1 = v1stub->NodeWatchResources(&ctx1, ::v1::NodeWatchResourcesRequest());
+  ::v1::NodeWatchResourcesResponse resp1;
+  EXPECT_FALSE(r1->Read(&resp1));
+  EXPECT_EQ(r1->Finish().error_code(), grpc::StatusCode::UNIMPLEMENTED);
 }
 
 }  // namespace
