@@ -7,9 +7,7 @@
 #include <cstring>
 
 #include "absl/time/clock.h"
-#include "apiserver/field_selector.h"
-#include "apiserver/resource_type.h"
-#include "apiserver/store.h"
+#include "apiserver/server.h"
 #include "common/logging.h"
 #include "dra/dra_plugin_handler.h"
 #include "dra/handler_driver_calls.h"
