@@ -156,16 +156,19 @@ class HostileDraDriverTest : public testing::Test {
 };
 
 TEST_F(HostileDraDriverTest, APrepareThatHangsPastTheTimeout) {
-  absl::Notification release;
-  driver_.SetPrepare([&](const NodePrepareResourcesRequest&, NodePrepareResourcesResponse*) {
-    release.WaitForNotificationWithTimeout(kWait);
+  // Shared with the handler: the hung call's thread may wake from it only after this test's
+  // body has ended (a loaded machine), and must not find it gone (a Notification destroyed
+  // under a waiter corrupted its mutex: "Mutex corrupt: waiting writer with no waiters").
+  auto release = std::make_shared<absl::Notification>();
+  driver_.SetPrepare([release](const NodePrepareResourcesRequest&, NodePrepareResourcesResponse*) {
+    release->WaitForNotificationWithTimeout(kWait);
     return grpc::Status::OK;
   });
   ExpectPendingWith(AddPod(),
                     "NodePrepareResources: rpc error: code = DeadlineExceeded desc = "
                     "context deadline exceeded");
   ExpectCheckpointWith(0);
-  release.Notify();
+  release->Notify();
   ExpectTheRetryPrepares();
 }
 
@@ -198,20 +201,23 @@ TEST_F(HostileDraDriverTest, AnAnswerOverTheReceiveLimit) {
 }
 
 TEST_F(HostileDraDriverTest, ADriverThatDiesInTheMiddleOfACall) {
-  absl::Notification in_call, release;
-  driver_.SetPrepare([&](const NodePrepareResourcesRequest&, NodePrepareResourcesResponse*) {
-    in_call.Notify();
-    release.WaitForNotificationWithTimeout(kWait);
-    return grpc::Status::OK;
-  });
+  // Shared with the handler, which may run after this body has ended (see above).
+  auto in_call = std::make_shared<absl::Notification>();
+  auto release = std::make_shared<absl::Notification>();
+  driver_.SetPrepare(
+      [in_call, release](const NodePrepareResourcesRequest&, NodePrepareResourcesResponse*) {
+        if (!in_call->HasBeenNotified()) in_call->Notify();
+        release->WaitForNotificationWithTimeout(kWait);
+        return grpc::Status::OK;
+      });
   absl::StatusOr<PodRecord> rec;
   std::thread add([&] { rec = AddPod(); });
-  ASSERT_TRUE(in_call.WaitForNotificationWithTimeout(kWait));
+  EXPECT_TRUE(in_call->WaitForNotificationWithTimeout(kWait));
   // The driver goes (its server closes every connection; the handler still runs, as in a
   // process being killed whose threads have not been reaped yet).
   std::thread stop([&] { driver_.Stop(); });
   add.join();
-  release.Notify();
+  release->Notify();
   stop.join();
   ExpectPendingWith(rec, "NodePrepareResources: rpc error: code = ");
   EXPECT_THAT(rec->message, ::testing::Not(HasSubstr("DeadlineExceeded")));
