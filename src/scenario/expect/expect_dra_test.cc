@@ -93,7 +93,7 @@ TEST(DraExpectations, ClaimsByNameAndByPodEntry) {
   EXPECT_EQ(f[1].what, "claims[p/gpu].prepared");
   EXPECT_EQ(f[2].what, "claims['shared-gpu'].exists");
   EXPECT_EQ(f[3].actual, "pod 'p' has no spec.resourceClaims entry 'nope'");
-  EXPECT_EQ(f[3].loc.line, 8);
+  EXPECT_EQ(f[3].loc.line, 9);  // the third claim of the list
 }
 
 TEST(DraExpectations, ContainerCdiDevicesAreExact) {

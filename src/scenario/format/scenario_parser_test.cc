@@ -412,7 +412,7 @@ TEST(ScenarioParserDra, BadInputHasPositionsAndSuggestions) {
   const std::string steps = std::string(kDraDriver) + "steps:\n";
   EXPECT_THAT(Err(steps + "  - apply:\n      apiVersion: resource.k8s.io/v1\n      kind: "
                           "ResourceClaimTemplat\n      metadata: {name: t}\n"),
-              HasSubstr("s.yaml:6:7: s.yaml: apply takes ResourceClaim, ResourceClaimTemplate "
+              HasSubstr("s.yaml:7:7: s.yaml: apply takes ResourceClaim, ResourceClaimTemplate "
                         "and DeviceClass objects, not kind 'ResourceClaimTemplat' (did you mean "
                         "'ResourceClaimTemplate'?)"));
   EXPECT_THAT(Err(steps + "  - apply:\n      apiVersion: resource.k8s.io/v1beta1\n      kind: "
@@ -420,7 +420,7 @@ TEST(ScenarioParserDra, BadInputHasPositionsAndSuggestions) {
               HasSubstr("DeviceClass needs apiVersion resource.k8s.io/v1"));
   EXPECT_THAT(Err(steps + "  - apply: missing.yaml\n"), HasSubstr("s.yaml:6:12: apply: "));
   EXPECT_THAT(Err(steps + "  - delete_object: {kind: DeviceClas, name: c}\n"),
-              HasSubstr("s.yaml:6:26: unknown kind 'DeviceClas' (did you mean 'DeviceClass'?)"));
+              HasSubstr("s.yaml:6:27: unknown kind 'DeviceClas' (did you mean 'DeviceClass'?)"));
   EXPECT_THAT(Err(steps + "  - delete_object: {kind: DeviceClass, name: c, namespace: x}\n"),
               HasSubstr("a DeviceClass has no namespace"));
   EXPECT_THAT(Err(steps + "  - check:\n    expect:\n      dra_calls: {gpu.example.con: "
