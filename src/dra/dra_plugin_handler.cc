@@ -88,6 +88,7 @@ absl::Status DraPluginHandler::RegisterPlugin(const std::string& name, const std
   }
   const uint64_t id = next_id_++;
   instances.push_back(Instance{id, endpoint, client, false});
+  ++registrations_[name];
   if (dial == endpoint) {
     DM_INFO("Registered DRA plugin", {"driver", name}, {"endpoint", endpoint},
             {"service", std::string(ServiceName(*service))});
@@ -145,6 +146,12 @@ absl::StatusOr<std::shared_ptr<DraClient>> DraPluginHandler::GetClient(
     if (i->connected) return i->client;
   }
   return instances.back().client;
+}
+
+int64_t DraPluginHandler::RegistrationCount(const std::string& driver) const {
+  absl::MutexLock l(&mu_);
+  auto it = registrations_.find(driver);
+  return it == registrations_.end() ? 0 : it->second;
 }
 
 std::vector<std::string> DraPluginHandler::Drivers() const {

@@ -98,6 +98,9 @@ class DraPluginHandler final : public pluginmanager::PluginHandler {
   absl::StatusOr<std::shared_ptr<DraClient>> GetClient(const std::string& driver) const;
   // The drivers with at least one registered instance, by name.
   std::vector<std::string> Drivers() const;
+  // How many instances of `driver` RegisterPlugin has added since the
+  // handler was created (a registration waiter's "newer than before").
+  int64_t RegistrationCount(const std::string& driver) const;
   // The driver's registered endpoints, oldest first (empty when none).
   std::vector<std::string> Endpoints(const std::string& driver) const;
 
@@ -138,6 +141,8 @@ class DraPluginHandler final : public pluginmanager::PluginHandler {
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   // Driver name -> its instances in registration order (newest last).
   std::map<std::string, std::vector<Instance>> drivers_ ABSL_GUARDED_BY(mu_);
+  // Driver name -> the instances RegisterPlugin added (RegistrationCount).
+  std::map<std::string, int64_t> registrations_ ABSL_GUARDED_BY(mu_);
   // Driver name -> its pending wipe.
   std::map<std::string, Timers::Id> wipes_ ABSL_GUARDED_BY(mu_);
 

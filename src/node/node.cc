@@ -229,7 +229,12 @@ absl::Status Node::StartDra() {
   mo.kubelet_minor = opts_.profile.minor;
   mo.fsync = opts_.fsync;
   mo.filesystem = opts_.filesystem;
-  dra_manager_ = std::make_unique<dra::Manager>(dra_calls_.get(), std::move(mo));
+  dra::DriverCalls* calls = dra_calls_.get();
+  if (d.on_driver_call) {
+    dra_observed_calls_ = std::make_unique<dra::ObservedDriverCalls>(calls, d.on_driver_call);
+    calls = dra_observed_calls_.get();
+  }
+  dra_manager_ = std::make_unique<dra::Manager>(calls, std::move(mo));
   // The kubelet's DRA manager fails its start on a corrupt checkpoint.
   if (absl::Status s = dra_manager_->Start(); !s.ok()) return s;
   // At start the kubelet deletes every ResourceSlice of its node: the

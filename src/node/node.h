@@ -21,6 +21,7 @@
 #include "common/bind_paths.h"
 #include "common/clock.h"
 #include "common/fs.h"
+#include "dra/driver_calls.h"
 #include "dra/state.h"
 #include "kubelet/profile.h"
 #include "manager/manager.h"
@@ -71,6 +72,10 @@ struct NodeDraOptions {
   // process::PrivateMountBinds): an endpoint registered from inside them is
   // dialled at its host path (DraPluginHandlerOptions::endpoint_binds).
   std::vector<BindPath> endpoint_binds;
+  // Called after every NodePrepareResources / NodeUnprepareResources the
+  // DRA manager makes (dra::ObservedDriverCalls), on the calling thread;
+  // empty: none. `devmgr run` records them for `dra_calls` expectations.
+  std::function<void(const dra::DriverCallRecord&)> on_driver_call;
 };
 
 struct NodeOptions {
@@ -245,6 +250,8 @@ class Node {
   // DRA: created by Start when on; the handler stops with the plugin manager.
   std::unique_ptr<dra::DraPluginHandler> dra_handler_;
   std::unique_ptr<dra::HandlerDriverCalls> dra_calls_;
+  // dra_calls_ behind NodeDraOptions::on_driver_call (null without one).
+  std::unique_ptr<dra::DriverCalls> dra_observed_calls_;
   std::unique_ptr<dra::Manager> dra_manager_;
   std::unique_ptr<DraPods> dra_pods_;
   // The admission turn (see AdmitPod): never held across an admission.
