@@ -189,6 +189,7 @@ size_t Accepted(const std::vector<DraRegistrationRecord>& records) {
 
 absl::Status DraSession::StartDriver() {
   StopDriver();
+  if (!handler_) return absl::FailedPreconditionError("the kubelet is not running");
   const size_t before = Accepted(Registrations());
   const MonoTime deadline = MonoDeadline(t().register_within);
   if (absl::Status s = target_->Start(env_); !s.ok()) return s;
@@ -455,6 +456,7 @@ void DraSession::Record(const std::string& method, const std::vector<dra::Claim>
 }
 
 absl::StatusOr<dra::PreparedClaims> DraSession::Prepare(const std::vector<dra::Claim>& claims) {
+  if (!handler_) return absl::FailedPreconditionError("the kubelet is not running");
   absl::StatusOr<std::shared_ptr<dra::DraClient>> c = handler_->GetClient(Driver());
   if (!c.ok()) return absl::FailedPreconditionError(c.status().message());
   const MonoTime start = MonoNow();
@@ -464,6 +466,7 @@ absl::StatusOr<dra::PreparedClaims> DraSession::Prepare(const std::vector<dra::C
 }
 
 absl::Status DraSession::Unprepare(const std::vector<dra::Claim>& claims) {
+  if (!handler_) return absl::FailedPreconditionError("the kubelet is not running");
   absl::StatusOr<std::shared_ptr<dra::DraClient>> c = handler_->GetClient(Driver());
   if (!c.ok()) return absl::FailedPreconditionError(c.status().message());
   const MonoTime start = MonoNow();
