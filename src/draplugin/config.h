@@ -102,6 +102,20 @@ struct Misbehaviour {
   // A repeated Prepare of a prepared claim answers the same devices but also
   // writes another CDI spec, <driver>-<claim uid>-again.json (left behind).
   bool reprepare_adds_spec = false;
+  // After a restart, Unprepare of a claim restored from the state file fails:
+  // the driver lost what it needs to release the claim's devices.
+  bool restored_unprepare_fails = false;
+  // A repeated Prepare of a prepared claim answers its devices without
+  // writing its CDI spec again (gone after a reboot: the CDI root is a tmpfs).
+  bool reprepare_skips_spec = false;
+  // The driver publishes its ResourceSlice only at its first start: it
+  // records that it did in its plugin directory and trusts the API server
+  // to keep the slice.
+  bool publish_only_first_start = false;
+  // A claim with an opaque config the driver does not support is refused
+  // only after its CDI spec was written, and the spec stays (no state entry:
+  // Unprepare does not remove it).
+  bool leak_spec_on_failure = false;
 };
 
 struct Config {

@@ -33,6 +33,10 @@ const Keys kMisbehaveKeys = {"prepare_not_idempotent",
                              "unprepare_reads_claim",
                              "prepare_ignores_uid",
                              "reprepare_adds_spec",
+                             "restored_unprepare_fails",
+                             "reprepare_skips_spec",
+                             "publish_only_first_start",
+                             "leak_spec_on_failure",
                              "unprepare_unknown_fails",
                              "leak_state_on_failure",
                              "cdi_spec",
@@ -195,6 +199,10 @@ class Parser : public yaml::TypedReader {
     DEVMGR_RETURN_IF_ERROR(flag("unprepare_reads_claim", &m->unprepare_reads_claim));
     DEVMGR_RETURN_IF_ERROR(flag("prepare_ignores_uid", &m->prepare_ignores_uid));
     DEVMGR_RETURN_IF_ERROR(flag("reprepare_adds_spec", &m->reprepare_adds_spec));
+    DEVMGR_RETURN_IF_ERROR(flag("restored_unprepare_fails", &m->restored_unprepare_fails));
+    DEVMGR_RETURN_IF_ERROR(flag("reprepare_skips_spec", &m->reprepare_skips_spec));
+    DEVMGR_RETURN_IF_ERROR(flag("publish_only_first_start", &m->publish_only_first_start));
+    DEVMGR_RETURN_IF_ERROR(flag("leak_spec_on_failure", &m->leak_spec_on_failure));
     if (n["registration_type"]) {
       DEVMGR_RETURN_IF_ERROR(
           String(n["registration_type"], "misbehave.registration_type", &m->registration_type));

@@ -104,6 +104,16 @@ absl::Status SampleDraDriver::Start() {
 }
 
 void SampleDraDriver::Publish() {
+  // misbehave.publish_only_first_start: a file in the plugin directory
+  // (which outlives the driver) says it published once.
+  const std::string marker = options_.plugin_dir + "/" + config_.driver + "/published";
+  if (config_.misbehave.publish_only_first_start) {
+    if (::access(marker.c_str(), F_OK) == 0) {
+      DM_INFO("Misbehaving: not publishing again after the first start", {"marker", marker});
+      return;
+    }
+    std::ofstream(marker) << "published\n";
+  }
   absl::StatusOr<nlohmann::json> slice = PublishResourceSlice(*api_, config_, options_.node_name);
   if (slice.ok()) {
     DM_INFO("Published ResourceSlice", {"name", (*slice)["metadata"].value("name", std::string())},

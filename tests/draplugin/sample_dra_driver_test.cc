@@ -580,6 +580,99 @@ TEST_F(SampleDraDriverTest, MisbehaviourReprepareAddsSpecLeavesAnotherSpec) {
   EXPECT_TRUE(Exists(SpecPath(uid + "-again")));
 }
 
+// Sets claim `name`'s allocation config: an opaque config for this driver
+// with `parameters`, for request "req".
+void SetOpaqueConfig(apiserver::ApiServer& server, const std::string& name,
+                     const json& parameters) {
+  apiserver::ApiOr<json> got = server.store().Get(apiserver::ResourceClaims(), kNs, name);
+  ASSERT_TRUE(got.ok());
+  got.value["status"]["allocation"]["devices"]["config"] =
+      json::array({{{"source", "FromClaim"},
+                    {"requests", json::array({"req"})},
+                    {"opaque", {{"driver", kDriver}, {"parameters", parameters}}}}});
+  ASSERT_TRUE(server.store()
+                  .Update(apiserver::ResourceClaims(), kNs, name, got.value, /*status_only=*/true)
+                  .ok());
+}
+
+TEST_F(SampleDraDriverTest, AnUnsupportedOpaqueConfigIsRefusedBeforeAnythingIsWritten) {
+  StartDriver();
+  const std::string a = CreateClaim("claim-a", "dev-0");
+  const std::string b = CreateClaim("claim-b", "dev-1");
+  SetOpaqueConfig(server_, "claim-b", {{"apiVersion", "other.example.com/v1"}, {"kind", "X"}});
+  SetOpaqueConfig(server_, "claim-a", {{"apiVersion", std::string(kDriver) + "/v1"}});
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", a), Claim("claim-b", b)}, &resp).ok());
+  EXPECT_EQ(resp.claims().at(a).error(), "");
+  EXPECT_EQ(resp.claims().at(b).error(),
+            "claim default/claim-b: unsupported opaque config other.example.com/v1/X for "
+            "request(s) [\"req\"]; sample.dra.devmgr.io reads sample.dra.devmgr.io/v1 only");
+  EXPECT_FALSE(Exists(SpecPath(b)));
+  EXPECT_EQ(driver_->core().PreparedForTest().count(b), 0u);
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourLeakSpecOnFailureKeepsTheSpecOfARefusedClaim) {
+  StartDriver("  leak_spec_on_failure: true\n");
+  const std::string b = CreateClaim("claim-b", "dev-1");
+  SetOpaqueConfig(server_, "claim-b", {{"apiVersion", "other.example.com/v1"}, {"kind", "X"}});
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-b", b)}, &resp).ok());
+  EXPECT_THAT(resp.claims().at(b).error(), testing::HasSubstr("unsupported opaque config"));
+  EXPECT_TRUE(Exists(SpecPath(b)));
+  EXPECT_EQ(driver_->core().PreparedForTest().count(b), 0u);
+  // Unprepare knows no such claim: the spec stays.
+  v1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(Unprepare({Claim("claim-b", b)}, &un).ok());
+  EXPECT_EQ(un.claims().at(b).error(), "");
+  EXPECT_TRUE(Exists(SpecPath(b)));
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourRestoredUnprepareFailsAfterARestartOnly) {
+  StartDriver("  restored_unprepare_fails: true\n");
+  const std::string a = CreateClaim("claim-a", "dev-0");
+  const std::string b = CreateClaim("claim-b", "dev-1");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", a), Claim("claim-b", b)}, &resp).ok());
+  v1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(Unprepare({Claim("claim-b", b)}, &un).ok());
+  EXPECT_EQ(un.claims().at(b).error(), "");
+  StartDriver("  restored_unprepare_fails: true\n");
+  v1::NodePrepareResourcesResponse again;
+  ASSERT_TRUE(Prepare({Claim("claim-a", a)}, &again).ok());
+  EXPECT_EQ(again.claims().at(a).error(), "");
+  EXPECT_EQ(again.claims().at(a).devices(0).device_name(), "dev-0");
+  ASSERT_TRUE(Unprepare({Claim("claim-a", a)}, &un).ok());
+  EXPECT_EQ(un.claims().at(a).error(),
+            "claim default/claim-a: no handle for its devices (restored from "
+            "prepared-claims.json)");
+  EXPECT_EQ(driver_->core().PreparedForTest().count(a), 1u);
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourReprepareSkipsSpecDoesNotRewriteALostSpec) {
+  StartDriver("  reprepare_skips_spec: true\n");
+  const std::string uid = CreateClaim("claim-a", "dev-0");
+  v1::NodePrepareResourcesResponse first, second;
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &first).ok());
+  std::filesystem::remove(SpecPath(uid));
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &second).ok());
+  EXPECT_EQ(first.SerializeAsString(), second.SerializeAsString());
+  EXPECT_FALSE(Exists(SpecPath(uid)));
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourPublishOnlyFirstStartPublishesNothingAfterARestart) {
+  StartDriver("  publish_only_first_start: true\n");
+  ASSERT_EQ(Slices().size(), 1u);
+  // As the kubelet's wipe does while the driver is away.
+  ASSERT_TRUE(server_.store()
+                  .Delete(apiserver::ResourceSlices(), "",
+                          Slices()[0]["metadata"]["name"].get<std::string>(),
+                          apiserver::Store::Preconditions{})
+                  .ok());
+  StartDriver("  publish_only_first_start: true\n");
+  EXPECT_TRUE(Slices().empty());
+  EXPECT_TRUE(Exists(dir_.Join("plugins/sample.dra.devmgr.io/published")));
+}
+
 // ---- the config ----
 
 TEST(SampleDraDriverConfigTest, UnknownKeysAreNamedWithTheirPosition) {

@@ -1,0 +1,81 @@
+#include "conformance/dra_timers.h"
+
+namespace devmgr::conformance {
+
+SkippableTimers::SkippableTimers() : thread_([this] { Loop(); }) {}
+
+SkippableTimers::~SkippableTimers() {
+  {
+    absl::MutexLock l(&mu_);
+    stopping_ = true;
+    changed_.SignalAll();
+  }
+  thread_.join();
+}
+
+dra::Timers::Id SkippableTimers::After(absl::Duration delay, std::function<void()> fn) {
+  absl::MutexLock l(&mu_);
+  const Id id = next_id_++;
+  pending_.emplace(std::make_pair(NowLocked() + delay, id), std::move(fn));
+  changed_.SignalAll();
+  return id;
+}
+
+bool SkippableTimers::Cancel(Id id) {
+  absl::MutexLock l(&mu_);
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (it->first.second != id) continue;
+    pending_.erase(it);
+    changed_.SignalAll();
+    return true;
+  }
+  return false;
+}
+
+bool SkippableTimers::AwaitPending(absl::Duration timeout) {
+  absl::MutexLock l(&mu_);
+  const absl::Time deadline = absl::Now() + timeout;
+  while (pending_.empty() && !stopping_) {
+    if (changed_.WaitWithDeadline(&mu_, deadline)) break;
+  }
+  return !pending_.empty();
+}
+
+void SkippableTimers::Skip(absl::Duration d) {
+  absl::MutexLock l(&mu_);
+  skipped_ += d;
+  const absl::Time until = NowLocked();
+  changed_.SignalAll();
+  // Until the loop has run every timer due by then (it signals after each).
+  while (!stopping_ &&
+         (running_ || (!pending_.empty() && pending_.begin()->first.first <= until))) {
+    changed_.Wait(&mu_);
+  }
+}
+
+void SkippableTimers::Loop() {
+  absl::MutexLock l(&mu_);
+  while (!stopping_) {
+    if (pending_.empty()) {
+      changed_.Wait(&mu_);
+      continue;
+    }
+    auto first = pending_.begin();
+    const absl::Time now = NowLocked();
+    if (now < first->first.first) {
+      // The clock may be skipped meanwhile: wake on every change.
+      changed_.WaitWithTimeout(&mu_, first->first.first - now);
+      continue;
+    }
+    std::function<void()> fn = std::move(first->second);
+    pending_.erase(first);
+    running_ = true;
+    mu_.Unlock();
+    fn();
+    mu_.Lock();
+    running_ = false;
+    changed_.SignalAll();
+  }
+}
+
+}  // namespace devmgr::conformance
