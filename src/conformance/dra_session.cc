@@ -74,7 +74,7 @@ absl::Status DraSession::StartApi() {
 }
 
 absl::Status DraSession::StartPluginManager() {
-  if (!timers_) timers_ = std::make_unique<SkippableTimers>();
+  if (!timers_) timers_ = std::make_unique<dra::RealTimers>();
   dra::DraPluginHandlerOptions ho;
   ho.timers = timers_.get();
   ho.profile = opts_.profile;

@@ -20,10 +20,10 @@
 #include "absl/time/time.h"
 #include "apiserver/server.h"
 #include "conformance/dra_target.h"
-#include "conformance/dra_timers.h"
 #include "conformance/mono_time.h"
 #include "dra/dra_client.h"
 #include "dra/dra_plugin_handler.h"
+#include "dra/timers.h"
 #include "kubelet/profile.h"
 #include "nlohmann/json.hpp"
 #include "pluginmanager/plugin_manager.h"
@@ -195,7 +195,7 @@ class DraSession {
   bool driver_running_ = false;
   std::unique_ptr<apiserver::ApiServer> api_;
   // The kubelet's timers (the slice wipe); outlive the handler.
-  std::unique_ptr<SkippableTimers> timers_;
+  std::unique_ptr<dra::RealTimers> timers_;
   std::unique_ptr<dra::DraPluginHandler> handler_;
   std::unique_ptr<pluginmanager::PluginManager> plugin_manager_;
   std::optional<std::vector<nlohmann::json>> slices_;
