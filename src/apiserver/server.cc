@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "apiserver/field_selector.h"
 #include "apiserver/handler.h"
 #include "apiserver/validation.h"
 #include "common/fs.h"
@@ -157,6 +158,15 @@ absl::Status CreateNode(Store& store, const std::string& name) {
   ApiOr<nlohmann::json> created = store.Create(Nodes(), "", std::move(node));
   if (created.ok() || created.error->reason == "AlreadyExists") return absl::OkStatus();
   return absl::InvalidArgumentError("node " + name + ": " + created.error->message);
+}
+
+ApiOr<std::vector<nlohmann::json>> DeleteNodeSlices(Store& store, const std::string& node,
+                                                    const std::string& driver) {
+  std::string text = "spec.nodeName=" + node;
+  if (!driver.empty()) text += ",spec.driver=" + driver;
+  ApiOr<FieldSelector> selector = FieldSelector::Parse(text, ResourceSlices());
+  if (!selector.ok()) return *selector.error;
+  return store.DeleteCollection(ResourceSlices(), "", selector.value);
 }
 
 absl::Status WriteKubeconfig(const std::string& path, const std::string& url) {

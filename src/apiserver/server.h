@@ -85,6 +85,13 @@ class ApiServer {
 // reference). AlreadyExists is not an error.
 absl::Status CreateNode(Store& store, const std::string& name);
 
+// Deletes node `node`'s ResourceSlices from `store`, only those of `driver`
+// when it is not empty, as the kubelet's DeleteCollection with the field
+// selector spec.nodeName=<node>[,spec.driver=<driver>] does (at start: every
+// driver's; a driver gone for 30 s: its own). Returns the deleted objects.
+ApiOr<std::vector<nlohmann::json>> DeleteNodeSlices(Store& store, const std::string& node,
+                                                    const std::string& driver);
+
 // Writes a kubeconfig for `url` (plain HTTP, no credentials) to `path`,
 // atomically (a temp file renamed over it).
 absl::Status WriteKubeconfig(const std::string& path, const std::string& url);

@@ -177,6 +177,28 @@ TEST_F(ApiServerTest, DeleteCollectionBySelectorAndKubeconfig) {
   EXPECT_FALSE(list["items"][0].contains("kind"));
 }
 
+// The kubelet's wipes: every driver's slices of the node at start (an empty
+// driver name), one driver's when it is gone; other nodes' slices stay.
+TEST_F(ApiServerTest, DeleteNodeSlicesWipesOneDriverOrTheWholeNode) {
+  Post(Slice("a-", "node-1"));
+  json other = Slice("b-", "node-1");
+  other["spec"]["driver"] = "other.example.com";
+  Post(other);
+  Post(Slice("c-", "node-2"));
+  ApiOr<std::vector<json>> one = DeleteNodeSlices(server_.store(), "node-1", "other.example.com");
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one.value.size(), 1u);
+  EXPECT_EQ(one.value[0]["spec"]["driver"], "other.example.com");
+  Post(other);
+  ApiOr<std::vector<json>> all = DeleteNodeSlices(server_.store(), "node-1", "");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all.value.size(), 2u);
+  ApiOr<Store::ListResult> left = server_.store().List(ResourceSlices(), "", {});
+  ASSERT_TRUE(left.ok());
+  ASSERT_EQ(left.value.items.size(), 1u);
+  EXPECT_EQ(left.value.items[0]["spec"]["nodeName"], "node-2");
+}
+
 TEST_F(ApiServerTest, ServesTheNode) {
   ASSERT_TRUE(CreateNode(server_.store(), "node-1").ok());
   auto res = client_->Get("/api/v1/nodes/node-1");

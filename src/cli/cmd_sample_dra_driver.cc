@@ -91,6 +91,10 @@ void AddSampleDraDriverCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--cdi-dir", opts->driver.cdi_dir, "Where CDI specs are written")
       ->capture_default_str();
+  cmd->add_option("--health-control", opts->driver.health_control,
+                  "A file to watch for device health commands, one per line (e.g. 'health "
+                  "gpu-0 Unhealthy ECC errors'), sent on the DRAResourceHealth streams the "
+                  "driver serves (config health.serve; docs/sample-dra-driver.md)");
   cmd->add_option("-v,--v", opts->verbosity, "Log verbosity (klog -v)")->capture_default_str();
   cmd->add_option("--logging-format", opts->logging_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))

@@ -1,6 +1,7 @@
 // The DRA catalogue: dra.registration, dra.serves-first, dra.services, dra.slices, dra.prepare.*,
-// dra.unprepare.*, dra.calls.timely. docs/conformance.md gives each check's
-// source in the kubelet (pkg/kubelet/cm/dra) and the helper library.
+// dra.unprepare.*, dra.calls.timely, and the disruptive dra.restart.*, dra.slices.wiped.
+// docs/conformance.md gives each check's source in the kubelet (pkg/kubelet/cm/dra) and the helper
+// library.
 #include <algorithm>
 #include <deque>
 #include <filesystem>
@@ -33,6 +34,13 @@ Outcome NotRegistered(const DraSession& s) {
 
 bool TimedOut(const absl::Status& s) {
   return absl::IsDeadlineExceeded(s) || absl::StrContains(s.message(), "DeadlineExceeded");
+}
+
+// A prepare a check needs before it can judge failed: a skip pointing at the
+// check that judges that failure.
+Outcome PrepareSkip(const std::string& what, const absl::Status& s) {
+  return Outcome::Skip(fmt::format("{} failed: {} (see {})", what, std::string(s.message()),
+                                   TimedOut(s) ? "dra.calls.timely" : "dra.prepare.answers-all"));
 }
 
 // A failed call: a timeout is dra.calls.timely's finding, anything else this check's.
@@ -72,9 +80,11 @@ class Claims {
   Claims(const Claims&) = delete;
   Claims& operator=(const Claims&) = delete;
 
-  // Creates and allocates claim `name`; nullptr with *skip set when it cannot.
-  const DraTestClaim* Add(const std::string& name, Outcome* skip) {
-    absl::StatusOr<DraTestClaim> c = s_.NewClaim(name);
+  // Creates and allocates claim `name` (spec.devices `devices`, or one
+  // request for one device); nullptr with *skip set when it cannot.
+  const DraTestClaim* Add(const std::string& name, Outcome* skip, const json& devices = json()) {
+    absl::StatusOr<DraTestClaim> c =
+        devices.is_null() ? s_.NewClaim(name) : s_.NewClaimWith(name, devices);
     if (!c.ok()) {
       *skip = Outcome::Skip(fmt::format("cannot allocate claim {} from the driver's slices: {}",
                                         name, std::string(c.status().message())));
@@ -584,6 +594,308 @@ Outcome CallsTimely(DraSession& s) {
   return o;
 }
 
+// Opaque parameters no driver supports: an API group of the tester's and a
+// number where drivers commonly read strings.
+const json& UnsupportedParameters() {
+  static const json* const p = new json{{"apiVersion", "conformance.devmgr.io/v1"},
+                                        {"kind", "UnsupportedConfig"},
+                                        {"unsupported", 1}};
+  return *p;
+}
+
+Outcome PrepareFailedNoLeak(DraSession& s) {
+  if (auto o = NotReady(s)) return *o;
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* good = claims.Add("conformance-failed-other", &skip);
+  if (good == nullptr) return skip;
+  // Two requests, the second with a config the driver cannot apply: a
+  // driver that works request by request fails half-way.
+  auto request = [](const char* name) {
+    return json{
+        {"name", name},
+        {"exactly",
+         {{"deviceClassName", kDraDeviceClass}, {"allocationMode", "ExactCount"}, {"count", 1}}}};
+  };
+  const json devices = {
+      {"requests", json::array({request("req"), request("req-b")})},
+      {"config",
+       json::array(
+           {{{"requests", json::array({"req-b"})},
+             {"opaque", {{"driver", s.Driver()}, {"parameters", UnsupportedParameters()}}}}})}};
+  const DraTestClaim* bad = claims.Add("conformance-failed", &skip, devices);
+  if (bad == nullptr) return skip;
+  std::vector<std::string> unread;
+  const std::set<std::string> before = CdiDevices(s.env().cdi_dir, &unread);
+  const std::vector<dra::Claim> both = {bad->claim, good->claim};
+  absl::StatusOr<dra::PreparedClaims> r = s.Prepare(both);
+  const std::string config = fmt::format("opaque config {} for request req-b of {}",
+                                         UnsupportedParameters().dump(), ClaimText(*bad));
+  if (r.ok()) {
+    return Outcome::Skip(
+        fmt::format("the driver prepared {} despite the {}; no failed "
+                    "NodePrepareResources to judge",
+                    ClaimText(*bad), config));
+  }
+  if (TimedOut(r.status())) return CallFailed("NodePrepareResources", r.status());
+  const std::string failure = std::string(r.status().message());
+  // The kubelet keeps both claims, with the pod, in its cache from before
+  // the call: when the pod goes, it unprepares them.
+  if (absl::Status u = s.Unprepare(both); !u.ok()) {
+    const dra::Claim unknown{kDraNamespace, apiserver::NewUid(), "conformance-failed-unknown"};
+    if (!s.Unprepare({unknown}).ok()) {
+      return Outcome::Skip(
+          fmt::format("NodeUnprepareResources of the claims of the failed call "
+                      "failed, as it does for a claim it never saw: {} (see "
+                      "dra.unprepare.unknown)",
+                      std::string(u.message())));
+    }
+    return CallFailed("NodeUnprepareResources of the claims of a failed NodePrepareResources", u)
+        .Evidence("NodePrepareResources: " + failure)
+        .Evidence("the kubelet retries until it succeeds: the pod stays Terminating meanwhile");
+  }
+  std::vector<std::string> added;
+  for (const std::string& d : CdiDevices(s.env().cdi_dir, &unread)) {
+    if (!before.count(d)) added.push_back(d);
+  }
+  if (!added.empty()) {
+    return Outcome::Fail(fmt::format("NodePrepareResources of {} and {} failed, and after the "
+                                     "kubelet's NodeUnprepareResources of both the CDI root "
+                                     "still holds CDI device(s) [{}]: what the failed prepare "
+                                     "did stays on the node",
+                                     ClaimText(*bad), ClaimText(*good), fmt::join(added, ", ")))
+        .Evidence("NodePrepareResources: " + failure)
+        .Evidence("cause: the " + config);
+  }
+  return Outcome::Pass(
+      fmt::format("NodePrepareResources failed ({}); after NodeUnprepareResources "
+                  "of both claims the CDI root holds what it held before",
+                  failure));
+}
+
+// The devices and CDI IDs of a claim prepared before a disruption.
+std::vector<std::string> CdiIds(const std::vector<dra::ResponseDevice>& devices) {
+  std::vector<std::string> out;
+  for (const dra::ResponseDevice& d : devices) {
+    out.insert(out.end(), d.cdi_device_ids.begin(), d.cdi_device_ids.end());
+  }
+  return out;
+}
+
+std::string StopText(bool in_time, const DraSession& s) {
+  return in_time ? "it exited on SIGTERM"
+                 : fmt::format("it did not exit within {} of SIGTERM and was killed",
+                               D(s.t().stop_grace));
+}
+
+// Prepares claim `c` twice before a disruption, so that a disruptive check
+// judges what the disruption changes: the second answer, or a skip when the
+// driver is not idempotent even without one (dra.prepare.idempotent judges
+// that).
+absl::StatusOr<dra::PreparedClaims> PrepareBefore(DraSession& s, const Claims& claims,
+                                                  const DraTestClaim& c, const std::string& what,
+                                                  Outcome* skip) {
+  absl::StatusOr<dra::PreparedClaims> first = s.Prepare(claims.Refs());
+  absl::StatusOr<dra::PreparedClaims> second =
+      first.ok() ? s.Prepare(claims.Refs()) : first.status();
+  if (!second.ok()) {
+    *skip = PrepareSkip("NodePrepareResources before the " + what, second.status());
+    return second.status();
+  }
+  if (DeviceKeys(first->at(c.claim.uid)) != DeviceKeys(second->at(c.claim.uid))) {
+    *skip =
+        Outcome::Skip(fmt::format("{}: a second NodePrepareResources answers other devices "
+                                  "even without a {} (see dra.prepare.idempotent)",
+                                  ClaimText(c), what));
+    return absl::FailedPreconditionError("not idempotent");
+  }
+  return second;
+}
+
+Outcome RestartDriver(DraSession& s) {
+  if (auto o = NotReady(s)) return *o;
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* c = claims.Add("conformance-restart", &skip);
+  if (c == nullptr) return skip;
+  absl::StatusOr<dra::PreparedClaims> first = PrepareBefore(s, claims, *c, "restart", &skip);
+  if (!first.ok()) return skip;
+  const bool in_time = s.StopDriver();
+  const MonoTime restarted = MonoNow();
+  if (absl::Status st = s.StartDriver(); !st.ok()) {
+    Outcome o = Outcome::Fail(fmt::format(
+        "stopped ({}) and started again, the driver was not registered again: {}; the kubelet "
+        "cannot call it, and pods with its claims are neither admitted nor let go",
+        StopText(in_time, s), std::string(st.message())));
+    for (auto& l : s.DriverOutput(5)) o.Evidence(l);
+    return o;
+  }
+  const absl::Duration back = MonoSub(MonoNow(), restarted);
+  const std::string what = fmt::format("{}, prepared before the driver's restart", ClaimText(*c));
+  absl::StatusOr<dra::PreparedClaims> again = s.Prepare(claims.Refs());
+  if (!again.ok()) {
+    return CallFailed("NodePrepareResources of " + what, again.status())
+        .Evidence(
+            "a kubelet restarted with the driver (a node upgrade, a reboot) prepares every claim "
+            "of its running pods again, and the pods fail until it succeeds");
+  }
+  const auto& a = first->at(c->claim.uid);
+  const auto& b = again->at(c->claim.uid);
+  if (DeviceKeys(a) != DeviceKeys(b)) {
+    return Outcome::Fail(fmt::format("{}: NodePrepareResources answers other devices than before "
+                                     "the restart; the running containers hold the first ones",
+                                     what))
+        .Evidence("before: " + DevicesText(a))
+        .Evidence("after:  " + DevicesText(b));
+  }
+  if (absl::Status u = s.Unprepare(claims.Refs()); !u.ok()) {
+    return CallFailed("NodeUnprepareResources of " + what, u)
+        .Evidence("the kubelet retries until it succeeds: the pod stays Terminating meanwhile");
+  }
+  Outcome o = Outcome::Pass(
+      fmt::format("{}; registered again {} after the start; {}: {} again, then unprepared",
+                  StopText(in_time, s), D(back), ClaimText(*c), DevicesText(b)));
+  o.figures.push_back({"time to register again", D(back)});
+  return o;
+}
+
+// Removes every entry of the CDI root (a tmpfs after a reboot); how many.
+size_t EmptyDir(const std::string& dir) {
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::error_code rm;
+    if (std::filesystem::remove_all(entry.path(), rm) > 0) ++n;
+  }
+  return n;
+}
+
+Outcome RestartReboot(DraSession& s) {
+  if (auto o = NotReady(s)) return *o;
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* c = claims.Add("conformance-reboot", &skip);
+  if (c == nullptr) return skip;
+  absl::StatusOr<dra::PreparedClaims> first = PrepareBefore(s, claims, *c, "reboot", &skip);
+  if (!first.ok()) return skip;
+  if (CdiIds(first->at(c->claim.uid)).empty()) {
+    return Outcome::Skip("the driver answered no CDI device ID");
+  }
+  std::vector<std::string> unread;
+  const std::set<std::string> before = CdiDevices(s.env().cdi_dir, &unread);
+  for (const std::string& id : CdiIds(first->at(c->claim.uid))) {
+    if (!before.count(id)) {
+      return Outcome::Skip(
+          fmt::format("{}: CDI device {} resolves in no CDI spec even before the "
+                      "reboot (see dra.prepare.cdi)",
+                      ClaimText(*c), id));
+    }
+  }
+  // The node goes down: the driver and the kubelet stop; /var/run/cdi is a
+  // tmpfs, empty when the node is up again; the kubelet starts (deleting the
+  // node's ResourceSlices), then the driver.
+  s.StopDriver();
+  s.StopKubelet();
+  const size_t removed = EmptyDir(s.env().cdi_dir);
+  if (absl::Status st = s.StartKubelet(); !st.ok()) {
+    return Outcome::Skip("the tester could not start its kubelet again: " +
+                         std::string(st.message()));
+  }
+  if (absl::Status st = s.StartDriver(); !st.ok()) {
+    return Outcome::Skip(
+        fmt::format("after the reboot the driver was not registered again: {} "
+                    "(see dra.restart.driver)",
+                    std::string(st.message())));
+  }
+  const std::string what =
+      fmt::format("{}, prepared before a reboot that emptied the CDI root", ClaimText(*c));
+  absl::StatusOr<dra::PreparedClaims> again = s.Prepare(claims.Refs());
+  if (!again.ok()) {
+    return CallFailed("NodePrepareResources of " + what, again.status())
+        .Evidence(
+            "after a reboot the kubelet restores its claims unprepared and prepares them again "
+            "before it restarts their pods");
+  }
+  unread.clear();
+  const std::set<std::string> known = CdiDevices(s.env().cdi_dir, &unread);
+  const std::vector<std::string> ids = CdiIds(again->at(c->claim.uid));
+  std::vector<std::string> missing;
+  for (const std::string& id : ids) {
+    if (!known.count(id)) missing.push_back(id);
+  }
+  if (ids.empty() || !missing.empty()) {
+    Outcome o = Outcome::Fail(fmt::format(
+        "{}: CDI device(s) [{}] answered after the reboot resolve to no device of a CDI spec in "
+        "{}; the container runtime fails the pod's containers (unresolvable CDI devices): a "
+        "driver must write the specs again for a claim it had prepared",
+        what, fmt::join(ids.empty() ? CdiIds(first->at(c->claim.uid)) : missing, ", "),
+        s.env().cdi_dir));
+    o.Evidence(fmt::format("answer after the reboot: {}", DevicesText(again->at(c->claim.uid))));
+    o.Evidence(fmt::format("devices of the specs there: [{}]", fmt::join(known, ", ")));
+    for (const std::string& u : unread) o.Evidence(u);
+    return o;
+  }
+  // Its Unprepare (at the end) is dra.restart.driver's to judge.
+  return Outcome::Pass(fmt::format("{}: [{}] resolve again ({} entr{} of the CDI root removed)",
+                                   what, fmt::join(ids, ", "), removed,
+                                   removed == 1 ? "y" : "ies"));
+}
+
+std::string SlicesText(const std::vector<json>& slices) {
+  size_t devices = 0;
+  for (const json& sl : slices) {
+    devices += sl.value("spec", json::object()).value("devices", json::array()).size();
+  }
+  return fmt::format("{} slice(s), {} device(s)", slices.size(), devices);
+}
+
+Outcome SlicesWiped(DraSession& s) {
+  if (s.Driver().empty()) return NotRegistered(s);
+  const size_t before = s.Slices().size();
+  if (before == 0) {
+    return Outcome::Skip("the driver published no complete ResourceSlice pool (see dra.slices)");
+  }
+  const std::string published = SlicesText(s.Slices());
+  const bool in_time = s.StopDriver();
+  // The kubelet's 30 s wiping delay is the kubelet's own: skipped, not waited.
+  if (!s.SkipToWipe()) {
+    return Outcome::Skip(fmt::format(
+        "the kubelet scheduled no wipe of the driver's ResourceSlices after the driver stopped "
+        "({})",
+        StopText(in_time, s)));
+  }
+  const std::vector<json> left = s.ListSlices();
+  if (!left.empty()) {
+    return Outcome::Skip(
+        fmt::format("{} of the driver's ResourceSlices outlived the kubelet's wipe", left.size()));
+  }
+  if (absl::Status st = s.StartDriver(); !st.ok()) {
+    return Outcome::Skip(
+        fmt::format("the driver was not registered again after its restart: {} "
+                    "(see dra.restart.driver)",
+                    std::string(st.message())));
+  }
+  const MonoTime back = MonoNow();
+  const std::vector<json> again = s.WaitForSlices(s.t().publish_within);
+  if (again.empty()) {
+    Outcome o = Outcome::Fail(fmt::format(
+        "the kubelet wiped the driver's ResourceSlices ({}) {} after its connection dropped; "
+        "registered again, the driver published no complete pool for the node within {}: the "
+        "scheduler has no device of the node to allocate",
+        published, D(dra::kDefaultWipingDelay), D(s.t().publish_within)));
+    for (const std::string& e : RefusedSliceWrites(s)) o.Evidence(e);
+    for (auto& l : s.DriverOutput(5)) o.Evidence(l);
+    return o;
+  }
+  const absl::Duration took = MonoSub(MonoNow(), back);
+  Outcome o = Outcome::Pass(
+      fmt::format("wiped by the kubelet {} after the driver stopped ({}), published again: {}, {} "
+                  "after it registered again",
+                  D(dra::kDefaultWipingDelay), published, SlicesText(again), D(took)));
+  o.figures.push_back({"time to publish again", D(took)});
+  return o;
+}
+
 // A catalogue row; rank: its place in the shared session (registration,
 // services and slices first, the calls next, dra.calls.timely last: it
 // judges every call of the session).
@@ -595,6 +907,15 @@ DraCheckInfo Row(std::string id, std::string title, Level level,
   c.level = level;
   c.run = std::move(run);
   c.shared_rank = rank;
+  return c;
+}
+
+// A row whose check stops the driver (or the kubelet): a session of its own.
+DraCheckInfo Disruptive(std::string id, std::string title, Level level,
+                        std::function<Outcome(DraSession&)> run) {
+  DraCheckInfo c = Row(std::move(id), std::move(title), level, std::move(run), 0);
+  c.tags = {"[Disruptive]"};
+  c.session = SessionUse::kOwn;
   return c;
 }
 
@@ -639,10 +960,26 @@ const std::vector<DraCheckInfo>& DraCatalogue() {
           PrepareAfterUnprepare, 1),
       Row("dra.prepare.batched", "Two claims in one NodePrepareResources are answered per claim",
           Level::kMust, PrepareBatched, 1),
+      Row("dra.prepare.failed-no-leak",
+          "A NodePrepareResources that fails for a claim leaves nothing behind once the kubelet "
+          "unprepared it",
+          Level::kShould, PrepareFailedNoLeak, 1),
       Row("dra.calls.timely",
           "Every NodePrepareResources and NodeUnprepareResources is answered within the "
           "kubelet's deadline",
           Level::kMust, CallsTimely, 2),
+      Disruptive("dra.restart.driver",
+                 "Stopped and started again, the driver registers again and prepares a claim "
+                 "prepared before with the same devices, then unprepares it",
+                 Level::kMust, RestartDriver),
+      Disruptive("dra.restart.reboot",
+                 "After a reboot (driver and kubelet restarted, CDI root emptied) the CDI IDs "
+                 "of a claim prepared again resolve in the CDI root",
+                 Level::kMust, RestartReboot),
+      Disruptive("dra.slices.wiped",
+                 "After the kubelet wiped its ResourceSlices (30 s without a connection), the "
+                 "driver started again publishes them again",
+                 Level::kMust, SlicesWiped),
   };
   return *all;
 }

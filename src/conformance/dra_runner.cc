@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "dra/services.h"
@@ -26,15 +27,28 @@ class DraRunner : public CheckRunner<DraCheckInfo> {
   std::string Describe() const override { return target_.Describe(); }
 
   absl::StatusOr<std::unique_ptr<Session>> Begin(const std::string& dir,
-                                                 const std::vector<const DraCheckInfo*>&,
+                                                 const std::vector<const DraCheckInfo*>& rows,
                                                  const std::vector<const DraCheckInfo*>&) override {
     DraSessionOptions so;
     so.dir = dir;
     so.timeouts = opts_.timeouts;
     so.profile = opts_.profile;
-    auto s = std::make_unique<DriverSession>(&target_, std::move(so));
+    auto s = std::make_unique<DriverSession>(this, &target_, std::move(so));
+    s->shared = !rows.empty() && rows.front()->session == SessionUse::kShared;
     if (absl::Status st = s->session.Begin(); !st.ok()) return st;
     return std::unique_ptr<Session>(std::move(s));
+  }
+
+  // A check of its own session needs a registered driver with slices: when
+  // the shared session showed either missing, it is not given one.
+  std::string KnownUnmet(const DraCheckInfo&) override {
+    if (registered_.has_value() && !*registered_) {
+      return "the driver never registered (see dra.registration, dra.services)";
+    }
+    if (published_.has_value() && !*published_) {
+      return "the driver published no complete ResourceSlice pool (see dra.slices)";
+    }
+    return "";
   }
 
   void RemoveTempDir(const std::string& dir) override {
@@ -44,14 +58,27 @@ class DraRunner : public CheckRunner<DraCheckInfo> {
 
  private:
   struct DriverSession : Session {
-    DriverSession(DraTarget* target, DraSessionOptions so) : session(target, std::move(so)) {}
+    DriverSession(DraRunner* runner, DraTarget* target, DraSessionOptions so)
+        : runner(runner), session(target, std::move(so)) {}
     Outcome Run(const DraCheckInfo& c) override { return c.run(session); }
-    void End() override { session.End(); }
+    void End() override {
+      if (shared) {
+        runner->registered_ = !session.Driver().empty();
+        if (*runner->registered_) runner->published_ = session.SlicesPublished();
+      }
+      session.End();
+    }
+    DraRunner* const runner;
+    bool shared = false;
     DraSession session;
   };
 
   DraTarget& target_;
   const DraRunOptions& opts_;
+  // What the shared session showed (unset before it ran, or when it did not
+  // look).
+  std::optional<bool> registered_;
+  std::optional<bool> published_;
 };
 
 }  // namespace

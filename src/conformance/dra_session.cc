@@ -73,8 +73,10 @@ absl::Status DraSession::StartApi() {
   return apiserver::WriteKubeconfig(env_.kubeconfig, *url);
 }
 
-absl::Status DraSession::StartKubelet() {
+absl::Status DraSession::StartPluginManager() {
+  if (!timers_) timers_ = std::make_unique<dra::RealTimers>();
   dra::DraPluginHandlerOptions ho;
+  ho.timers = timers_.get();
   ho.profile = opts_.profile;
   ho.client.call_timeout = t().call;
   // Bounds how long the monitor takes to stop at the session's end; a
@@ -82,10 +84,10 @@ absl::Status DraSession::StartKubelet() {
   ho.connection_recheck = absl::Milliseconds(100);
   apiserver::Store* store = &api_->store();
   const std::string node = env_.node_name;
+  // An empty driver name wipes every driver's slices on the node, as the
+  // kubelet's does.
   ho.on_wipe = [store, node](const std::string& driver) {
-    apiserver::ApiOr<apiserver::FieldSelector> sel = apiserver::FieldSelector::Parse(
-        "spec.driver=" + driver + ",spec.nodeName=" + node, apiserver::ResourceSlices());
-    if (sel.ok()) store->DeleteCollection(apiserver::ResourceSlices(), "", sel.value);
+    apiserver::DeleteNodeSlices(*store, node, driver);
   };
   absl::StatusOr<std::unique_ptr<dra::DraPluginHandler>> h = dra::DraPluginHandler::Create(ho);
   if (!h.ok()) return h.status();
@@ -112,7 +114,7 @@ absl::Status DraSession::StartKubelet() {
 absl::Status DraSession::Begin() {
   if (absl::Status s = PrepareRoot(); !s.ok()) return s;
   if (absl::Status s = StartApi(); !s.ok()) return s;
-  if (absl::Status s = StartKubelet(); !s.ok()) return s;
+  if (absl::Status s = StartPluginManager(); !s.ok()) return s;
   started_at_ = MonoNow();
   if (absl::Status s = target_->Start(env_); !s.ok()) return s;
   driver_running_ = true;
@@ -168,6 +170,99 @@ void DraSession::End() {
              {"driverStop", Dur(MonoSub(MonoNow(), kubelet_stopped))});
   }
   if (api_) api_->Stop();
+}
+
+bool DraSession::StopDriver() {
+  if (!driver_running_) return true;
+  driver_running_ = false;
+  return target_->Stop(t().stop_grace);
+}
+
+namespace {
+
+size_t Accepted(const std::vector<DraRegistrationRecord>& records) {
+  return std::count_if(records.begin(), records.end(),
+                       [](const DraRegistrationRecord& r) { return r.registered.value_or(false); });
+}
+
+}  // namespace
+
+absl::Status DraSession::StartDriver() {
+  StopDriver();
+  if (!handler_) return absl::FailedPreconditionError("the kubelet is not running");
+  const size_t before = Accepted(Registrations());
+  const MonoTime deadline = MonoDeadline(t().register_within);
+  if (absl::Status s = target_->Start(env_); !s.ok()) return s;
+  driver_running_ = true;
+  std::string refused;
+  {
+    absl::MutexLock l(&mu_);
+    while (Accepted(registrations_) == before) {
+      int code = 0;
+      if (target_->Exited(&code)) {
+        return absl::UnavailableError(
+            fmt::format("the driver exited with code {} before it registered again", code));
+      }
+      if (MonoNow() >= deadline) {
+        for (auto it = registrations_.rbegin(); it != registrations_.rend(); ++it) {
+          if (it->registered.has_value() && !*it->registered) {
+            refused = "; the kubelet refused the last one: " + it->error;
+            break;
+          }
+        }
+        return absl::DeadlineExceededError(
+            fmt::format("no registration accepted within {} of its start{}",
+                        Dur(t().register_within), refused));
+      }
+      changed_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
+    }
+  }
+  const std::string driver = Driver();
+  for (const std::string& endpoint : handler_->Endpoints(driver)) {
+    const absl::Duration left = MonoSub(deadline, MonoNow());
+    if (!handler_->WaitForConnection(driver, endpoint, true,
+                                     std::max(left, absl::ZeroDuration()))) {
+      return absl::DeadlineExceededError(fmt::format(
+          "registered again, but the kubelet could not connect to {} within {} of its start",
+          endpoint, Dur(t().register_within)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void DraSession::StopKubelet() {
+  if (plugin_manager_) plugin_manager_->Stop();
+  if (handler_) handler_->Stop();
+  plugin_manager_.reset();
+  handler_.reset();
+}
+
+absl::Status DraSession::StartKubelet() {
+  StopKubelet();
+  // At its start the kubelet deletes every ResourceSlice of its node.
+  apiserver::ApiOr<apiserver::FieldSelector> sel = apiserver::FieldSelector::Parse(
+      "spec.nodeName=" + env_.node_name, apiserver::ResourceSlices());
+  if (sel.ok()) api_->store().DeleteCollection(apiserver::ResourceSlices(), "", sel.value);
+  return StartPluginManager();
+}
+
+bool DraSession::SkipToWipe() {
+  if (!timers_ || !timers_->AwaitPending(t().stop_grace + absl::Seconds(10))) return false;
+  timers_->Skip(dra::kDefaultWipingDelay);
+  return true;
+}
+
+std::vector<json> DraSession::ListSlices() {
+  std::vector<json> out;
+  const std::string driver = Driver();
+  if (driver.empty() || !api_) return out;
+  apiserver::ApiOr<apiserver::FieldSelector> sel = apiserver::FieldSelector::Parse(
+      "spec.driver=" + driver + ",spec.nodeName=" + env_.node_name, apiserver::ResourceSlices());
+  if (!sel.ok()) return out;
+  apiserver::ApiOr<apiserver::Store::ListResult> l =
+      api_->store().List(apiserver::ResourceSlices(), "", sel.value);
+  if (l.ok()) out = l.value.items;
+  return out;
 }
 
 void DraSession::OnInfo(const std::string& socket,
@@ -264,28 +359,26 @@ bool PoolsComplete(const std::vector<json>& slices) {
 }  // namespace
 
 const std::vector<json>& DraSession::Slices() {
-  if (slices_) return *slices_;
-  slices_.emplace();
+  if (!slices_) slices_ = WaitForSlices(t().publish_within);
+  return *slices_;
+}
+
+std::vector<json> DraSession::WaitForSlices(absl::Duration within) {
   const std::string driver = Driver();
-  if (driver.empty() || !api_) return *slices_;
+  if (driver.empty() || !api_) return {};
   apiserver::ApiOr<apiserver::FieldSelector> sel = apiserver::FieldSelector::Parse(
       "spec.driver=" + driver + ",spec.nodeName=" + env_.node_name, apiserver::ResourceSlices());
-  if (!sel.ok()) return *slices_;
+  if (!sel.ok()) return {};
   apiserver::Store& store = api_->store();
-  const absl::Time deadline = absl::Now() + t().publish_within;
-  int64_t seen = 0;
+  const absl::Time deadline = absl::Now() + within;
   while (true) {
-    seen = store.ResourceVersion();
+    const int64_t seen = store.ResourceVersion();
     apiserver::ApiOr<apiserver::Store::ListResult> l =
         store.List(apiserver::ResourceSlices(), "", sel.value);
-    if (l.ok() && PoolsComplete(l.value.items)) {
-      *slices_ = l.value.items;
-      break;
-    }
-    if (absl::Now() >= deadline) break;
+    if (l.ok() && PoolsComplete(l.value.items)) return l.value.items;
+    if (absl::Now() >= deadline) return {};
     store.EventsAfter(seen, deadline);
   }
-  return *slices_;
 }
 
 absl::Status DraSession::EnsureDeviceClass() {
@@ -304,18 +397,21 @@ absl::Status DraSession::EnsureDeviceClass() {
 }
 
 absl::StatusOr<DraTestClaim> DraSession::NewClaim(const std::string& name, int count) {
+  return NewClaimWith(name, {{"requests", json::array({{{"name", "req"},
+                                                        {"exactly",
+                                                         {{"deviceClassName", kDraDeviceClass},
+                                                          {"allocationMode", "ExactCount"},
+                                                          {"count", count}}}}})}});
+}
+
+absl::StatusOr<DraTestClaim> DraSession::NewClaimWith(const std::string& name,
+                                                      const json& devices) {
   if (Driver().empty()) return absl::FailedPreconditionError("no driver registered");
   if (absl::Status s = EnsureDeviceClass(); !s.ok()) return s;
   json claim = {{"apiVersion", "resource.k8s.io/v1"},
                 {"kind", "ResourceClaim"},
                 {"metadata", {{"name", name}, {"namespace", kDraNamespace}}},
-                {"spec",
-                 {{"devices",
-                   {{"requests", json::array({{{"name", "req"},
-                                               {"exactly",
-                                                {{"deviceClassName", kDraDeviceClass},
-                                                 {"allocationMode", "ExactCount"},
-                                                 {"count", count}}}}})}}}}}};
+                {"spec", {{"devices", devices}}}};
   apiserver::ApiOr<json> created =
       api_->store().Create(apiserver::ResourceClaims(), kDraNamespace, claim);
   if (!created.ok()) return dra::FromApiError(*created.error, "create claim " + name);
@@ -360,6 +456,7 @@ void DraSession::Record(const std::string& method, const std::vector<dra::Claim>
 }
 
 absl::StatusOr<dra::PreparedClaims> DraSession::Prepare(const std::vector<dra::Claim>& claims) {
+  if (!handler_) return absl::FailedPreconditionError("the kubelet is not running");
   absl::StatusOr<std::shared_ptr<dra::DraClient>> c = handler_->GetClient(Driver());
   if (!c.ok()) return absl::FailedPreconditionError(c.status().message());
   const MonoTime start = MonoNow();
@@ -369,6 +466,7 @@ absl::StatusOr<dra::PreparedClaims> DraSession::Prepare(const std::vector<dra::C
 }
 
 absl::Status DraSession::Unprepare(const std::vector<dra::Claim>& claims) {
+  if (!handler_) return absl::FailedPreconditionError("the kubelet is not running");
   absl::StatusOr<std::shared_ptr<dra::DraClient>> c = handler_->GetClient(Driver());
   if (!c.ok()) return absl::FailedPreconditionError(c.status().message());
   const MonoTime start = MonoNow();

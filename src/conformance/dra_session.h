@@ -23,6 +23,7 @@
 #include "conformance/mono_time.h"
 #include "dra/dra_client.h"
 #include "dra/dra_plugin_handler.h"
+#include "dra/timers.h"
 #include "kubelet/profile.h"
 #include "nlohmann/json.hpp"
 #include "pluginmanager/plugin_manager.h"
@@ -126,6 +127,9 @@ class DraSession {
   // created in the store, allocated from its slices and reserved for a pod
   // of its own. Errors say why (no devices left, ...).
   absl::StatusOr<DraTestClaim> NewClaim(const std::string& name, int count = 1);
+  // The same with `devices` as the claim's spec.devices (requests naming
+  // DeviceClass kDraDeviceClass, configs).
+  absl::StatusOr<DraTestClaim> NewClaimWith(const std::string& name, const nlohmann::json& devices);
   // Releases the pod's reservation, the allocation and the claim.
   void DeleteClaim(const DraTestClaim& claim);
 
@@ -138,11 +142,42 @@ class DraSession {
   // The driver's last output lines, as evidence.
   std::vector<std::string> DriverOutput(size_t n = 10) const;
 
+  // Disruptions, for the checks that have a session of their own.
+  // Stops the driver (SIGTERM, up to stop_grace, then kill); true when it
+  // exited in time.
+  bool StopDriver();
+  // Starts the driver again and waits (up to register_within) until the
+  // kubelet accepted a registration made after this start and its client is
+  // connected. Errors say why not: the driver exited, the kubelet refused
+  // it, none in time.
+  absl::Status StartDriver();
+  // Stops the kubelet's plugin manager and DRA handler (a kubelet going down).
+  void StopKubelet();
+  // Starts them again as a kubelet starts: it deletes the node's
+  // ResourceSlices, then watches plugins_registry.
+  absl::Status StartKubelet();
+  // Waits until the kubelet scheduled the wipe of the driver's ResourceSlices
+  // (no instance of it connected), moves the kubelet's clock past the wiping
+  // delay instead of waiting it out, and waits for the wipe. False when no
+  // wipe was scheduled within stop_grace plus 10 s.
+  bool SkipToWipe();
+  // The driver's ResourceSlices for the node now.
+  std::vector<nlohmann::json> ListSlices();
+  // Waits up to `within` until the driver's ResourceSlices for the node make
+  // complete pools; empty when they do not.
+  std::vector<nlohmann::json> WaitForSlices(absl::Duration within);
+  // Whether the driver's slices were complete when Slices() looked; nullopt
+  // before it did.
+  std::optional<bool> SlicesPublished() const {
+    if (!slices_) return std::nullopt;
+    return !slices_->empty();
+  }
+
  private:
   class RecordingClient;
   absl::Status PrepareRoot();
   absl::Status StartApi();
-  absl::Status StartKubelet();
+  absl::Status StartPluginManager();
   void WaitForRegistration();
   void WaitForConnection();
   absl::Status EnsureDeviceClass();
@@ -159,6 +194,8 @@ class DraSession {
   MonoTime started_at_;
   bool driver_running_ = false;
   std::unique_ptr<apiserver::ApiServer> api_;
+  // The kubelet's timers (the slice wipe); outlive the handler.
+  std::unique_ptr<dra::RealTimers> timers_;
   std::unique_ptr<dra::DraPluginHandler> handler_;
   std::unique_ptr<pluginmanager::PluginManager> plugin_manager_;
   std::optional<std::vector<nlohmann::json>> slices_;

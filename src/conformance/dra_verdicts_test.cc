@@ -90,6 +90,15 @@ const std::map<std::string, std::function<void(Rig&)>>& Breakers() {
          s.config.misbehave.prepare_delay = absl::Milliseconds(1500);
          s.timeouts.call = absl::Milliseconds(500);
        }},
+      {"dra.prepare.failed-no-leak",
+       [](Rig& s) { s.config.misbehave.leak_spec_on_failure = true; }},
+      {"dra.restart.driver", [](Rig& s) { s.config.misbehave.restored_unprepare_fails = true; }},
+      {"dra.restart.reboot", [](Rig& s) { s.config.misbehave.reprepare_skips_spec = true; }},
+      {"dra.slices.wiped",
+       [](Rig& s) {
+         s.config.misbehave.publish_only_first_start = true;
+         s.timeouts.publish_within = absl::Seconds(1);
+       }},
   };
   return *m;
 }
@@ -145,10 +154,12 @@ TEST(DraVerdictsTest, EveryCheckHasASwitchThatBreaksIt) {
   EXPECT_EQ(Breakers().size(), DraCatalogue().size());
 }
 
-TEST(DraVerdictsTest, TheReferenceDriverPassesEveryCheckInOneSession) {
+TEST(DraVerdictsTest, TheReferenceDriverPassesEveryCheckInOneSessionAndOnePerDisruption) {
   RunReport r = RunDra(Reference());
   EXPECT_EQ(Of(r), AllPassBut({})) << SummaryTable(r);
-  EXPECT_EQ(r.sessions, 1);
+  // The shared session, then dra.restart.driver, dra.restart.reboot and
+  // dra.slices.wiped in one each.
+  EXPECT_EQ(r.sessions, 4);
   EXPECT_TRUE(r.MustPassed());
   EXPECT_THAT(Find(r, "dra.services")->outcome.message,
               HasSubstr("the kubelet 1.36 calls v1.DRAPlugin"));
@@ -213,7 +224,14 @@ TEST(DraVerdictsTest, AnUnallocatedDeviceFailsDevices) {
 
 TEST(DraVerdictsTest, AnotherDeviceOnARepeatedPrepareFailsIdempotent) {
   RunReport r = RunDra(Broken("dra.prepare.idempotent"));
-  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.idempotent", Status::kFail}})) << SummaryTable(r);
+  // The disruptive checks that prepare again are skipped for it: a driver
+  // that is not idempotent without a restart cannot be judged across one.
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.idempotent", Status::kFail},
+                               {"dra.restart.driver", Status::kSkip},
+                               {"dra.restart.reboot", Status::kSkip}}))
+      << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.restart.driver")->outcome.message,
+              HasSubstr("even without a restart (see dra.prepare.idempotent)"));
 }
 
 TEST(DraVerdictsTest, AnExtraCdiSpecOnARepeatedPrepareFailsIdempotent) {
@@ -227,7 +245,12 @@ TEST(DraVerdictsTest, AnExtraCdiSpecOnARepeatedPrepareFailsIdempotent) {
 
 TEST(DraVerdictsTest, AFailingUnprepareOfAnUnknownClaimFailsUnprepareUnknown) {
   RunReport r = RunDra(Broken("dra.unprepare.unknown"));
-  EXPECT_EQ(Of(r), AllPassBut({{"dra.unprepare.unknown", Status::kFail}})) << SummaryTable(r);
+  // The claims of a failed prepare are unknown to a well-behaved driver.
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.unprepare.unknown", Status::kFail},
+                               {"dra.prepare.failed-no-leak", Status::kSkip}}))
+      << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.prepare.failed-no-leak")->outcome.message,
+              HasSubstr("(see dra.unprepare.unknown)"));
   EXPECT_THAT(Find(r, "dra.unprepare.unknown")->outcome.message,
               HasSubstr("is not prepared by sample.dra.devmgr.io"));
 }
@@ -259,7 +282,11 @@ TEST(DraVerdictsTest, PreparingAReplacedClaimFailsReplaced) {
 
 TEST(DraVerdictsTest, CdiIdsWithoutASpecFailCdi) {
   RunReport r = RunDra(Broken("dra.prepare.cdi"));
-  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.cdi", Status::kFail}})) << SummaryTable(r);
+  EXPECT_EQ(Of(r),
+            AllPassBut({{"dra.prepare.cdi", Status::kFail}, {"dra.restart.reboot", Status::kSkip}}))
+      << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.restart.reboot")->outcome.message,
+              HasSubstr("even before the reboot (see dra.prepare.cdi)"));
   EXPECT_THAT(Find(r, "dra.prepare.cdi")->outcome.message,
               HasSubstr("resolve to no device of a CDI spec in the CDI root"));
   // A spec written elsewhere (not the CDI root the driver was given) fails it too.
@@ -284,6 +311,58 @@ TEST(DraVerdictsTest, APrepareSlowerThanTheDeadlineFailsTimelyAndSkipsWhatItHide
               HasSubstr("(see dra.calls.timely)"));
   EXPECT_THAT(Find(r, "dra.calls.timely")->outcome.message,
               HasSubstr("not answered within the kubelet's deadline of 500ms"));
+}
+
+TEST(DraVerdictsTest, ASpecLeftByAFailedPrepareFailsTheShouldFailedNoLeak) {
+  RunReport r = RunDra(Broken("dra.prepare.failed-no-leak"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.failed-no-leak", Status::kFail}})) << SummaryTable(r);
+  EXPECT_TRUE(r.MustPassed());
+  const CheckResult* f = Find(r, "dra.prepare.failed-no-leak");
+  EXPECT_EQ(f->level, Level::kShould);
+  EXPECT_THAT(f->outcome.message, HasSubstr("the CDI root still holds CDI device(s) "
+                                            "[sample.dra.devmgr.io/gpu="));
+  EXPECT_THAT(f->outcome.evidence,
+              testing::Contains(HasSubstr("unsupported opaque config conformance.devmgr.io/v1/"
+                                          "UnsupportedConfig for request(s) [\"req-b\"]")));
+}
+
+TEST(DraVerdictsTest, ARestoredClaimThatCannotBeUnpreparedFailsRestartDriver) {
+  RunReport r = RunDra(Broken("dra.restart.driver"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.restart.driver", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.restart.driver")->outcome.message,
+              HasSubstr("NodeUnprepareResources of claim default/conformance-restart (UID "));
+  EXPECT_THAT(Find(r, "dra.restart.driver")->outcome.message,
+              HasSubstr("no handle for its devices (restored from prepared-claims.json)"));
+}
+
+TEST(DraVerdictsTest, ARepeatedPrepareThatSkipsTheSpecFailsReboot) {
+  RunReport r = RunDra(Broken("dra.restart.reboot"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.restart.reboot", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.restart.reboot")->outcome.message,
+              HasSubstr("answered after the reboot resolve to no device of a CDI spec"));
+}
+
+TEST(DraVerdictsTest, ADriverThatPublishesOnlyOnceFailsSlicesWiped) {
+  RunReport r = RunDra(Broken("dra.slices.wiped"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.slices.wiped", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.slices.wiped")->outcome.message,
+              HasSubstr("registered again, the driver published no complete pool for the node "
+                        "within 1s"));
+  // The kubelet's 30 s wiping delay was skipped, not waited for.
+  EXPECT_LT(Find(r, "dra.slices.wiped")->duration, absl::Seconds(20));
+}
+
+TEST(DraVerdictsTest, TheDisruptiveChecksAreSkippedWithoutASessionWhenTheDriverNeverRegistered) {
+  RunReport r = RunDra(Broken("dra.registration"));
+  for (const char* id : {"dra.restart.driver", "dra.restart.reboot", "dra.slices.wiped"}) {
+    EXPECT_THAT(Find(r, id)->outcome.message,
+                HasSubstr("the driver never registered (see dra.registration, dra.services)"))
+        << id;
+  }
+  EXPECT_EQ(r.sessions, 1);
+  RunReport sl = RunDra(Broken("dra.slices"));
+  EXPECT_THAT(Find(sl, "dra.restart.reboot")->outcome.message, HasSubstr("(see dra.slices)"));
+  EXPECT_EQ(sl.sessions, 1);
 }
 
 TEST(DraVerdictsTest, AFocusedCheckRunsThePrerequisiteItWasSkippedFor) {

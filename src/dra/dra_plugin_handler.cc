@@ -88,6 +88,7 @@ absl::Status DraPluginHandler::RegisterPlugin(const std::string& name, const std
   }
   const uint64_t id = next_id_++;
   instances.push_back(Instance{id, endpoint, client, false});
+  ++registrations_[name];
   if (dial == endpoint) {
     DM_INFO("Registered DRA plugin", {"driver", name}, {"endpoint", endpoint},
             {"service", std::string(ServiceName(*service))});
@@ -95,9 +96,16 @@ absl::Status DraPluginHandler::RegisterPlugin(const std::string& name, const std
     DM_INFO("Registered DRA plugin", {"driver", name}, {"endpoint", endpoint},
             {"service", std::string(ServiceName(*service))}, {"dialled", dial});
   }
+  // No instance of the driver connected yet (this one connects on its own
+  // time): its slices go in 30 s unless one connects first, as the
+  // kubelet's add queues the wipe through its sync (v1.34.4-v1.37.2,
+  // pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go). A driver that
+  // registers but never serves loses its slices.
+  if (!AnyConnectedLocked(name)) ScheduleWipeLocked(name);
   // Under mu_, so that a DeRegisterPlugin cannot come between (the monitor's
   // lock is a leaf: it calls back without it).
   monitor_.Watch(id, client->channel());
+  if (opts_.health != nullptr) opts_.health->Watch(id, name, client->channel(), versions);
   return absl::OkStatus();
 }
 
@@ -111,16 +119,13 @@ void DraPluginHandler::DeRegisterPlugin(const std::string& name, const std::stri
                           [&](const Instance& i) { return i.endpoint == endpoint; });
   if (pos == instances.end()) return;
   monitor_.Unwatch(pos->id);
-  const bool was_connected = pos->connected;
+  if (opts_.health != nullptr) opts_.health->Unwatch(pos->id);
   dropped = std::move(pos->client);
   instances.erase(pos);
   DM_INFO("Deregistered DRA plugin", {"driver", name}, {"endpoint", endpoint});
-  if (instances.empty()) {
-    drivers_.erase(it);
-    ScheduleWipeLocked(name);
-  } else if (was_connected && !AnyConnectedLocked(name)) {
-    ScheduleWipeLocked(name);
-  }
+  if (instances.empty()) drivers_.erase(it);
+  // A wipe already queued keeps its time (ScheduleWipeLocked).
+  if (!AnyConnectedLocked(name)) ScheduleWipeLocked(name);
 }
 
 absl::StatusOr<std::shared_ptr<DraClient>> DraPluginHandler::GetClient(
@@ -141,6 +146,12 @@ absl::StatusOr<std::shared_ptr<DraClient>> DraPluginHandler::GetClient(
     if (i->connected) return i->client;
   }
   return instances.back().client;
+}
+
+int64_t DraPluginHandler::RegistrationCount(const std::string& driver) const {
+  absl::MutexLock l(&mu_);
+  auto it = registrations_.find(driver);
+  return it == registrations_.end() ? 0 : it->second;
 }
 
 std::vector<std::string> DraPluginHandler::Drivers() const {

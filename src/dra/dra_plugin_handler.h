@@ -25,6 +25,7 @@
 #include "common/bind_paths.h"
 #include "dra/connection_monitor.h"
 #include "dra/dra_client.h"
+#include "dra/health_stream.h"
 #include "dra/services.h"
 #include "dra/timers.h"
 #include "kubelet/profile.h"
@@ -59,6 +60,10 @@ struct DraPluginHandlerOptions {
   // (HostPathOf); any other endpoint as registered, as the kubelet does.
   // Logs, the endpoint's identity and Endpoints() keep the registered path.
   std::vector<BindPath> endpoint_binds;
+  // The DRAResourceHealth streams (KEP-4680): every registered instance is
+  // handed to them (Watch) and taken back at deregistration (Unwatch).
+  // Not owned; nullptr: no health streams. Must outlive the handler.
+  HealthStreams* health = nullptr;
 };
 
 // Thread-safe (called from the plugin manager's threads, the monitor's and
@@ -93,6 +98,9 @@ class DraPluginHandler final : public pluginmanager::PluginHandler {
   absl::StatusOr<std::shared_ptr<DraClient>> GetClient(const std::string& driver) const;
   // The drivers with at least one registered instance, by name.
   std::vector<std::string> Drivers() const;
+  // How many instances of `driver` RegisterPlugin has added since the
+  // handler was created (a registration waiter's "newer than before").
+  int64_t RegistrationCount(const std::string& driver) const;
   // The driver's registered endpoints, oldest first (empty when none).
   std::vector<std::string> Endpoints(const std::string& driver) const;
 
@@ -133,6 +141,8 @@ class DraPluginHandler final : public pluginmanager::PluginHandler {
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   // Driver name -> its instances in registration order (newest last).
   std::map<std::string, std::vector<Instance>> drivers_ ABSL_GUARDED_BY(mu_);
+  // Driver name -> the instances RegisterPlugin added (RegistrationCount).
+  std::map<std::string, int64_t> registrations_ ABSL_GUARDED_BY(mu_);
   // Driver name -> its pending wipe.
   std::map<std::string, Timers::Id> wipes_ ABSL_GUARDED_BY(mu_);
 

@@ -231,6 +231,29 @@ TEST_F(DraPluginHandlerTest, AConnectionBackWithin30SecondsWipesNothing) {
   EXPECT_TRUE(Wiped().empty());
 }
 
+// The kubelet's add queues the wipe when no instance of the driver is
+// connected (v1.34.4-v1.37.2, dra_plugin_manager.go, add and sync): a driver
+// that registers an endpoint nobody serves loses its slices 30 s later, and
+// a connection within the 30 s cancels it.
+TEST_F(DraPluginHandlerTest, ARegistrationThatNeverConnectsWipesAfter30Seconds) {
+  const std::string nobody = dir_.Join("nobody.sock");
+  ASSERT_OK(handler_->RegisterPlugin(kDriver, nobody, kBoth));
+  EXPECT_EQ(timers_.Pending(), 1u);
+  timers_.Advance(absl::Seconds(29));
+  EXPECT_TRUE(Wiped().empty());
+  timers_.Advance(absl::Seconds(1));
+  EXPECT_EQ(Wiped(), std::vector<std::string>{kDriver});
+  EXPECT_EQ(handler_->Endpoints(kDriver), std::vector<std::string>{nobody});
+}
+
+TEST_F(DraPluginHandlerTest, AConnectionCancelsTheWipeQueuedAtRegistration) {
+  ASSERT_OK(handler_->RegisterPlugin(kDriver, a_.path(), kBoth));
+  ASSERT_TRUE(WaitConnected(a_, true));
+  EXPECT_EQ(timers_.Pending(), 0u);
+  timers_.Advance(absl::Minutes(5));
+  EXPECT_TRUE(Wiped().empty());
+}
+
 TEST_F(DraPluginHandlerTest, TheLastDeregistrationWipesAfter30Seconds) {
   ASSERT_OK(handler_->RegisterPlugin(kDriver, a_.path(), kBoth));
   ASSERT_OK(handler_->RegisterPlugin(kDriver, b_.path(), kBoth));

@@ -7,7 +7,9 @@
 #ifndef DEVMGR_DRA_DRIVER_CALLS_H_
 #define DEVMGR_DRA_DRIVER_CALLS_H_
 
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +69,38 @@ class DriverCalls {
 
   // True when a plugin of `driver` is registered on the node now.
   virtual bool IsRegistered(const std::string& driver) const = 0;
+};
+
+// One call made through a DriverCalls, as an observer sees it.
+struct DriverCallRecord {
+  std::string method;  // "NodePrepareResources" or "NodeUnprepareResources"
+  std::string driver;
+  std::vector<ClaimRef> claims;
+  // "" when the call and each claim's answer succeeded; else the call's
+  // error, or the first claim's error (in claim order), or "no answer for
+  // claim <uid>".
+  std::string error;
+};
+
+// A DriverCalls that passes every call to `inner` and then reports it to
+// `observe` (the scenario runner's record of what the node asked its
+// drivers). Thread-safe when `inner` and `observe` are.
+class ObservedDriverCalls final : public DriverCalls {
+ public:
+  ObservedDriverCalls(DriverCalls* inner, std::function<void(const DriverCallRecord&)> observe)
+      : inner_(inner), observe_(std::move(observe)) {}
+
+  absl::StatusOr<std::map<std::string, PrepareResult>> Prepare(
+      const std::string& driver, const std::vector<ClaimRef>& claims) override;
+  absl::StatusOr<std::map<std::string, std::string>> Unprepare(
+      const std::string& driver, const std::vector<ClaimRef>& claims) override;
+  bool IsRegistered(const std::string& driver) const override {
+    return inner_->IsRegistered(driver);
+  }
+
+ private:
+  DriverCalls* const inner_;
+  const std::function<void(const DriverCallRecord&)> observe_;
 };
 
 }  // namespace devmgr::dra

@@ -1,8 +1,11 @@
 // FakeDraDriver: a DRA driver's gRPC side for tests, serving the v1 and
 // v1beta1 DRAPlugin services on a unix socket, recording every call and
 // answering through handlers a test can replace (by default every claim is
-// prepared with one device and unprepared without error). Header-only; for
-// *_test.cc files.
+// prepared with one device and unprepared without error). With EnableHealth
+// it also serves DRAResourceHealth (v1alpha1 and/or v1): every stream sends
+// the current list (SetHealth) at once and again at each change, until the
+// test ends the streams (EndHealthStreams) or the driver stops.
+// Header-only; for *_test.cc files.
 #ifndef DEVMGR_DRA_FAKE_DRIVER_TESTUTIL_H_
 #define DEVMGR_DRA_FAKE_DRIVER_TESTUTIL_H_
 
@@ -13,6 +16,8 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "dra/health/v1/api.grpc.pb.h"
+#include "dra/health/v1alpha1/api.grpc.pb.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "grpcpp/security/server_credentials.h"
@@ -32,6 +37,9 @@ inline constexpr char kV1beta1Prepare[] =
     "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodePrepareResources";
 inline constexpr char kV1beta1Unprepare[] =
     "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources";
+
+inline constexpr char kV1alpha1Watch[] = "/v1alpha1.DRAResourceHealth/NodeWatchResources";
+inline constexpr char kV1Watch[] = "/v1.DRAResourceHealth/NodeWatchResources";
 
 // One call received: the full gRPC method and the claim UIDs, in order.
 struct FakeCall {
@@ -83,12 +91,28 @@ class FakeDraDriver {
     b.AddListeningPort("unix:" + path_, grpc::InsecureServerCredentials());
     b.RegisterService(v1_.get());
     b.RegisterService(v1beta1_.get());
+    {
+      absl::MutexLock l(&mu_);
+      stopping_ = false;
+    }
+    if (health_v1alpha1_) {
+      h1alpha1_ = std::make_unique<HealthV1alpha1>(this);
+      b.RegisterService(h1alpha1_.get());
+    }
+    if (health_v1_) {
+      h1_ = std::make_unique<HealthV1>(this);
+      b.RegisterService(h1_.get());
+    }
     server_ = b.BuildAndStart();
     return server_ != nullptr;
   }
   // Closes the socket and every connection; waits for running handlers.
   void Stop() {
     if (server_ == nullptr) return;
+    {
+      absl::MutexLock l(&mu_);
+      stopping_ = true;
+    }
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     server_->Wait();
     server_.reset();
@@ -106,6 +130,34 @@ class FakeDraDriver {
     absl::MutexLock l(&mu_);
     return calls_;
   }
+  // Which DRAResourceHealth versions Start serves (none by default).
+  void EnableHealth(bool v1alpha1, bool v1) {
+    health_v1alpha1_ = v1alpha1;
+    health_v1_ = v1;
+  }
+  // The list every health stream sends now (and streams opened later first).
+  void SetHealth(const ::v1alpha1::NodeWatchResourcesResponse& list) {
+    absl::MutexLock l(&mu_);
+    health_ = list;
+    ++health_version_;
+  }
+  // Ends the health streams open now with `status`.
+  void EndHealthStreams(grpc::Status status) {
+    absl::MutexLock l(&mu_);
+    end_status_ = std::move(status);
+    ++end_generation_;
+  }
+  // Health streams opened so far, by full method name.
+  std::vector<std::string> HealthCalls() {
+    absl::MutexLock l(&mu_);
+    return health_calls_;
+  }
+  bool WaitForHealthCalls(size_t n, absl::Duration timeout) {
+    absl::MutexLock l(&mu_);
+    auto reached = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return health_calls_.size() >= n; };
+    return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
+  }
+
   std::vector<std::string> Methods() {
     std::vector<std::string> out;
     for (const FakeCall& c : Calls()) out.push_back(c.method);
@@ -191,7 +243,66 @@ class FakeDraDriver {
     FakeDraDriver* d_;
   };
 
+  // One health stream: the list each time it changes, until cancelled,
+  // ended by the test or the driver stops.
+  template <typename Response>
+  grpc::Status Watch(const char* method, grpc::ServerContext* ctx,
+                     grpc::ServerWriter<Response>* writer) {
+    uint64_t sent = 0;
+    uint64_t end_gen;
+    {
+      absl::MutexLock l(&mu_);
+      health_calls_.push_back(method);
+      end_gen = end_generation_;
+    }
+    for (;;) {
+      Response resp;
+      {
+        absl::MutexLock l(&mu_);
+        auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return health_version_ != sent || end_generation_ != end_gen || stopping_;
+        };
+        mu_.AwaitWithTimeout(absl::Condition(&changed), absl::Milliseconds(50));
+        if (ctx->IsCancelled() || stopping_) return grpc::Status::CANCELLED;
+        if (end_generation_ != end_gen) return end_status_;
+        if (health_version_ == sent) continue;
+        sent = health_version_;
+        resp.ParseFromString(health_.SerializeAsString());
+      }
+      if (!writer->Write(resp)) return grpc::Status::CANCELLED;
+    }
+  }
+
+  class HealthV1alpha1 final : public ::v1alpha1::DRAResourceHealth::Service {
+   public:
+    explicit HealthV1alpha1(FakeDraDriver* d) : d_(d) {}
+    grpc::Status NodeWatchResources(
+        grpc::ServerContext* ctx, const ::v1alpha1::NodeWatchResourcesRequest*,
+        grpc::ServerWriter<::v1alpha1::NodeWatchResourcesResponse>* w) override {
+      return d_->Watch(kV1alpha1Watch, ctx, w);
+    }
+
+   private:
+    FakeDraDriver* d_;
+  };
+  class HealthV1 final : public ::v1::DRAResourceHealth::Service {
+   public:
+    explicit HealthV1(FakeDraDriver* d) : d_(d) {}
+    grpc::Status NodeWatchResources(
+        grpc::ServerContext* ctx, const ::v1::NodeWatchResourcesRequest*,
+        grpc::ServerWriter<::v1::NodeWatchResourcesResponse>* w) override {
+      return d_->Watch(kV1Watch, ctx, w);
+    }
+
+   private:
+    FakeDraDriver* d_;
+  };
+
   const std::string path_;
+  bool health_v1alpha1_ = false;
+  bool health_v1_ = false;
+  std::unique_ptr<HealthV1alpha1> h1alpha1_;
+  std::unique_ptr<HealthV1> h1_;
   std::unique_ptr<V1> v1_;
   std::unique_ptr<V1beta1> v1beta1_;
   std::unique_ptr<grpc::Server> server_;
@@ -199,6 +310,12 @@ class FakeDraDriver {
   PrepareFn prepare_ ABSL_GUARDED_BY(mu_) = PrepareAll;
   UnprepareFn unprepare_ ABSL_GUARDED_BY(mu_) = UnprepareAll;
   std::vector<FakeCall> calls_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  ::v1alpha1::NodeWatchResourcesResponse health_ ABSL_GUARDED_BY(mu_);
+  uint64_t health_version_ ABSL_GUARDED_BY(mu_) = 0;
+  grpc::Status end_status_ ABSL_GUARDED_BY(mu_);
+  uint64_t end_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> health_calls_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace devmgr::dra::testutil

@@ -10,7 +10,7 @@ RealTimers::~RealTimers() {
   {
     absl::MutexLock l(&mu_);
     stopping_ = true;
-    changed_.Signal();
+    changed_.SignalAll();
   }
   thread_.join();
 }
@@ -18,8 +18,8 @@ RealTimers::~RealTimers() {
 Timers::Id RealTimers::After(absl::Duration delay, std::function<void()> fn) {
   absl::MutexLock l(&mu_);
   const Id id = next_id_++;
-  pending_.emplace(std::make_pair(absl::Now() + delay, id), std::move(fn));
-  changed_.Signal();
+  pending_.emplace(std::make_pair(NowLocked() + delay, id), std::move(fn));
+  changed_.SignalAll();
   return id;
 }
 
@@ -28,9 +28,31 @@ bool RealTimers::Cancel(Id id) {
   for (auto it = pending_.begin(); it != pending_.end(); ++it) {
     if (it->first.second != id) continue;
     pending_.erase(it);
+    changed_.SignalAll();
     return true;
   }
   return false;
+}
+
+bool RealTimers::AwaitPending(absl::Duration timeout) {
+  absl::MutexLock l(&mu_);
+  const absl::Time deadline = absl::Now() + timeout;
+  while (pending_.empty() && !stopping_) {
+    if (changed_.WaitWithDeadline(&mu_, deadline)) break;
+  }
+  return !pending_.empty();
+}
+
+void RealTimers::Skip(absl::Duration d) {
+  absl::MutexLock l(&mu_);
+  skipped_ += d;
+  const absl::Time until = NowLocked();
+  changed_.SignalAll();
+  // Until the loop has run every timer due by then (it signals after each).
+  while (!stopping_ &&
+         (running_ || (!pending_.empty() && pending_.begin()->first.first <= until))) {
+    changed_.Wait(&mu_);
+  }
 }
 
 void RealTimers::Loop() {
@@ -41,15 +63,20 @@ void RealTimers::Loop() {
       continue;
     }
     auto first = pending_.begin();
-    if (absl::Now() < first->first.first) {
-      changed_.WaitWithDeadline(&mu_, first->first.first);
+    const absl::Time now = NowLocked();
+    if (now < first->first.first) {
+      // The clock may be skipped meanwhile: any change wakes the wait.
+      changed_.WaitWithTimeout(&mu_, first->first.first - now);
       continue;
     }
     std::function<void()> fn = std::move(first->second);
     pending_.erase(first);
+    running_ = true;
     mu_.Unlock();
     fn();
     mu_.Lock();
+    running_ = false;
+    changed_.SignalAll();
   }
 }
 

@@ -30,7 +30,10 @@ class Timers {
 };
 
 // Wall-clock timers on one thread of their own, joined by the destructor
-// (pending timers are dropped, a running callback is waited for).
+// (pending timers are dropped, a running callback is waited for). Their
+// clock is the wall clock plus whatever Skip added: a DRA conformance
+// session moves it past the kubelet's 30 s wipe instead of waiting for a
+// delay the driver has no part in.
 class RealTimers final : public Timers {
  public:
   RealTimers();
@@ -38,19 +41,28 @@ class RealTimers final : public Timers {
   RealTimers(const RealTimers&) = delete;
   RealTimers& operator=(const RealTimers&) = delete;
 
-  Id After(absl::Duration delay, std::function<void()> fn) override;
-  bool Cancel(Id id) override;
+  Id After(absl::Duration delay, std::function<void()> fn) override ABSL_LOCKS_EXCLUDED(mu_);
+  bool Cancel(Id id) override ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Waits until a timer is pending; false when none is after `timeout`.
+  bool AwaitPending(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+  // Moves the timers' clock `d` ahead, then waits until every timer that
+  // fell due has run.
+  void Skip(absl::Duration d) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  void Loop();
+  absl::Time NowLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return absl::Now() + skipped_; }
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
 
   absl::Mutex mu_;
   absl::CondVar changed_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;  // a callback runs now
   Id next_id_ ABSL_GUARDED_BY(mu_) = 1;
-  // (due time, id) -> callback, earliest first.
+  absl::Duration skipped_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
+  // (due time on the timers' clock, id) -> callback, earliest first.
   std::map<std::pair<absl::Time, Id>, std::function<void()>> pending_ ABSL_GUARDED_BY(mu_);
-  std::thread thread_;
+  std::thread thread_;  // last: started when the members above are ready
 };
 
 }  // namespace devmgr::dra

@@ -1,5 +1,8 @@
 #include "dra/timers.h"
 
+#include <atomic>
+#include <thread>
+
 #include "absl/synchronization/notification.h"
 #include "dra/timers_testutil.h"
 #include "gtest/gtest.h"
@@ -26,6 +29,36 @@ TEST(RealTimersTest, DestructionDropsPendingTimers) {
     timers.After(absl::Hours(1), [&] { ran = true; });
   }
   EXPECT_FALSE(ran);
+}
+
+// Skip moves the clock: what fell due runs before it returns, the rest waits.
+TEST(RealTimersTest, SkippingRunsWhatFellDueBeforeItReturns) {
+  RealTimers t;
+  std::atomic<int> ran{0};
+  t.After(absl::Seconds(30), [&] { ran += 1; });
+  t.After(absl::Hours(1), [&] { ran += 10; });
+  ASSERT_TRUE(t.AwaitPending(absl::ZeroDuration()));
+  t.Skip(absl::Seconds(30));
+  EXPECT_EQ(ran.load(), 1);
+  EXPECT_TRUE(t.AwaitPending(absl::ZeroDuration()));
+}
+
+TEST(RealTimersTest, ACancelledTimerDoesNotRunWhenSkippedPast) {
+  RealTimers t;
+  std::atomic<bool> ran{false};
+  const Timers::Id id = t.After(absl::Seconds(30), [&] { ran = true; });
+  EXPECT_TRUE(t.Cancel(id));
+  EXPECT_FALSE(t.Cancel(id));
+  EXPECT_FALSE(t.AwaitPending(absl::ZeroDuration()));
+  t.Skip(absl::Minutes(1));
+  EXPECT_FALSE(ran.load());
+}
+
+TEST(RealTimersTest, AwaitPendingWakesForATimerAddedMeanwhile) {
+  RealTimers t;
+  std::thread adder([&] { t.After(absl::Seconds(30), [] {}); });
+  EXPECT_TRUE(t.AwaitPending(absl::Seconds(30)));
+  adder.join();
 }
 
 TEST(ManualTimersTest, RunsDueTimersInOrderOnAdvance) {

@@ -6,6 +6,7 @@
 #ifndef DEVMGR_DRAPLUGIN_CONFIG_H_
 #define DEVMGR_DRAPLUGIN_CONFIG_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,6 +33,27 @@ struct DeviceConfig {
   std::map<std::string, Attribute> attributes;  // qualified name -> value
   // Extra containerEdits env of its CDI device, "KEY" -> "value".
   std::map<std::string, std::string> env;
+  // The health its DRAResourceHealth streams report at start ("Healthy",
+  // "Unhealthy" or "Unknown"), and the message with it.
+  std::string health = "Healthy";
+  std::string health_message;
+};
+
+// The DRAResourceHealth services (KEP-4680), as registration names.
+inline constexpr char kHealthV1alpha1[] = "v1alpha1.DRAResourceHealth";
+inline constexpr char kHealthV1[] = "v1.DRAResourceHealth";
+
+// Device health (the config's `health` section).
+struct HealthConfig {
+  // The health services the DRA socket serves. Default (no health.serve):
+  // those registration.supported_versions advertises. Serving one without
+  // advertising it, or the reverse, is allowed on purpose (kubelets up to
+  // 1.36 open the v1alpha1 stream whatever a driver advertises).
+  std::vector<std::string> serve;
+  bool serve_set = false;
+  // health_check_timeout_seconds of every reported device (0: unset, the
+  // kubelet's 30 s).
+  int64_t timeout_seconds = 0;
 };
 
 // Where a CDI spec goes (misbehave.cdi_spec).
@@ -80,6 +102,20 @@ struct Misbehaviour {
   // A repeated Prepare of a prepared claim answers the same devices but also
   // writes another CDI spec, <driver>-<claim uid>-again.json (left behind).
   bool reprepare_adds_spec = false;
+  // After a restart, Unprepare of a claim restored from the state file fails:
+  // the driver lost what it needs to release the claim's devices.
+  bool restored_unprepare_fails = false;
+  // A repeated Prepare of a prepared claim answers its devices without
+  // writing its CDI spec again (gone after a reboot: the CDI root is a tmpfs).
+  bool reprepare_skips_spec = false;
+  // The driver publishes its ResourceSlice only at its first start: it
+  // records that it did in its plugin directory and trusts the API server
+  // to keep the slice.
+  bool publish_only_first_start = false;
+  // A claim with an opaque config the driver does not support is refused
+  // only after its CDI spec was written, and the spec stays (no state entry:
+  // Unprepare does not remove it).
+  bool leak_spec_on_failure = false;
 };
 
 struct Config {
@@ -90,14 +126,26 @@ struct Config {
   // PluginInfo.supported_versions, in order; each must be a served service.
   std::vector<std::string> supported_versions = {"v1.DRAPlugin", "v1beta1.DRAPlugin"};
   std::vector<DeviceConfig> devices;
+  HealthConfig health;
   Misbehaviour misbehave;
+
+  // The health services served (health.serve, else the advertised ones).
+  std::vector<std::string> ServedHealth() const {
+    if (health.serve_set) return health.serve;
+    std::vector<std::string> out;
+    for (const std::string& v : supported_versions) {
+      if (v == kHealthV1alpha1 || v == kHealthV1) out.push_back(v);
+    }
+    return out;
+  }
 
   std::string CdiKind() const { return cdi_vendor + "/" + cdi_class; }
 };
 
 // The services this driver can serve, as registration names.
 inline const std::vector<std::string>& ServedServices() {
-  static const std::vector<std::string> kServices = {"v1.DRAPlugin", "v1beta1.DRAPlugin"};
+  static const std::vector<std::string> kServices = {"v1.DRAPlugin", "v1beta1.DRAPlugin",
+                                                     kHealthV1alpha1, kHealthV1};
   return kServices;
 }
 

@@ -17,10 +17,13 @@ namespace {
 
 using yaml::Keys;
 
-const Keys kTopKeys = {"driver", "cdi", "registration", "devices", "misbehave"};
+const Keys kTopKeys = {"driver", "cdi", "registration", "devices", "health", "misbehave"};
 const Keys kCdiKeys = {"vendor", "class"};
 const Keys kRegistrationKeys = {"supported_versions"};
-const Keys kDeviceKeys = {"name", "attributes", "env"};
+const Keys kDeviceKeys = {"name", "attributes", "env", "health", "health_message"};
+const Keys kHealthKeys = {"serve", "timeout_seconds"};
+const Keys kHealthServices = {kHealthV1alpha1, kHealthV1};
+const Keys kHealthValues = {"Healthy", "Unhealthy", "Unknown"};
 const Keys kAttributeTypes = {"string", "int", "bool", "version"};
 const Keys kMisbehaveKeys = {"prepare_not_idempotent",
                              "registration_type",
@@ -30,6 +33,10 @@ const Keys kMisbehaveKeys = {"prepare_not_idempotent",
                              "unprepare_reads_claim",
                              "prepare_ignores_uid",
                              "reprepare_adds_spec",
+                             "restored_unprepare_fails",
+                             "reprepare_skips_spec",
+                             "publish_only_first_start",
+                             "leak_spec_on_failure",
                              "unprepare_unknown_fails",
                              "leak_state_on_failure",
                              "cdi_spec",
@@ -71,6 +78,7 @@ class Parser : public yaml::TypedReader {
       }
       c->devices.push_back(std::move(dc));
     }
+    DEVMGR_RETURN_IF_ERROR(ParseHealth(root["health"], &c->health));
     return ParseMisbehave(root["misbehave"], &c->misbehave);
   }
 
@@ -93,12 +101,48 @@ class Parser : public yaml::TypedReader {
     return absl::OkStatus();
   }
 
+  absl::Status ParseHealth(const YAML::Node& n, HealthConfig* h) const {
+    if (!n) return absl::OkStatus();
+    DEVMGR_RETURN_IF_ERROR(OptionalMap(n, kHealthKeys, "health"));
+    if (!n.IsMap()) return absl::OkStatus();
+    if (n["timeout_seconds"]) {
+      DEVMGR_RETURN_IF_ERROR(
+          Int(n["timeout_seconds"], "health.timeout_seconds", 0, &h->timeout_seconds));
+    }
+    if (!n["serve"]) return absl::OkStatus();
+    DEVMGR_RETURN_IF_ERROR(StringList(n["serve"], "health.serve", &h->serve));
+    h->serve_set = true;
+    for (size_t i = 0; i < h->serve.size(); ++i) {
+      if (!yaml::Contains(kHealthServices, h->serve[i])) {
+        return UnknownName(n["serve"][i], "unknown health service '" + h->serve[i] + "'",
+                           h->serve[i], kHealthServices);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseDeviceHealth(const YAML::Node& d, DeviceConfig* dc) const {
+    if (d["health"]) {
+      DEVMGR_RETURN_IF_ERROR(String(d["health"], "a device's health", &dc->health));
+      if (!yaml::Contains(kHealthValues, dc->health)) {
+        return UnknownName(d["health"], "unknown health '" + dc->health + "'", dc->health,
+                           kHealthValues);
+      }
+    }
+    if (d["health_message"]) {
+      DEVMGR_RETURN_IF_ERROR(
+          String(d["health_message"], "a device's health_message", &dc->health_message));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status ParseDevice(const YAML::Node& d, DeviceConfig* dc) const {
     DEVMGR_RETURN_IF_ERROR(ExpectMap(d, "a device"));
     DEVMGR_RETURN_IF_ERROR(CheckKeys(d, kDeviceKeys, "a device"));
     if (!d["name"]) return Error(d, "a device needs 'name'");
     DEVMGR_RETURN_IF_ERROR(NonEmptyString(d["name"], "a device's name", &dc->name));
     if (d["env"]) DEVMGR_RETURN_IF_ERROR(StringMap(d["env"], "a device's env", &dc->env));
+    DEVMGR_RETURN_IF_ERROR(ParseDeviceHealth(d, dc));
     const YAML::Node attrs = d["attributes"];
     if (!attrs) return absl::OkStatus();
     DEVMGR_RETURN_IF_ERROR(ExpectMap(attrs, "a device's attributes"));
@@ -155,6 +199,10 @@ class Parser : public yaml::TypedReader {
     DEVMGR_RETURN_IF_ERROR(flag("unprepare_reads_claim", &m->unprepare_reads_claim));
     DEVMGR_RETURN_IF_ERROR(flag("prepare_ignores_uid", &m->prepare_ignores_uid));
     DEVMGR_RETURN_IF_ERROR(flag("reprepare_adds_spec", &m->reprepare_adds_spec));
+    DEVMGR_RETURN_IF_ERROR(flag("restored_unprepare_fails", &m->restored_unprepare_fails));
+    DEVMGR_RETURN_IF_ERROR(flag("reprepare_skips_spec", &m->reprepare_skips_spec));
+    DEVMGR_RETURN_IF_ERROR(flag("publish_only_first_start", &m->publish_only_first_start));
+    DEVMGR_RETURN_IF_ERROR(flag("leak_spec_on_failure", &m->leak_spec_on_failure));
     if (n["registration_type"]) {
       DEVMGR_RETURN_IF_ERROR(
           String(n["registration_type"], "misbehave.registration_type", &m->registration_type));

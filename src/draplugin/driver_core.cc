@@ -44,6 +44,7 @@ absl::Status DriverCore::LoadState() {
   if (!loaded.ok()) return loaded.status();
   absl::MutexLock l(&mu_);
   prepared_ = *std::move(loaded);
+  for (const auto& [uid, claim] : prepared_) restored_.insert(uid);
   DM_INFO("Restored prepared claims", {"count", std::to_string(prepared_.size())});
   return absl::OkStatus();
 }
@@ -89,12 +90,24 @@ PrepareResult DriverCore::PrepareOneLocked(const ClaimRef& claim) {
     r.error = fmt::format("claim {} was unprepared; not preparing it again", claim.uid);
     return r;
   }
-  absl::StatusOr<std::vector<PreparedDevice>> devices = AllocatedDevices(claim);
+  absl::Status config = absl::OkStatus();
+  absl::StatusOr<std::vector<PreparedDevice>> devices = AllocatedDevices(claim, &config);
   if (!devices.ok()) {
     r.error = std::string(devices.status().message());
     return r;
   }
+  if (!config.ok() && !config_.misbehave.leak_spec_on_failure) {
+    // Well-behaved: refused before anything is written.
+    r.error = std::string(config.message());
+    return r;
+  }
   absl::Status s = WriteSpec(claim, *devices);
+  if (s.ok() && !config.ok()) {
+    DM_INFO("Misbehaving: a claim refused for its config keeps its CDI spec",
+            {"claim", claim.name});
+    r.error = std::string(config.message());
+    return r;
+  }
   const bool injected = Listed(config_.misbehave.fail_claims, claim.name);
   if (s.ok() && injected) {
     s = absl::InternalError(
@@ -127,6 +140,11 @@ PrepareResult DriverCore::PrepareOneLocked(const ClaimRef& claim) {
 PrepareResult DriverCore::PrepareAgainLocked(const ClaimRef& claim) {
   PrepareResult r;
   r.devices = prepared_[claim.uid].devices;
+  if (config_.misbehave.reprepare_skips_spec) {
+    DM_INFO("Misbehaving: a repeated prepare does not write the CDI spec again",
+            {"claim", claim.name});
+    return r;
+  }
   if (!config_.misbehave.prepare_not_idempotent) {
     // The spec may be gone (a CDI dir on tmpfs after a reboot): write it again.
     absl::Status s = WriteSpec(claim, r.devices);
@@ -151,7 +169,7 @@ PrepareResult DriverCore::PrepareAgainLocked(const ClaimRef& claim) {
 }
 
 absl::StatusOr<std::vector<PreparedDevice>> DriverCore::AllocatedDevices(
-    const ClaimRef& claim) const {
+    const ClaimRef& claim, absl::Status* config) const {
   const std::string id = claim.namespace_ + "/" + claim.name;
   absl::StatusOr<json> got = api_->GetClaim(claim.namespace_, claim.name);
   if (!got.ok()) {
@@ -167,8 +185,23 @@ absl::StatusOr<std::vector<PreparedDevice>> DriverCore::AllocatedDevices(
   if (!status.contains("allocation") || status["allocation"].is_null()) {
     return absl::FailedPreconditionError(fmt::format("claim {}: not allocated", id));
   }
-  const json results =
-      status["allocation"].value("devices", json::object()).value("results", json::array());
+  const json allocated = status["allocation"].value("devices", json::object());
+  const json results = allocated.value("results", json::array());
+  // Opaque configs for this driver: it reads its own API (<driver>/v1),
+  // whose kind has no fields yet, and refuses any other.
+  for (const json& cfg : allocated.value("config", json::array())) {
+    const json opaque = cfg.value("opaque", json::object());
+    if (!opaque.is_object() || Str(opaque, "driver") != config_.driver) continue;
+    const json params = opaque.value("parameters", json::object());
+    const std::string api = params.is_object() ? Str(params, "apiVersion") : "";
+    if (api != config_.driver + "/v1") {
+      *config = absl::InvalidArgumentError(fmt::format(
+          "claim {}: unsupported opaque config {}/{} for request(s) {}; {} reads {}/v1 only", id,
+          api, params.is_object() ? Str(params, "kind") : "",
+          cfg.value("requests", json::array()).dump(), config_.driver, config_.driver));
+      break;
+    }
+  }
   std::vector<PreparedDevice> devices;
   for (const json& res : results) {
     if (Str(res, "driver") != config_.driver) continue;
@@ -218,6 +251,13 @@ std::map<std::string, std::string> DriverCore::Unprepare(const std::vector<Claim
       }
       continue;
     }
+    if (config_.misbehave.restored_unprepare_fails && restored_.count(c.uid) > 0) {
+      DM_INFO("Misbehaving: cannot unprepare a claim restored from the state file",
+              {"claim", c.name});
+      error = fmt::format("claim {}/{}: no handle for its devices (restored from {})", c.namespace_,
+                          c.name, kStateFileName);
+      continue;
+    }
     if (config_.misbehave.unprepare_reads_claim) {
       absl::StatusOr<json> got = api_->GetClaim(c.namespace_, c.name);
       if (!got.ok()) {
@@ -234,6 +274,7 @@ std::map<std::string, std::string> DriverCore::Unprepare(const std::vector<Claim
     }
     PreparedClaim old = it->second;
     prepared_.erase(it);
+    restored_.erase(c.uid);
     s = SaveLocked();
     if (!s.ok()) {
       prepared_[c.uid] = std::move(old);

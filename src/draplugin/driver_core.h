@@ -76,7 +76,10 @@ class DriverCore {
   PrepareResult PrepareAgainLocked(const ClaimRef& claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The devices of `claim_json` allocated by this driver; an error when the
   // claim is not allocated or was replaced (another UID).
-  absl::StatusOr<std::vector<PreparedDevice>> AllocatedDevices(const ClaimRef& claim) const;
+  // *config: why the driver cannot apply the claim's opaque configs for it
+  // (OK when it can).
+  absl::StatusOr<std::vector<PreparedDevice>> AllocatedDevices(const ClaimRef& claim,
+                                                               absl::Status* config) const;
   absl::Status WriteSpec(const ClaimRef& claim, const std::vector<PreparedDevice>& devices) const;
   // The state file with `prepared_` as it is now.
   absl::Status SaveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -91,6 +94,8 @@ class DriverCore {
   PreparedClaims prepared_ ABSL_GUARDED_BY(mu_);
   // UIDs of claims it has unprepared (misbehave.prepare_after_unprepare_fails).
   std::set<std::string> unprepared_ ABSL_GUARDED_BY(mu_);
+  // UIDs of claims restored from the state file (misbehave.restored_unprepare_fails).
+  std::set<std::string> restored_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace devmgr::draplugin

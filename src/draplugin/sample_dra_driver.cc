@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <vector>
 
 #include "common/fs.h"
 #include "common/logging.h"
@@ -30,7 +32,7 @@ using V1beta1Service =
 constexpr auto kShutdownGrace = std::chrono::seconds(1);
 
 std::unique_ptr<grpc::Server> Serve(const std::string& path,
-                                    std::initializer_list<grpc::Service*> services) {
+                                    const std::vector<grpc::Service*>& services) {
   ::unlink(path.c_str());  // a stale socket of an earlier run
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
@@ -78,6 +80,11 @@ absl::Status SampleDraDriver::Start() {
   if (!s.ok()) return s;
   dra_v1_ = std::make_unique<V1Service>(core_.get());
   dra_v1beta1_ = std::make_unique<V1beta1Service>(core_.get());
+  // The slice's pool is the node's name.
+  health_ = std::make_unique<HealthService>(config_, options_.node_name);
+  if (!options_.health_control.empty()) {
+    health_control_ = std::thread([this] { ReadHealthControl(); });
+  }
   Publish();
   const absl::Duration late = config_.misbehave.register_before_serving;
   if (late <= absl::ZeroDuration()) {
@@ -97,6 +104,16 @@ absl::Status SampleDraDriver::Start() {
 }
 
 void SampleDraDriver::Publish() {
+  // misbehave.publish_only_first_start: a file in the plugin directory
+  // (which outlives the driver) says it published once.
+  const std::string marker = options_.plugin_dir + "/" + config_.driver + "/published";
+  if (config_.misbehave.publish_only_first_start) {
+    if (::access(marker.c_str(), F_OK) == 0) {
+      DM_INFO("Misbehaving: not publishing again after the first start", {"marker", marker});
+      return;
+    }
+    std::ofstream(marker) << "published\n";
+  }
   absl::StatusOr<nlohmann::json> slice = PublishResourceSlice(*api_, config_, options_.node_name);
   if (slice.ok()) {
     DM_INFO("Published ResourceSlice", {"name", (*slice)["metadata"].value("name", std::string())},
@@ -112,9 +129,12 @@ void SampleDraDriver::Publish() {
 absl::Status SampleDraDriver::ServeDra() {
   absl::MutexLock l(&mu_);
   if (stopped_) return absl::CancelledError("the driver is stopping");
-  dra_server_ = Serve(dra_socket(), {dra_v1_.get(), dra_v1beta1_.get()});
+  std::vector<grpc::Service*> services = {dra_v1_.get(), dra_v1beta1_.get()};
+  for (grpc::Service* h : health_->Services()) services.push_back(h);
+  dra_server_ = Serve(dra_socket(), services);
   if (dra_server_ == nullptr) return absl::UnavailableError("cannot serve " + dra_socket());
-  DM_INFO("Serving the DRA service", {"socket", dra_socket()});
+  DM_INFO("Serving the DRA service", {"socket", dra_socket()},
+          {"healthServices", std::to_string(health_->Services().size())});
   return absl::OkStatus();
 }
 
@@ -141,10 +161,46 @@ bool SampleDraDriver::WaitUntilServing(absl::Duration timeout) const {
   return mu_.AwaitWithTimeout(absl::Condition(&serving), timeout) && dra_server_ != nullptr;
 }
 
+void SampleDraDriver::ReadHealthControl() {
+  // Lines appended since the last look; a file replaced by a shorter one is
+  // read from its start again. A last line without '\n' waits.
+  std::streamoff offset = 0;
+  std::string partial;
+  do {
+    std::ifstream in(options_.health_control, std::ios::binary);
+    if (!in) continue;
+    in.seekg(0, std::ios::end);
+    const std::streamoff size = in.tellg();
+    if (size < offset) {
+      offset = 0;
+      partial.clear();
+    }
+    if (size == offset) continue;
+    in.seekg(offset);
+    std::string chunk(static_cast<size_t>(size - offset), '\0');
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    offset = size;
+    partial += chunk;
+    size_t nl;
+    while ((nl = partial.find('\n')) != std::string::npos) {
+      const std::string line = partial.substr(0, nl);
+      partial.erase(0, nl + 1);
+      absl::Status s = health_->ApplyControlLine(line);
+      if (s.ok()) {
+        DM_INFO("Health control", {"line", line});
+      } else {
+        DM_ERROR(std::string(s.message()), "Bad health control line", {"line", line});
+      }
+    }
+  } while (!stop_.WaitForNotificationWithTimeout(options_.health_control_poll));
+}
+
 void SampleDraDriver::Stop() {
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (core_) core_->Stop();
+  if (health_) health_->Stop();
   if (late_serve_.joinable()) late_serve_.join();
+  if (health_control_.joinable()) health_control_.join();
   std::unique_ptr<grpc::Server> reg, dra;
   {
     absl::MutexLock l(&mu_);

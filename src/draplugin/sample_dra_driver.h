@@ -19,6 +19,7 @@
 #include "draplugin/api_client.h"
 #include "draplugin/config.h"
 #include "draplugin/driver_core.h"
+#include "draplugin/health_service.h"
 #include "draplugin/registration_service.h"
 
 namespace grpc {
@@ -34,6 +35,11 @@ struct DriverOptions {
   std::string cdi_dir = kDefaultCdiDir;
   std::string node_name;
   std::string kubeconfig;  // its current cluster's server is the API server
+  // A file of health control lines (HealthService::ApplyControlLine), read
+  // as lines are appended; "" = none.
+  std::string health_control;
+  // How often the control file is looked at.
+  absl::Duration health_control_poll = absl::Milliseconds(100);
 };
 
 // Thread-safe, except that Start and Stop are called from one owning thread.
@@ -64,11 +70,15 @@ class SampleDraDriver {
   // REQUIRES: Start was called (and returned OK).
   DriverCore& core() { return *core_; }
   RegistrationService& registration() { return *registration_; }
+  // Device health (DRAResourceHealth), served per config.health.
+  HealthService& health() { return *health_; }
 
  private:
   absl::Status ServeDra() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status ServeRegistration() ABSL_LOCKS_EXCLUDED(mu_);
   void Publish() ABSL_LOCKS_EXCLUDED(mu_);
+  // Applies the control file's new lines until Stop.
+  void ReadHealthControl();
 
   // Constant after construction.
   const Config config_;
@@ -80,7 +90,9 @@ class SampleDraDriver {
   std::unique_ptr<grpc::Service> dra_v1_;
   std::unique_ptr<grpc::Service> dra_v1beta1_;
   absl::Notification stop_;
+  std::unique_ptr<HealthService> health_;
   std::thread late_serve_;  // misbehave.register_before_serving
+  std::thread health_control_;
 
   mutable absl::Mutex mu_;
   std::unique_ptr<grpc::Server> dra_server_ ABSL_GUARDED_BY(mu_);

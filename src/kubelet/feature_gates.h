@@ -26,6 +26,7 @@ inline constexpr char kGateKubeletPodResourcesListUseActivePods[] =
     "KubeletPodResourcesListUseActivePods";
 inline constexpr char kGateSidecarContainers[] = "SidecarContainers";
 inline constexpr char kGateResourceHealthStatus[] = "ResourceHealthStatus";
+inline constexpr char kGateResourceHealthStatusMessage[] = "ResourceHealthStatusMessage";
 inline constexpr char kGateDRAExtendedResource[] = "DRAExtendedResource";
 
 // A gate as a given kubelet minor version has it.

@@ -42,7 +42,10 @@ bool ResourceHealthStatusDefault(const Profile& profile);
 // v1.ResourceHealth.
 struct ResourceHealth {
   std::string resource_id;
-  std::string health;  // kHealthHealthy or kHealthUnhealthy
+  // kHealthHealthy or kHealthUnhealthy; DRA devices also "Unknown".
+  std::string health;
+  // DRA only (1.36+, gate ResourceHealthStatusMessage): the driver's message.
+  std::optional<std::string> message;
   bool operator==(const ResourceHealth&) const = default;
 };
 

@@ -3,6 +3,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/time/time.h"
 #include "common/logging.h"
 #include "dra/allocator.h"
 #include "dra/pod_claims.h"
@@ -142,7 +143,38 @@ std::vector<std::string> DraPods::PodUids() const {
   return out;
 }
 
-nlohmann::json DraStatusJson(const dra::DraPluginHandler& handler, const dra::Manager& manager) {
+std::optional<nlohmann::json> DraPods::PodManifest(const std::string& pod_uid) const {
+  absl::MutexLock l(&mu_);
+  auto it = pods_.find(pod_uid);
+  if (it == pods_.end()) return std::nullopt;
+  return it->second;
+}
+
+namespace {
+
+// The status file's dra.health: per driver, its devices' stored health.
+nlohmann::json HealthJson(const dra::HealthInfoCache& health) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [driver, devices] : health.Snapshot()) {
+    for (const auto& [key, d] : devices) {
+      nlohmann::json j = {{"driver", driver},
+                          {"pool", d.pool_name},
+                          {"device", d.device_name},
+                          {"health", std::string(dra::HealthName(d.health))},
+                          {"lastUpdated", absl::FormatTime(absl::RFC3339_full, d.last_updated,
+                                                           absl::UTCTimeZone())},
+                          {"timeoutSeconds", absl::ToInt64Seconds(d.timeout)}};
+      if (!d.message.empty()) j["message"] = d.message;
+      out.push_back(std::move(j));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json DraStatusJson(const dra::DraPluginHandler& handler, const dra::Manager& manager,
+                             const dra::HealthInfoCache* health) {
   nlohmann::json drivers = nlohmann::json::array();
   for (const std::string& name : handler.Drivers()) {
     drivers.push_back({{"name", name}, {"endpoints", handler.Endpoints(name)}});
@@ -169,7 +201,9 @@ nlohmann::json DraStatusJson(const dra::DraPluginHandler& handler, const dra::Ma
                       {"prepared", info.prepared},
                       {"devices", std::move(devices)}});
   }
-  return {{"drivers", std::move(drivers)}, {"claims", std::move(claims)}};
+  nlohmann::json out = {{"drivers", std::move(drivers)}, {"claims", std::move(claims)}};
+  if (health != nullptr) out["health"] = HealthJson(*health);
+  return out;
 }
 
 }  // namespace devmgr::node

@@ -7,6 +7,7 @@
 #define DEVMGR_NODE_DRA_PODS_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "apiserver/store.h"
 #include "dra/dra_plugin_handler.h"
+#include "dra/health_info.h"
 #include "dra/manager.h"
 #include "nlohmann/json.hpp"
 #include "pod/pod.h"
@@ -65,6 +67,12 @@ class DraPods {
   // The UIDs of the pods whose claims were prepared and not yet unprepared.
   std::vector<std::string> PodUids() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The pod's manifest as resolved (with status.resourceClaimStatuses), what
+  // the DRA manager's UpdateAllocatedResourcesStatus reads; nullopt for a
+  // pod Prepare has not seen (or Unprepare released).
+  std::optional<nlohmann::json> PodManifest(const std::string& pod_uid) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   apiserver::Store* const store_;
   const std::string node_name_;
@@ -82,8 +90,10 @@ class DraPods {
 // The status file's "dra" section (docs/serve.md): the registered drivers
 // with their endpoints, and the DRA manager's claim-info cache (what
 // dra_manager_state holds, and whether each claim was prepared since the
-// node started).
-nlohmann::json DraStatusJson(const dra::DraPluginHandler& handler, const dra::Manager& manager);
+// node started), and with `health` (nullptr: the section is left out) the
+// DRA manager's device health cache (what dra_health_state holds).
+nlohmann::json DraStatusJson(const dra::DraPluginHandler& handler, const dra::Manager& manager,
+                             const dra::HealthInfoCache* health = nullptr);
 
 }  // namespace devmgr::node
 

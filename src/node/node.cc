@@ -7,12 +7,13 @@
 #include <cstring>
 
 #include "absl/time/clock.h"
-#include "apiserver/field_selector.h"
-#include "apiserver/resource_type.h"
-#include "apiserver/store.h"
+#include "apiserver/server.h"
 #include "common/logging.h"
 #include "dra/dra_plugin_handler.h"
 #include "dra/handler_driver_calls.h"
+#include "dra/health_info.h"
+#include "dra/health_status.h"
+#include "dra/health_stream.h"
 #include "dra/manager.h"
 #include "node/dra_pods.h"
 #include "topology/config_text.h"
@@ -58,6 +59,10 @@ Node::Node(NodeOptions opts) : opts_(std::move(opts)) {
   so.clock = opts_.clock;
   so.sync_frequency = opts_.sync_frequency;
   so.jitter = opts_.resync_jitter;
+  so.dra_status = [this](const std::string& uid,
+                         std::vector<manager::ContainerResourceStatus>* statuses) {
+    DraUpdateStatuses(uid, statuses);
+  };
   manager_ = manager::NewManager(std::move(mo));
   pod_status_ = std::make_unique<PodStatusSyncer>(manager_.get(), std::move(so));
   // The device manager is the first hint provider, then the static stand-ins
@@ -168,6 +173,9 @@ void Node::Stop() {
   // The kubelet's Stop: disconnect every client (PluginDisconnected), stop
   // the server. The manager's own Stop is idempotent.
   server_->Stop();
+  // The health streams end with the kubelet, which leaves dra_health_state
+  // as it was (a deregistration, not a stop, clears a driver's health).
+  if (dra_health_streams_ != nullptr) dra_health_streams_->Stop();
   if (plugin_manager_ != nullptr) plugin_manager_->Stop();
   if (dra_handler_ != nullptr) dra_handler_->Stop();
   manager_->Stop();
@@ -210,6 +218,7 @@ absl::Status Node::StartDra() {
   ho.client.call_timeout = d.call_timeout;
   ho.endpoint_binds = d.endpoint_binds;
   ho.on_wipe = [this](const std::string& driver) { WipeSlices(driver); };
+  StartDraHealth(&ho);
   absl::StatusOr<std::unique_ptr<dra::DraPluginHandler>> handler =
       dra::DraPluginHandler::Create(std::move(ho));
   if (!handler.ok()) return handler.status();
@@ -220,7 +229,12 @@ absl::Status Node::StartDra() {
   mo.kubelet_minor = opts_.profile.minor;
   mo.fsync = opts_.fsync;
   mo.filesystem = opts_.filesystem;
-  dra_manager_ = std::make_unique<dra::Manager>(dra_calls_.get(), std::move(mo));
+  dra::DriverCalls* calls = dra_calls_.get();
+  if (d.on_driver_call) {
+    dra_observed_calls_ = std::make_unique<dra::ObservedDriverCalls>(calls, d.on_driver_call);
+    calls = dra_observed_calls_.get();
+  }
+  dra_manager_ = std::make_unique<dra::Manager>(calls, std::move(mo));
   // The kubelet's DRA manager fails its start on a corrupt checkpoint.
   if (absl::Status s = dra_manager_->Start(); !s.ok()) return s;
   // At start the kubelet deletes every ResourceSlice of its node: the
@@ -230,20 +244,72 @@ absl::Status Node::StartDra() {
   return plugin_manager_->AddHandler(pluginmanager::kDRAPluginType, dra_handler_.get());
 }
 
+void Node::StartDraHealth(dra::DraPluginHandlerOptions* handler_options) {
+  dra_health_streams_.reset();  // a stopped node's, from an earlier Start
+  dra_health_.reset();
+  if (!pod_status_->enabled()) return;
+  // NewManager: the cache reads dra_health_state (the kubelet's
+  // stateFileDirectory, beside dra_manager_state).
+  dra::HealthInfoCacheOptions co;
+  co.kubelet_minor = opts_.profile.minor;
+  if (!opts_.dra.state_dir.empty()) co.state_file = opts_.dra.state_dir + "/dra_health_state";
+  co.filesystem = opts_.filesystem;
+  dra_health_ = std::make_unique<dra::HealthInfoCache>(opts_.clock, std::move(co));
+  dra::HealthStreamsOptions so;
+  so.kubelet_minor = opts_.profile.minor;
+  so.enabled = true;
+  so.cache = dra_health_.get();
+  so.on_change = [this](const std::string& driver, const std::vector<dra::DeviceHealth>& changed) {
+    DraHealthChanged(driver, changed);
+  };
+  dra_health_streams_ = std::make_unique<dra::HealthStreams>(std::move(so));
+  handler_options->health = dra_health_streams_.get();
+}
+
+void Node::DraHealthChanged(const std::string& driver,
+                            const std::vector<dra::DeviceHealth>& changed) {
+  // The DRA manager exists before any driver registers (StartDra).
+  std::vector<std::string> pods =
+      dra::PodsUsingDevices(dra_manager_->ClaimInfos(), driver, changed);
+  if (pods.empty()) {
+    DM_VINFO(4, "Health info changed, but no active pods found using the affected devices",
+             {"pluginName", driver});
+    return;
+  }
+  std::string text = "[";
+  for (const std::string& uid : pods) text += (text.size() > 1 ? " " : "") + uid;
+  DM_INFO("Sending health update notification for pods", {"pluginName", driver},
+          {"pods", text + "]"});
+  pod_status_->SendDraUpdate(std::move(pods));
+}
+
+void Node::DraUpdateStatuses(const std::string& pod_uid,
+                             std::vector<manager::ContainerResourceStatus>* statuses) {
+  if (dra_pods_ == nullptr || dra_health_ == nullptr) return;
+  std::optional<nlohmann::json> pod = dra_pods_->PodManifest(pod_uid);
+  if (!pod.has_value()) return;
+  dra::HealthStatusOptions o;
+  o.kubelet_minor = opts_.profile.minor;
+  o.message_gate = opts_.profile.gates.Enabled(kGateResourceHealthStatusMessage);
+  dra::UpdateAllocatedResourcesStatus(*pod, *dra_manager_, *dra_health_, o, statuses);
+}
+
+void Node::DraPodStarted(const std::string& pod_uid) {
+  if (dra_pods_ == nullptr || dra_health_ == nullptr) return;
+  if (!dra_pods_->PodManifest(pod_uid).has_value()) return;
+  pod_status_->SyncNow(pod_uid);
+}
+
 void Node::WipeSlices(const std::string& driver) {
-  std::string text = "spec.nodeName=" + opts_.dra.node_name;
-  if (!driver.empty()) text += ",spec.driver=" + driver;
-  apiserver::ApiOr<apiserver::FieldSelector> selector =
-      apiserver::FieldSelector::Parse(text, apiserver::ResourceSlices());
-  if (!selector.ok()) {
-    DM_ERROR(selector.error->message, "Deleting ResourceSlices failed",
+  apiserver::ApiOr<std::vector<nlohmann::json>> deleted =
+      apiserver::DeleteNodeSlices(*opts_.dra.store, opts_.dra.node_name, driver);
+  if (!deleted.ok()) {
+    DM_ERROR(deleted.error->message, "Deleting ResourceSlices failed",
              {"node", opts_.dra.node_name}, {"driver", driver});
     return;
   }
-  const std::vector<nlohmann::json> deleted =
-      opts_.dra.store->DeleteCollection(apiserver::ResourceSlices(), "", selector.value);
   DM_INFO("Deleted ResourceSlices", {"node", opts_.dra.node_name}, {"driver", driver},
-          {"count", std::to_string(deleted.size())});
+          {"count", std::to_string(deleted.value.size())});
 }
 
 topology::AdmitResult Node::PrepareDynamicResources(const pod::Pod& pod) {

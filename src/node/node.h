@@ -21,6 +21,7 @@
 #include "common/bind_paths.h"
 #include "common/clock.h"
 #include "common/fs.h"
+#include "dra/driver_calls.h"
 #include "dra/state.h"
 #include "kubelet/profile.h"
 #include "manager/manager.h"
@@ -38,7 +39,11 @@ class Store;
 
 namespace devmgr::dra {
 class DraPluginHandler;
+struct DraPluginHandlerOptions;
+struct DeviceHealth;
 class HandlerDriverCalls;
+class HealthInfoCache;
+class HealthStreams;
 class Manager;
 }  // namespace devmgr::dra
 
@@ -67,6 +72,10 @@ struct NodeDraOptions {
   // process::PrivateMountBinds): an endpoint registered from inside them is
   // dialled at its host path (DraPluginHandlerOptions::endpoint_binds).
   std::vector<BindPath> endpoint_binds;
+  // Called after every NodePrepareResources / NodeUnprepareResources the
+  // DRA manager makes (dra::ObservedDriverCalls), on the calling thread;
+  // empty: none. `devmgr run` records them for `dra_calls` expectations.
+  std::function<void(const dra::DriverCallRecord&)> on_driver_call;
 };
 
 struct NodeOptions {
@@ -193,9 +202,31 @@ class Node {
   // A pod is gone (deleted or terminated): its claims are unprepared and
   // released (DraPods::Unprepare).
   absl::Status DraPodGone(const std::string& pod_uid);
+  // DRA device health (KEP-4680, docs/resource-health.md "DRA devices"):
+  // with the ResourceHealthStatus gate on, the DRA manager's health cache
+  // (dra_health_state in NodeDraOptions::state_dir; timeouts on the node's
+  // clock) and the NodeWatchResources streams the handler opens per
+  // registered driver. Null while DRA or the gate is off.
+  const dra::HealthInfoCache* dra_health() const { return dra_health_.get(); }
+  dra::HealthStreams* dra_health_streams() { return dra_health_streams_.get(); }
+  // The DRA manager's UpdateAllocatedResourcesStatus for a pod the node
+  // prepared: its containers' claim:<name>[/<request>] entries. No-op for
+  // other pods or while DRA health is off.
+  void DraUpdateStatuses(const std::string& pod_uid,
+                         std::vector<manager::ContainerResourceStatus>* statuses);
+  // The pod's containers started after its claims were prepared: the PLEG's
+  // sync, the pod's first status with DRA entries (the admission's sync ran
+  // before the claims were prepared). Only for pods with prepared claims and
+  // with DRA health on (other pods' statuses would not change).
+  void DraPodStarted(const std::string& pod_uid);
 
  private:
   absl::Status StartDra() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The health cache and streams (gate on); their changes queue pods on the
+  // pod status syncer's DRA channel.
+  void StartDraHealth(dra::DraPluginHandlerOptions* handler_options);
+  // HandleWatchResourcesStream after a report changed `changed` of `driver`.
+  void DraHealthChanged(const std::string& driver, const std::vector<dra::DeviceHealth>& changed);
   // Deletes the node's ResourceSlices in the store, of one driver or ("")
   // of all.
   void WipeSlices(const std::string& driver);
@@ -211,9 +242,16 @@ class Node {
   // Probe mode (registry_dir set): started after the server, stopped after it.
   std::unique_ptr<pluginmanager::PluginManager> plugin_manager_;
   std::unique_ptr<PodStatusSyncer> pod_status_;
+  // DRA health: made by StartDra before the handler, which hands the
+  // streams its instances; they outlive the handler (declared before it),
+  // the cache outlives the streams. Node::Stop stops the streams first.
+  std::unique_ptr<dra::HealthInfoCache> dra_health_;
+  std::unique_ptr<dra::HealthStreams> dra_health_streams_;
   // DRA: created by Start when on; the handler stops with the plugin manager.
   std::unique_ptr<dra::DraPluginHandler> dra_handler_;
   std::unique_ptr<dra::HandlerDriverCalls> dra_calls_;
+  // dra_calls_ behind NodeDraOptions::on_driver_call (null without one).
+  std::unique_ptr<dra::DriverCalls> dra_observed_calls_;
   std::unique_ptr<dra::Manager> dra_manager_;
   std::unique_ptr<DraPods> dra_pods_;
   // The admission turn (see AdmitPod): never held across an admission.

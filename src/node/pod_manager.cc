@@ -147,6 +147,7 @@ void PodManager::AdmitAndStart(Node* node, const std::string& uid, bool start_co
   node->pod_status().PodAdmitted(p);
   if (!SyncDra(node, p)) return;
   Run(node, uid, start_containers);
+  node->DraPodStarted(uid);
 }
 
 bool PodManager::SyncDra(Node* node, const pod::Pod& p) {
@@ -218,16 +219,24 @@ void PodManager::StartContainers(Node* node, const std::string& uid) {
 
 void PodManager::RetryFailedSyncs() {
   Node* node;
-  std::vector<pod::Pod> failed;
+  // A failed pod, and whether its containers must start: not when they run
+  // already (a kubelet restart's sync failed while they ran on: the sync
+  // that succeeds now leaves them alone, as the kubelet's SyncPod does).
+  std::vector<std::pair<pod::Pod, bool>> failed;
   {
     absl::MutexLock l(&mu_);
     node = node_;
     for (const auto& [seq, it] : active_) {
-      if (it->rec.sync_failed) failed.push_back(it->rec.pod);
+      if (!it->rec.sync_failed) continue;
+      bool running = false;
+      for (const ContainerRecord& c : it->rec.containers) running |= c.running;
+      failed.emplace_back(it->rec.pod, !running);
     }
   }
-  for (const pod::Pod& p : failed) {
-    if (SyncDra(node, p)) Run(node, p.uid, /*start_containers=*/true);
+  for (const auto& [p, start] : failed) {
+    if (!SyncDra(node, p)) continue;
+    Run(node, p.uid, start);
+    node->DraPodStarted(p.uid);
   }
 }
 

@@ -49,8 +49,60 @@ void PodStatusSyncer::Run() {
     // the pod workers whose resync is due.
     std::optional<std::vector<std::string>> update = manager_->Updates().Receive(opts_.tick);
     if (update) HandleUpdate(*update);
+    DrainDraUpdates();
     SyncDuePods();
   }
+}
+
+bool PodStatusSyncer::SendDraUpdate(std::vector<std::string> pod_uids) {
+  if (!opts_.enabled) return true;
+  bool queued = false;
+  {
+    absl::MutexLock l(&mu_);
+    if (dra_updates_.size() < kDraUpdateChannelCapacity) {
+      dra_updates_.push_back(pod_uids);
+      queued = true;
+    }
+  }
+  if (!queued) {
+    std::string pods = "[";
+    for (const std::string& uid : pod_uids) pods += (pods.size() > 1 ? " " : "") + uid;
+    DM_ERROR("", "DRA health update channel is full, discarding pod update notification",
+             {"pods", pods + "]"});
+    return false;
+  }
+  // The worker waits on the device manager's channel: woken, it takes this
+  // one too (the container manager's fan-in of both). A wake that comes
+  // just before the worker starts to wait is only seen at the next tick.
+  manager_->Updates().Wake();
+  return true;
+}
+
+void PodStatusSyncer::DrainDraUpdates() {
+  for (;;) {
+    std::vector<std::string> uids;
+    {
+      absl::MutexLock l(&mu_);
+      if (dra_updates_.empty()) return;
+      uids = std::move(dra_updates_.front());
+      dra_updates_.pop_front();
+    }
+    HandleUpdate(uids);
+  }
+}
+
+size_t PodStatusSyncer::dra_queued() const {
+  absl::MutexLock l(&mu_);
+  return dra_updates_.size();
+}
+
+void PodStatusSyncer::SyncNow(const std::string& uid) {
+  if (!opts_.enabled) return;
+  {
+    absl::MutexLock l(&mu_);
+    if (pods_.count(uid) == 0) return;
+  }
+  if (IsActive(uid)) SyncPod(uid);
 }
 
 void PodStatusSyncer::PodAdmitted(const pod::Pod& pod) {
@@ -163,6 +215,7 @@ void PodStatusSyncer::SyncPod(const std::string& uid) {
     }
     // generateAPIPodStatus with the gate on.
     manager_->UpdateAllocatedResourcesStatus(uid, &statuses);
+    if (opts_.dra_status) opts_.dra_status(uid, &statuses);
     absl::MutexLock l(&mu_);
     auto it = pods_.find(uid);
     if (it == pods_.end()) return;  // deleted during the sync

@@ -6,10 +6,15 @@
 // worker at wait.Jitter(syncFrequency, 0.5) after each sync, i.e. 1 to 1.5
 // minutes with the default --sync-frequency of 1m. Each generation runs the
 // device manager's UpdateAllocatedResourcesStatus over the pod's regular
-// containers. See docs/resource-health.md.
+// containers, then the DRA manager's (dra_status), as the container manager
+// calls them. The DRA manager's health updates (KEP-4680, DRAResourceHealth)
+// come on a channel of their own (SendDraUpdate), which the worker takes as
+// it takes the device manager's. See docs/resource-health.md.
 #ifndef DEVMGR_NODE_POD_STATUS_SYNC_H_
 #define DEVMGR_NODE_POD_STATUS_SYNC_H_
 
+#include <cstddef>
+#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -29,6 +34,8 @@ namespace devmgr::node {
 inline constexpr absl::Duration kDefaultSyncFrequency = absl::Minutes(1);
 // pod_workers.go workerResyncIntervalJitterFactor.
 inline constexpr double kResyncJitterFactor = 0.5;
+// The DRA manager's update channel: make(chan resourceupdates.Update, 100).
+inline constexpr size_t kDraUpdateChannelCapacity = 100;
 
 struct PodStatusSyncOptions {
   // The ResourceHealthStatus gate; off, the syncer does nothing and no pod
@@ -44,6 +51,12 @@ struct PodStatusSyncOptions {
   // How often the worker looks for due periodic syncs (the kubelet's
   // syncTicker: one second). Real time.
   absl::Duration tick = absl::Seconds(1);
+  // The DRA manager's UpdateAllocatedResourcesStatus for the pod (by UID),
+  // run after the device manager's on the same statuses. Empty: none (no
+  // DRA on the node). Called with no lock of the syncer held but one sync
+  // at a time.
+  std::function<void(const std::string& pod_uid, std::vector<manager::ContainerResourceStatus>*)>
+      dra_status;
 };
 
 // Thread-safe.
@@ -81,6 +94,18 @@ class PodStatusSyncer {
   // Syncs every pod whose periodic resync is due by the clock; returns how
   // many were synced.
   int SyncDuePods();
+  // The DRA manager's update channel (HandleWatchResourcesStream): the pods
+  // holding devices whose health a report changed. Never blocks: on a full
+  // channel (kDraUpdateChannelCapacity elements) the element is dropped,
+  // "DRA health update channel is full, discarding pod update notification"
+  // logged, and false returned. The worker syncs the pods as it does the
+  // device manager's (HandleUpdate). No-op (true) with the gate off.
+  bool SendDraUpdate(std::vector<std::string> pod_uids) ABSL_LOCKS_EXCLUDED(mu_);
+  // A pod lifecycle event (the PLEG's sync once the pod's containers
+  // started): the pod is synced now when known and active.
+  void SyncNow(const std::string& uid) ABSL_LOCKS_EXCLUDED(mu_);
+  // DRA update elements waiting for the worker, for tests.
+  size_t dra_queued() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // pod UID -> its containers' statuses (regular containers, spec order), for
   // every pod synced at least once and not deleted since.
@@ -98,6 +123,8 @@ class PodStatusSyncer {
   };
 
   void Run();
+  // Takes every element of the DRA channel (HandleUpdate each).
+  void DrainDraUpdates() ABSL_LOCKS_EXCLUDED(mu_);
   bool IsActive(const std::string& uid) const ABSL_LOCKS_EXCLUDED(mu_);
   // generateAPIPodStatus' device-health part, then the resync re-queue.
   void SyncPod(const std::string& uid) ABSL_LOCKS_EXCLUDED(mu_);
@@ -114,6 +141,7 @@ class PodStatusSyncer {
   std::function<void()> on_change_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   int64_t syncs_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<std::vector<std::string>> dra_updates_ ABSL_GUARDED_BY(mu_);
   // Serialises SyncPod (the kubelet's pod worker: one sync at a time).
   absl::Mutex sync_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::thread worker_;

@@ -3,6 +3,11 @@
 // containers carry it.
 #include "node/pod_status_sync.h"
 
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -39,6 +44,7 @@ class PodStatusSyncTest : public manager::testing::ManagerFixture {
     so.clock = &clock_;
     so.jitter = [jitter] { return jitter; };
     so.tick = absl::Milliseconds(20);
+    so.dra_status = dra_status_;
     syncer_ = std::make_unique<PodStatusSyncer>(m_.get(), so);
     syncer_->SetChangeCallback([this] {
       absl::MutexLock l(&mu_);
@@ -79,6 +85,8 @@ class PodStatusSyncTest : public manager::testing::ManagerFixture {
     return true;
   }
 
+  // PodStatusSyncOptions::dra_status for Init.
+  std::function<void(const std::string&, std::vector<ContainerResourceStatus>*)> dra_status_;
   std::unique_ptr<manager::ManagerImpl> m_;
   std::unique_ptr<PodStatusSyncer> syncer_;
   absl::Mutex mu_;
@@ -114,6 +122,64 @@ TEST_F(PodStatusSyncTest, AQueuedUpdateResyncsThePodAtOnce) {
   m_->PluginListAndWatchReceiver(kGpu, c.get(), Devices({{"d0", "Unhealthy"}}));
   EXPECT_TRUE(WaitStatus("p1", {{kGpu, {{"d0", "Unhealthy"}}}}));
   EXPECT_EQ(m_->Updates().size(), 0u);
+}
+
+// The DRA manager's entries come after the device manager's, on the same
+// statuses; its own channel resyncs the pods it names, as the device
+// manager's does; a PLEG event (SyncNow) syncs a known pod at once.
+TEST_F(PodStatusSyncTest, DraEntriesFollowTheDeviceManagersAndItsChannel) {
+  absl::Mutex hmu;
+  std::string dra_health = "Healthy";
+  dra_status_ = [&](const std::string& uid, std::vector<ContainerResourceStatus>* statuses) {
+    absl::MutexLock l(&hmu);
+    if (uid != "p1") return;
+    ContainerResourceStatus& cs = (*statuses)[0];
+    if (!cs.allocated_resources_status) cs.allocated_resources_status.emplace();
+    auto& list = *cs.allocated_resources_status;
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [](const ResourceHealthStatus& e) { return e.name == "claim:c"; }),
+               list.end());
+    list.push_back({"claim:c", {{"drv/pool/dev", dra_health, "msg"}}});
+  };
+  Init(36);
+  auto c = Connect(*m_, kGpu);
+  m_->PluginListAndWatchReceiver(kGpu, c.get(), Devices({{"d0"}}));
+  Admit(MakePod("p1", {Ctr("app", {{kGpu, 1}})}));
+  EXPECT_EQ(Status("p1"),
+            (std::vector<ResourceHealthStatus>{{kGpu, {{"d0", "Healthy"}}},
+                                               {"claim:c", {{"drv/pool/dev", "Healthy", "msg"}}}}));
+  syncer_->Start([this] {
+    absl::MutexLock l(&active_mu_);
+    return active_;
+  });
+  {
+    absl::MutexLock l(&hmu);
+    dra_health = "Unhealthy";
+  }
+  EXPECT_TRUE(syncer_->SendDraUpdate({"p1", "unknown-pod"}));
+  EXPECT_TRUE(WaitStatus(
+      "p1", {{kGpu, {{"d0", "Healthy"}}}, {"claim:c", {{"drv/pool/dev", "Unhealthy", "msg"}}}}));
+  {
+    absl::MutexLock l(&hmu);
+    dra_health = "Unknown";
+  }
+  const int64_t before = syncer_->sync_count();
+  syncer_->SyncNow("p1");
+  syncer_->SyncNow("never-admitted");
+  EXPECT_EQ(syncer_->sync_count(), before + 1);
+  EXPECT_EQ(Status("p1"),
+            (std::vector<ResourceHealthStatus>{{kGpu, {{"d0", "Healthy"}}},
+                                               {"claim:c", {{"drv/pool/dev", "Unknown", "msg"}}}}));
+}
+
+// make(chan, 100) with a non-blocking send: the 101st element is dropped.
+TEST_F(PodStatusSyncTest, AFullDraChannelDropsTheUpdate) {
+  Init(36);  // the worker is not started: nothing takes the elements
+  for (size_t i = 0; i < kDraUpdateChannelCapacity; ++i) {
+    ASSERT_TRUE(syncer_->SendDraUpdate({"p" + std::to_string(i)}));
+  }
+  EXPECT_FALSE(syncer_->SendDraUpdate({"p-late"}));
+  EXPECT_EQ(syncer_->dra_queued(), kDraUpdateChannelCapacity);
 }
 
 TEST_F(PodStatusSyncTest, PeriodicResyncFollowsTheClockWithTheKubeletsJitter) {

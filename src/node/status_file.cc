@@ -84,7 +84,10 @@ nlohmann::ordered_json AllocatedResourcesStatusJson(
     jr["name"] = rs.name;
     nlohmann::ordered_json devs = nlohmann::ordered_json::array();
     for (const manager::ResourceHealth& h : rs.resources) {
-      devs.push_back({{"resourceID", Text(h.resource_id)}, {"health", h.health}});
+      nlohmann::ordered_json d = {{"resourceID", Text(h.resource_id)}, {"health", h.health}};
+      // DRA devices (1.36+): the driver's message, as v1.ResourceHealth has it.
+      if (h.message.has_value()) d["message"] = *h.message;
+      devs.push_back(std::move(d));
     }
     jr["resources"] = std::move(devs);
     out.push_back(std::move(jr));

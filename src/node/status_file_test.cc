@@ -41,6 +41,19 @@ TEST(StatusFileTest, AllocatedResourcesStatusAsInThePodApi) {
   EXPECT_FALSE(cs[2].contains("allocatedResourcesStatus"));  // no devices
 }
 
+// DRA claims' entries carry the driver's message when it gave one (1.36+).
+TEST(StatusFileTest, DraEntriesShowTheMessage) {
+  StatusInput in = OnePod(true);
+  in.pod_statuses["u1"][0].allocated_resources_status->push_back(
+      {"claim:gpus/a",
+       {{"gpu.example.com/gpu=gpu-0", "Unhealthy", "ECC errors"}, {"x/p/d", "Unknown", {}}}});
+  const nlohmann::ordered_json doc = BuildStatus(in);
+  EXPECT_EQ(doc["pods"][0]["containers"][1]["allocatedResourcesStatus"][1].dump(),
+            R"({"name":"claim:gpus/a","resources":[{"resourceID":"gpu.example.com/gpu=gpu-0",)"
+            R"("health":"Unhealthy","message":"ECC errors"},{"resourceID":"x/p/d",)"
+            R"("health":"Unknown"}]})");
+}
+
 TEST(StatusFileTest, GateOffNoField) {
   const nlohmann::ordered_json doc = BuildStatus(OnePod(false));
   EXPECT_EQ(doc["resourceHealthStatus"], false);

@@ -56,7 +56,8 @@ void StatusLoop::Pass() {
   in.now = absl::Now();
   nlohmann::json status = BuildStatus(in);
   if (node_->dra_handler() != nullptr && node_->dra_manager() != nullptr) {
-    status["dra"] = DraStatusJson(*node_->dra_handler(), *node_->dra_manager());
+    status["dra"] =
+        DraStatusJson(*node_->dra_handler(), *node_->dra_manager(), node_->dra_health());
   }
   if (opts_.extra_sections) status.update(opts_.extra_sections());
   const std::string text =

@@ -13,16 +13,4 @@ Options OptionsForProfile(const Profile& profile) {
   return o;
 }
 
-absl::Status ApplyFeatureGates(const std::string& spec, Options* opts) {
-  if (absl::Status s = ValidateFeatureGateSpec(spec); !s.ok()) return s;
-  const absl::StatusOr<std::vector<std::pair<std::string, bool>>> kv = ParseFeatureGateSpec(spec);
-  for (const auto& [key, value] : *kv) {
-    if (key == kGetGate) opts->get_enabled = value;
-    if (key == kListActivePodsGate) opts->list_active_pods_only = value;
-    if (key == kSidecarGate) opts->sidecar_containers = value;
-    if (key == kDynamicResourcesGate) opts->dynamic_resources = value;
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace devmgr::podresources

@@ -41,13 +41,6 @@ struct Options {
 // --feature-gates applied to it).
 Options OptionsForProfile(const Profile& profile);
 
-// Applies a kubelet --feature-gates value ("A=true,B=false") for the gates
-// above, without knowing the version: any gate of kubelet/feature_gates.h is
-// accepted, the others are ignored here. Errors use component-base's texts
-// ("unrecognized feature gate: %s", "missing bool value for %s", "invalid
-// value of %s=%s, err: %v").
-absl::Status ApplyFeatureGates(const std::string& spec, Options* opts);
-
 }  // namespace devmgr::podresources
 
 #endif  // DEVMGR_PODRESOURCES_OPTIONS_H_

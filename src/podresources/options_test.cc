@@ -28,11 +28,12 @@ TEST(OptionsTest, DynamicResourcesPerVersion) {
   for (const char* v : {"1.34", "1.35", "1.36", "1.37"}) {
     EXPECT_TRUE(OptionsForProfile(*ProfileForVersion(v)).dynamic_resources) << v;
   }
-  Options o = OptionsForProfile(*ProfileForVersion("1.34"));
-  ASSERT_OK(ApplyFeatureGates("KubeletPodResourcesDynamicResources=false", &o));
-  EXPECT_FALSE(o.dynamic_resources);
-  ASSERT_OK(ApplyFeatureGates("KubeletPodResourcesDynamicResources=true", &o));
-  EXPECT_TRUE(o.dynamic_resources);
+  // --feature-gates goes through the version's gates (Profile::gates).
+  Profile beta = *ProfileForVersion("1.34");
+  ASSERT_OK(beta.gates.Set("KubeletPodResourcesDynamicResources=false"));
+  EXPECT_FALSE(OptionsForProfile(beta).dynamic_resources);
+  ASSERT_OK(beta.gates.Set("KubeletPodResourcesDynamicResources=true"));
+  EXPECT_TRUE(OptionsForProfile(beta).dynamic_resources);
   // GA from 1.36: --feature-gates cannot turn it off.
   Profile ga = *ProfileForVersion("1.36");
   EXPECT_EQ(ga.gates.Set("KubeletPodResourcesDynamicResources=false").message(),
@@ -40,23 +41,29 @@ TEST(OptionsTest, DynamicResourcesPerVersion) {
             "locked to true");
 }
 
+// A --feature-gates value sets the options through the version's gates, with
+// component-base's error texts.
 TEST(OptionsTest, FeatureGates) {
-  Options o;
-  ASSERT_OK(
-      ApplyFeatureGates("KubeletPodResourcesGet=true, "
-                        "KubeletPodResourcesListUseActivePods=T",
-                        &o));
-  EXPECT_TRUE(o.get_enabled);
-  EXPECT_TRUE(o.list_active_pods_only);
-  ASSERT_OK(ApplyFeatureGates("KubeletPodResourcesGet=0", &o));
-  EXPECT_FALSE(o.get_enabled);
-  ASSERT_OK(ApplyFeatureGates("", &o));
-  EXPECT_EQ(ApplyFeatureGates("Nope=true", &o).message(), "unrecognized feature gate: Nope");
-  EXPECT_EQ(ApplyFeatureGates("KubeletPodResourcesGet", &o).message(),
+  Profile p = *ProfileForVersion("1.34");
+  ASSERT_OK(p.gates.Set("KubeletPodResourcesGet=false, KubeletPodResourcesListUseActivePods=F"));
+  EXPECT_FALSE(OptionsForProfile(p).get_enabled);
+  EXPECT_FALSE(OptionsForProfile(p).list_active_pods_only);
+  ASSERT_OK(p.gates.Set("KubeletPodResourcesGet=1"));
+  EXPECT_TRUE(OptionsForProfile(p).get_enabled);
+  ASSERT_OK(p.gates.Set(""));
+  EXPECT_TRUE(OptionsForProfile(p).get_enabled);
+  EXPECT_EQ(p.gates.Set("Nope=true").message(), "unrecognized feature gate: Nope");
+  EXPECT_EQ(p.gates.Set("KubeletPodResourcesGet").message(),
             "missing bool value for KubeletPodResourcesGet");
-  EXPECT_EQ(ApplyFeatureGates("KubeletPodResourcesGet=yes", &o).message(),
+  EXPECT_EQ(p.gates.Set("KubeletPodResourcesGet=yes").message(),
             "invalid value of KubeletPodResourcesGet=yes, err: strconv.ParseBool: parsing "
             "\"yes\": invalid syntax");
+  // On error nothing changes.
+  EXPECT_TRUE(OptionsForProfile(p).get_enabled);
+  // Before 1.34 the alpha Get gate is off by default and can be turned on.
+  Profile alpha = *ProfileForVersion("1.33");
+  ASSERT_OK(alpha.gates.Set("KubeletPodResourcesGet=true"));
+  EXPECT_TRUE(OptionsForProfile(alpha).get_enabled);
 }
 
 // serve's PodResources gates go through the version's table: 1.30-1.33 have

@@ -15,10 +15,13 @@
 #include "common/fs.h"
 #include "common/status_testutil.h"
 #include "common/temp_dir_testutil.h"
+#include "dra/health/v1/api.grpc.pb.h"
+#include "dra/health/v1alpha1/api.grpc.pb.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "draplugin/cdi.h"
 #include "draplugin/config.h"
+#include "draplugin/health_service.h"
 #include "draplugin/resource_slice.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -577,6 +580,99 @@ TEST_F(SampleDraDriverTest, MisbehaviourReprepareAddsSpecLeavesAnotherSpec) {
   EXPECT_TRUE(Exists(SpecPath(uid + "-again")));
 }
 
+// Sets claim `name`'s allocation config: an opaque config for this driver
+// with `parameters`, for request "req".
+void SetOpaqueConfig(apiserver::ApiServer& server, const std::string& name,
+                     const json& parameters) {
+  apiserver::ApiOr<json> got = server.store().Get(apiserver::ResourceClaims(), kNs, name);
+  ASSERT_TRUE(got.ok());
+  got.value["status"]["allocation"]["devices"]["config"] =
+      json::array({{{"source", "FromClaim"},
+                    {"requests", json::array({"req"})},
+                    {"opaque", {{"driver", kDriver}, {"parameters", parameters}}}}});
+  ASSERT_TRUE(server.store()
+                  .Update(apiserver::ResourceClaims(), kNs, name, got.value, /*status_only=*/true)
+                  .ok());
+}
+
+TEST_F(SampleDraDriverTest, AnUnsupportedOpaqueConfigIsRefusedBeforeAnythingIsWritten) {
+  StartDriver();
+  const std::string a = CreateClaim("claim-a", "dev-0");
+  const std::string b = CreateClaim("claim-b", "dev-1");
+  SetOpaqueConfig(server_, "claim-b", {{"apiVersion", "other.example.com/v1"}, {"kind", "X"}});
+  SetOpaqueConfig(server_, "claim-a", {{"apiVersion", std::string(kDriver) + "/v1"}});
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", a), Claim("claim-b", b)}, &resp).ok());
+  EXPECT_EQ(resp.claims().at(a).error(), "");
+  EXPECT_EQ(resp.claims().at(b).error(),
+            "claim default/claim-b: unsupported opaque config other.example.com/v1/X for "
+            "request(s) [\"req\"]; sample.dra.devmgr.io reads sample.dra.devmgr.io/v1 only");
+  EXPECT_FALSE(Exists(SpecPath(b)));
+  EXPECT_EQ(driver_->core().PreparedForTest().count(b), 0u);
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourLeakSpecOnFailureKeepsTheSpecOfARefusedClaim) {
+  StartDriver("  leak_spec_on_failure: true\n");
+  const std::string b = CreateClaim("claim-b", "dev-1");
+  SetOpaqueConfig(server_, "claim-b", {{"apiVersion", "other.example.com/v1"}, {"kind", "X"}});
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-b", b)}, &resp).ok());
+  EXPECT_THAT(resp.claims().at(b).error(), testing::HasSubstr("unsupported opaque config"));
+  EXPECT_TRUE(Exists(SpecPath(b)));
+  EXPECT_EQ(driver_->core().PreparedForTest().count(b), 0u);
+  // Unprepare knows no such claim: the spec stays.
+  v1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(Unprepare({Claim("claim-b", b)}, &un).ok());
+  EXPECT_EQ(un.claims().at(b).error(), "");
+  EXPECT_TRUE(Exists(SpecPath(b)));
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourRestoredUnprepareFailsAfterARestartOnly) {
+  StartDriver("  restored_unprepare_fails: true\n");
+  const std::string a = CreateClaim("claim-a", "dev-0");
+  const std::string b = CreateClaim("claim-b", "dev-1");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", a), Claim("claim-b", b)}, &resp).ok());
+  v1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(Unprepare({Claim("claim-b", b)}, &un).ok());
+  EXPECT_EQ(un.claims().at(b).error(), "");
+  StartDriver("  restored_unprepare_fails: true\n");
+  v1::NodePrepareResourcesResponse again;
+  ASSERT_TRUE(Prepare({Claim("claim-a", a)}, &again).ok());
+  EXPECT_EQ(again.claims().at(a).error(), "");
+  EXPECT_EQ(again.claims().at(a).devices(0).device_name(), "dev-0");
+  ASSERT_TRUE(Unprepare({Claim("claim-a", a)}, &un).ok());
+  EXPECT_EQ(un.claims().at(a).error(),
+            "claim default/claim-a: no handle for its devices (restored from "
+            "prepared-claims.json)");
+  EXPECT_EQ(driver_->core().PreparedForTest().count(a), 1u);
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourReprepareSkipsSpecDoesNotRewriteALostSpec) {
+  StartDriver("  reprepare_skips_spec: true\n");
+  const std::string uid = CreateClaim("claim-a", "dev-0");
+  v1::NodePrepareResourcesResponse first, second;
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &first).ok());
+  std::filesystem::remove(SpecPath(uid));
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid)}, &second).ok());
+  EXPECT_EQ(first.SerializeAsString(), second.SerializeAsString());
+  EXPECT_FALSE(Exists(SpecPath(uid)));
+}
+
+TEST_F(SampleDraDriverTest, MisbehaviourPublishOnlyFirstStartPublishesNothingAfterARestart) {
+  StartDriver("  publish_only_first_start: true\n");
+  ASSERT_EQ(Slices().size(), 1u);
+  // As the kubelet's wipe does while the driver is away.
+  ASSERT_TRUE(server_.store()
+                  .Delete(apiserver::ResourceSlices(), "",
+                          Slices()[0]["metadata"]["name"].get<std::string>(),
+                          apiserver::Store::Preconditions{})
+                  .ok());
+  StartDriver("  publish_only_first_start: true\n");
+  EXPECT_TRUE(Slices().empty());
+  EXPECT_TRUE(Exists(dir_.Join("plugins/sample.dra.devmgr.io/published")));
+}
+
 // ---- the config ----
 
 TEST(SampleDraDriverConfigTest, UnknownKeysAreNamedWithTheirPosition) {
@@ -603,6 +699,117 @@ TEST(SampleDraDriverConfigTest, TheExampleParses) {
   json slice = BuildResourceSlice(*c, kNode, 1);
   slice["metadata"]["name"] = "node-a-sample.dra.devmgr.io-abcde";
   EXPECT_THAT(apiserver::ValidateResourceSlice(slice, nullptr), IsEmpty());
+}
+
+// ---- device health (DRAResourceHealth, config `health`, --health-control) ----
+
+TEST(SampleDraDriverHealthConfigTest, ServesTheAdvertisedHealthServicesUnlessToldOtherwise) {
+  absl::StatusOr<Config> config = ParseConfig(std::string(kDevicesYaml) +
+                                                  "registration:\n  supported_versions: "
+                                                  "[v1.DRAPlugin, v1.DRAResourceHealth]\n",
+                                              "test.yaml");
+  ASSERT_OK(config.status());
+  EXPECT_THAT(config->ServedHealth(), ElementsAre("v1.DRAResourceHealth"));
+  EXPECT_EQ(config->devices[0].health, "Healthy");
+  // Served without being advertised (what 1.34-1.36 watch anyway).
+  config = ParseConfig(std::string(kDevicesYaml) +
+                           "health:\n  serve: [v1alpha1.DRAResourceHealth]\n  timeout_seconds: 5\n",
+                       "test.yaml");
+  ASSERT_OK(config.status());
+  EXPECT_THAT(config->ServedHealth(), ElementsAre("v1alpha1.DRAResourceHealth"));
+  EXPECT_EQ(config->health.timeout_seconds, 5);
+  config = ParseConfig("devices:\n  - {name: d, health: Sick}\n", "test.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(std::string(config.status().message()), testing::HasSubstr("unknown health 'Sick'"));
+  config = ParseConfig("devices: [{name: d}]\nhealth: {serve: [v2.DRAResourceHealth]}\n", "t.yaml");
+  EXPECT_FALSE(config.ok());
+}
+
+TEST(SampleDraDriverHealthTest, ControlLinesChangeTheListAndEndTheStreams) {
+  absl::StatusOr<Config> config = ParseConfig(
+      "devices:\n  - {name: gpu-0}\n  - {name: gpu-1, health: Unhealthy, health_message: hot}\n"
+      "health: {serve: [v1.DRAResourceHealth], timeout_seconds: 7}\n",
+      "test.yaml");
+  ASSERT_OK(config.status());
+  HealthService h(*config, "node-a");
+  ASSERT_EQ(h.Services().size(), 1u);
+  devmgr::testutil::TempDir dir;
+  grpc::ServerBuilder b;
+  b.AddListeningPort("unix:" + dir.Join("h.sock"), grpc::InsecureServerCredentials());
+  for (grpc::Service* s : h.Services()) b.RegisterService(s);
+  std::unique_ptr<grpc::Server> server = b.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  auto stub = ::v1::DRAResourceHealth::NewStub(
+      grpc::CreateChannel("unix:" + dir.Join("h.sock"), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline());
+  auto reader = stub->NodeWatchResources(&ctx, ::v1::NodeWatchResourcesRequest());
+  ::v1::NodeWatchResourcesResponse resp;
+  ASSERT_TRUE(reader->Read(&resp));
+  ASSERT_EQ(resp.devices_size(), 2);
+  EXPECT_EQ(resp.devices(0).device().pool_name(), "node-a");
+  EXPECT_EQ(resp.devices(0).health(), ::v1::HEALTHY);
+  EXPECT_EQ(resp.devices(0).health_check_timeout_seconds(), 7);
+  EXPECT_EQ(resp.devices(1).health(), ::v1::UNHEALTHY);
+  EXPECT_EQ(resp.devices(1).message(), "hot");
+
+  ASSERT_OK(h.ApplyControlLine("health gpu-0 Unhealthy ECC errors: 3"));
+  ASSERT_TRUE(reader->Read(&resp));
+  EXPECT_EQ(resp.devices(0).health(), ::v1::UNHEALTHY);
+  EXPECT_EQ(resp.devices(0).message(), "ECC errors: 3");
+  ASSERT_OK(h.ApplyControlLine("silence gpu-1"));
+  ASSERT_TRUE(reader->Read(&resp));
+  ASSERT_EQ(resp.devices_size(), 1);
+  EXPECT_EQ(resp.devices(0).device().device_name(), "gpu-0");
+  EXPECT_FALSE(h.ApplyControlLine("health gpu-9 Healthy").ok());
+  EXPECT_FALSE(h.ApplyControlLine("health gpu-0 Sick").ok());
+  EXPECT_FALSE(h.ApplyControlLine("reboot").ok());
+  EXPECT_OK(h.ApplyControlLine("# a comment"));
+  ASSERT_OK(h.ApplyControlLine("end-health-streams"));
+  EXPECT_FALSE(reader->Read(&resp));
+  EXPECT_OK(reader->Finish());
+  h.Stop();
+  server->Shutdown(Deadline(absl::Seconds(1)));
+}
+
+// The driver reads --health-control as lines are appended; a driver that
+// serves no health service answers Unimplemented (what 1.37 stops on).
+TEST_F(SampleDraDriverTest, TheHealthControlFileSteersTheStreams) {
+  absl::StatusOr<Config> config =
+      ParseConfig(std::string(kDevicesYaml) +
+                      "registration:\n  supported_versions: [v1.DRAPlugin, "
+                      "v1alpha1.DRAResourceHealth]\n",
+                  "test.yaml");
+  ASSERT_OK(config.status());
+  DriverOptions o = Options();
+  o.health_control = dir_.Join("health-control");
+  o.health_control_poll = absl::Milliseconds(20);
+  driver_ = std::make_unique<SampleDraDriver>(*std::move(config), o);
+  ASSERT_OK(driver_->Start());
+  auto stub = ::v1alpha1::DRAResourceHealth::NewStub(
+      grpc::CreateChannel("unix:" + driver_->dra_socket(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline());
+  auto reader = stub->NodeWatchResources(&ctx, ::v1alpha1::NodeWatchResourcesRequest());
+  ::v1alpha1::NodeWatchResourcesResponse resp;
+  ASSERT_TRUE(reader->Read(&resp));
+  ASSERT_EQ(resp.devices_size(), 2);
+  EXPECT_EQ(resp.devices(1).health(), ::v1alpha1::HEALTHY);
+  ASSERT_OK(fs::WriteOutputFile(o.health_control, "health dev-1 Unhealthy\n"));
+  ASSERT_TRUE(reader->Read(&resp));
+  EXPECT_EQ(resp.devices(1).health(), ::v1alpha1::UNHEALTHY);
+  ctx.TryCancel();
+  (void)reader->Finish();
+
+  // The v1 service is neither advertised nor served.
+  auto v1stub = ::v1::DRAResourceHealth::NewStub(
+      grpc::CreateChannel("unix:" + driver_->dra_socket(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx1;
+  ctx1.set_deadline(Deadline());
+  auto r1 = v1stub->NodeWatchResources(&ctx1, ::v1::NodeWatchResourcesRequest());
+  ::v1::NodeWatchResourcesResponse resp1;
+  EXPECT_FALSE(r1->Read(&resp1));
+  EXPECT_EQ(r1->Finish().error_code(), grpc::StatusCode::UNIMPLEMENTED);
 }
 
 }  // namespace

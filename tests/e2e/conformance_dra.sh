@@ -22,9 +22,11 @@ driver() {  # driver [CONFIG]: the sample DRA driver command for --plugin
 run 0 "$BIN" conformance --dra --plugin "$(driver)" -q --junit "$WORK/dra.xml" --json "$WORK/dra.json"
 expect "dra.registration             MUST    PASS"
 expect "dra.calls.timely             MUST    PASS"
-expect "14 checks: 14 passed, 0 failed (0 MUST, 0 SHOULD, 0 INFO), 0 skipped"
+expect "dra.restart.reboot           MUST    PASS"
+expect "18 checks: 18 passed, 0 failed (0 MUST, 0 SHOULD, 0 INFO), 0 skipped"
+expect "(wall time, 4 plugin session(s))"
 expect "RESULT: PASS (every MUST check passed)"
-grep -qF 'tests="14" failures="0"' "$WORK/dra.xml" || fail "JUnit lacks tests=\"10\" failures=\"0\""
+grep -qF 'tests="18" failures="0"' "$WORK/dra.xml" || fail "JUnit lacks tests=\"18\" failures=\"0\""
 grep -qF '"passed": true' "$WORK/dra.json" || fail "JSON lacks \"passed\": true"
 
 # --- one misbehaviour: exactly its check fails, exit 1 ----------------------
@@ -35,6 +37,21 @@ expect "dra.unprepare.unknown        MUST    FAIL"
 expect "is not prepared by sample.dra.devmgr.io"
 failed=$(awk '$3 == "FAIL" {print $1}' <<<"$OUT" | tr '\n' ' ')
 [[ "$failed" == "dra.unprepare.unknown " ]] || fail "failed checks are '$failed'"
+
+# --- the disruptive checks stop and start driver processes: a driver that does
+# not write its CDI spec again and publishes only at its first start fails the
+# reboot and the slice wipe, each in a session of its own ----------------------
+sed -e 's/reprepare_skips_spec: false/reprepare_skips_spec: true/' \
+  -e 's/publish_only_first_start: false/publish_only_first_start: true/' \
+  "$SRC/examples/sample-dra-driver.yaml" >"$WORK/restarts.yaml"
+run 1 "$BIN" conformance --dra --plugin "$(driver "$WORK/restarts.yaml")" -q --publish-timeout 2 \
+  --focus '^dra\.(restart|slices\.wiped)'
+failed=$(awk '$3 == "FAIL" {print $1}' <<<"$OUT" | tr '\n' ' ')
+[[ "$failed" == "dra.restart.reboot dra.slices.wiped " ]] || fail "failed checks are '$failed'"
+passed=$(awk '$3 == "PASS" {print $1}' <<<"$OUT" | tr '\n' ' ')
+[[ "$passed" == "dra.restart.driver " ]] || fail "passed checks are '$passed'"
+expect "answered after the reboot resolve to no device of a CDI spec"
+expect "the driver published no complete pool for the node within 2s"
 
 # --- two kubelet versions: one table each and the per-version tally ---------
 run 0 "$BIN" conformance --dra --kubelet-version 1.34,1.37 --plugin "$(driver)" -q --focus '^dra\.(registration|services)'

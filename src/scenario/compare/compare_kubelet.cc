@@ -64,6 +64,11 @@ constexpr char kNoStoppedKubelet[] =
     "the oracle has no stopped-kubelet state (stop_kubelet/start_kubelet); it restarts in one "
     "step";
 
+// Why the oracle refuses DRA (the DRA steps, and scenarios with DRA).
+constexpr char kNoDra[] =
+    "DRA (dra_driver plugins, apply, delete_object, wait_driver): the kubelet oracle is the "
+    "device manager only; DRA compare runs are not built yet";
+
 // ---- devmgr's side ---------------------------------------------------------
 
 Json DevmgrSnapshot(RunContext& ctx) {
@@ -427,6 +432,15 @@ class OracleSide final : public StepBackend {
 
   absl::StatusOr<CommandResult> RunCommand(const std::string&, absl::Duration) override {
     return Refused("a run: step's command acts on devmgr's side only");
+  }
+
+  // DRA compare runs are not built: the oracle is the device manager only.
+  absl::Status ApplyObjects(const std::vector<nlohmann::json>&) override { return Refused(kNoDra); }
+  absl::Status DeleteObject(const std::string&, const std::string&, const std::string&) override {
+    return Refused(kNoDra);
+  }
+  absl::Status WaitDriver(const std::string&, int64_t, PluginHost*, absl::Duration) override {
+    return Refused(kNoDra);
   }
 
   absl::StatusOr<Json> Snapshot() {
@@ -926,6 +940,7 @@ absl::StatusOr<std::string> FindKubeletOracle(const std::string& flag, const std
 }
 
 std::string NotComparableReason(const Scenario& sc) {
+  if (sc.UsesDra()) return kNoDra;
   if (sc.node.plugins_registry) {
     return "plugins_registry: the plugin watcher (pluginmanager) is not part of the oracle, which "
            "takes registrations on kubelet.sock only";

@@ -18,19 +18,24 @@ Keys Union(const Keys& first, Keys ExpectKind::*level) {
 
 const std::vector<const ExpectKind*>& ExpectKinds() {
   // The order is that of the failures of a step: node resources, pods (and,
-  // per container, devices, runtime, topology, health; then a pod's own
-  // topology), disjoint devices, the checkpoint, calls, PodResources, logs.
+  // per container, devices, runtime, topology, health, DRA CDI IDs; then a
+  // pod's own topology), disjoint devices, the checkpoint, calls, DRA claims,
+  // dra_manager_state, DRA driver calls, PodResources, logs.
   static const std::vector<const ExpectKind*> kKinds = {
-      &NodeExpectKind(),          // resources
-      &PodsExpectKind(),          // pods (and the pod and container kinds below)
-      &DevicesExpectKind(),       // disjoint; a container's devices
-      &RuntimeExpectKind(),       // a container's runtime options and state
-      &TopologyExpectKind(),      // a pod's and a container's topology
-      &HealthExpectKind(),        // a container's allocated_resources_status
-      &CheckpointExpectKind(),    // checkpoint
-      &CallsExpectKind(),         // calls
-      &PodResourcesExpectKind(),  // pod_resources
-      &LogExpectKind(),           // log
+      &NodeExpectKind(),           // resources
+      &PodsExpectKind(),           // pods (and the pod and container kinds below)
+      &DevicesExpectKind(),        // disjoint; a container's devices
+      &RuntimeExpectKind(),        // a container's runtime options and state
+      &TopologyExpectKind(),       // a pod's and a container's topology
+      &HealthExpectKind(),         // a container's allocated_resources_status
+      &DraCdiExpectKind(),         // a container's dra_cdi_devices
+      &CheckpointExpectKind(),     // checkpoint
+      &CallsExpectKind(),          // calls
+      &DraClaimsExpectKind(),      // claims
+      &DraCheckpointExpectKind(),  // dra_checkpoint
+      &DraCallsExpectKind(),       // dra_calls
+      &PodResourcesExpectKind(),   // pod_resources
+      &LogExpectKind(),            // log
   };
   return kKinds;
 }

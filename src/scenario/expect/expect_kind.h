@@ -70,16 +70,20 @@ const Keys& PodKeys();
 const Keys& ContainerKeys();
 
 // The kinds, one file each.
-const ExpectKind& NodeExpectKind();          // expect_node.cc: resources
-const ExpectKind& PodsExpectKind();          // expect_pods.cc: pods, admission
-const ExpectKind& DevicesExpectKind();       // expect_devices.cc: devices, disjoint
-const ExpectKind& RuntimeExpectKind();       // expect_runtime.cc: what the runtime got
-const ExpectKind& TopologyExpectKind();      // expect_topology.cc: hints, NUMA affinity
-const ExpectKind& HealthExpectKind();        // health_check.cc: allocated_resources_status
-const ExpectKind& CheckpointExpectKind();    // expect_checkpoint.cc: checkpoint
-const ExpectKind& CallsExpectKind();         // expect_calls.cc: calls
-const ExpectKind& PodResourcesExpectKind();  // pod_resources_check.cc: pod_resources
-const ExpectKind& LogExpectKind();           // expect_log.cc: log
+const ExpectKind& NodeExpectKind();           // expect_node.cc: resources
+const ExpectKind& PodsExpectKind();           // expect_pods.cc: pods, admission
+const ExpectKind& DevicesExpectKind();        // expect_devices.cc: devices, disjoint
+const ExpectKind& RuntimeExpectKind();        // expect_runtime.cc: what the runtime got
+const ExpectKind& TopologyExpectKind();       // expect_topology.cc: hints, NUMA affinity
+const ExpectKind& HealthExpectKind();         // health_check.cc: allocated_resources_status
+const ExpectKind& CheckpointExpectKind();     // expect_checkpoint.cc: checkpoint
+const ExpectKind& CallsExpectKind();          // expect_calls.cc: calls
+const ExpectKind& PodResourcesExpectKind();   // pod_resources_check.cc: pod_resources
+const ExpectKind& LogExpectKind();            // expect_log.cc: log
+const ExpectKind& DraCdiExpectKind();         // expect_dra_cdi.cc: a container's dra_cdi_devices
+const ExpectKind& DraClaimsExpectKind();      // expect_dra_claims.cc: claims
+const ExpectKind& DraCheckpointExpectKind();  // expect_dra_checkpoint.cc: dra_checkpoint
+const ExpectKind& DraCallsExpectKind();       // expect_dra_calls.cc: dra_calls
 
 // Shared by the checks.
 void Fail(std::vector<Failure>* out, const Location& loc, std::string what, std::string expected,

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "dra/driver_calls.h"
+#include "dra/manager.h"
 #include "manager/manager.h"
 #include "nlohmann/json.hpp"
 #include "node/pod_manager.h"
@@ -49,6 +51,16 @@ struct Observed {
   std::map<std::string, std::vector<manager::ContainerResourceStatus>> pod_statuses;
   // What the PodResources API answered (only when expected).
   std::optional<PodResourcesObs> pod_resources;
+  // DRA, gathered only when expected: the API store's ResourceClaims, the
+  // DRA manager's claim-info cache (by claim UID), the node's driver calls
+  // (since its first start, and since the step began), dra_manager_state
+  // (nullopt: no file) and the kubelet minor whose layout it is read with.
+  std::vector<nlohmann::json> dra_claims;
+  std::map<std::string, dra::ClaimInfo> dra_claim_infos;
+  std::vector<dra::DriverCallRecord> dra_calls_since_start;
+  std::vector<dra::DriverCallRecord> dra_calls_since_step;
+  std::optional<std::string> dra_checkpoint_bytes;
+  int kubelet_minor = 0;
   // The values captured by earlier steps (name -> device ids, sorted).
   std::map<std::string, std::vector<std::string>> captures;
 };

@@ -80,11 +80,40 @@ const char* StepKindName(StepKind kind) {
       return "write_checkpoint";
     case StepKind::kRun:
       return "run";
+    case StepKind::kApply:
+      return "apply";
+    case StepKind::kDeleteObject:
+      return "delete_object";
+    case StepKind::kWaitDriver:
+      return "wait_driver";
     case StepKind::kCheck:
       return "check";
   }
   return "?";
 }
+
+namespace {
+
+// The DRA steps' descriptions.
+std::string DescribeDraStep(const Step& st) {
+  switch (st.kind) {
+    case StepKind::kApply: {
+      std::vector<std::string> names;
+      for (const nlohmann::json& o : st.objects) {
+        names.push_back(o.value("kind", "?") + " " + o["metadata"].value("name", std::string("?")));
+      }
+      return "apply " + ListString(names);
+    }
+    case StepKind::kDeleteObject:
+      return fmt::format("delete {} {}{}", st.object_kind,
+                         st.object_namespace.empty() ? "" : st.object_namespace + "/",
+                         st.object_name);
+    default:  // kWaitDriver
+      return fmt::format("wait for DRA driver {} and its slices", st.driver);
+  }
+}
+
+}  // namespace
 
 std::string DescribeStep(const Step& st) {
   switch (st.kind) {
@@ -152,10 +181,27 @@ std::string DescribeStep(const Step& st) {
           st.checkpoint->wrong_checksum || st.checkpoint->checksum ? ", a wrong checksum" : "");
     case StepKind::kRun:
       return "run: " + st.command;
+    case StepKind::kApply:
+    case StepKind::kDeleteObject:
+    case StepKind::kWaitDriver:
+      return DescribeDraStep(st);
     case StepKind::kCheck:
       return "check";
   }
   return "?";
+}
+
+bool Scenario::UsesDra() const {
+  for (const PluginSpec& p : plugins) {
+    if (!p.dra_driver.empty()) return true;
+  }
+  for (const Step& st : steps) {
+    if (st.kind == StepKind::kApply || st.kind == StepKind::kDeleteObject ||
+        st.kind == StepKind::kWaitDriver) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace devmgr::scenario

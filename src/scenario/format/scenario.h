@@ -87,6 +87,10 @@ struct PluginSpec {
   // their config; -1: unknown). Registration waits also wait for the first
   // device list: with -1, for a non-empty one (or a short grace period).
   int64_t initial_devices = -1;
+  // A DRA driver (`dra_driver: NAME`): registers NAME through the plugin
+  // watcher; registration waits wait for a registered instance of NAME and
+  // its ResourceSlices for the node. Empty: a device plugin.
+  std::string dra_driver;
 };
 
 // ---- topology --------------------------------------------------------------
@@ -215,6 +219,9 @@ struct ContainerExpect {
   std::map<std::string, std::vector<std::string>> absent_hints;
   // Device health in the container's status (health_check.h).
   std::optional<ResourceHealthExpect> allocated_resources_status;
+  // The CDI device IDs of its DRA claims (ContainerConfig.CDIDevices), each
+  // listed matcher a distinct ID, nothing else (empty list: none).
+  std::optional<std::vector<StringMatcher>> dra_cdi_devices;
 };
 
 struct PodExpect {
@@ -321,6 +328,61 @@ struct PodResourcesExpect {
   std::vector<PrPodExpect> get;
 };
 
+// ---- DRA expectations ------------------------------------------------------
+
+// One ResourceClaim, named by `name` (namespace/name, or a name in
+// "default") or, for a claim made from a template, by the pod and the
+// pod's spec.resourceClaims entry (`pod`, `claim`).
+struct DraClaimExpect {
+  Location loc;
+  std::string name;
+  std::string pod;
+  std::string claim;
+  std::optional<bool> exists;     // in the API store
+  std::optional<bool> allocated;  // status.allocation set
+  // status.reservedFor: exactly these pods (refs), any order.
+  std::optional<std::vector<std::string>> reserved_for;
+  // The DRA manager's claim-info cache: present, and prepared since the
+  // node started.
+  std::optional<bool> cached;
+  std::optional<bool> prepared;
+  // The allocated devices' names (status.allocation.devices.results).
+  std::optional<SetExpect> devices;
+};
+
+// One kubelet -> driver call as the node made it.
+struct DraCallExpect {
+  Location loc;
+  std::string method;  // NodePrepareResources or NodeUnprepareResources
+  // The claims of the call by name ({regex} allowed), each matching a
+  // distinct claim, no other claim (nullopt: not checked).
+  std::optional<std::vector<StringMatcher>> claims;
+  std::optional<bool> ok;  // the call and every claim succeeded
+};
+
+// The calls the node made to one driver (all instances).
+struct DraCallsExpect {
+  Location loc;
+  std::string driver;
+  bool since_start = false;             // default: since the step began
+  std::vector<DraCallExpect> sequence;  // in this order, others between
+  bool exact = false;                   // nothing but the sequence
+  std::map<std::string, int64_t> counts;
+};
+
+// dra_manager_state.
+struct DraCheckpointExpect {
+  Location loc;
+  std::optional<bool> exists;
+  std::optional<bool> valid;  // parses, checksum matches, Data decodes
+  std::optional<int64_t> entry_count;
+  // Claims (by name or namespace/name) with an entry, and without one.
+  std::vector<std::string> claims;
+  std::vector<std::string> absent_claims;
+  // Pods (refs) among the PodUIDs of some entry.
+  std::vector<std::string> pods;
+};
+
 struct Expectations {
   Location loc;
   std::vector<ResourceExpect> resources;
@@ -333,11 +395,15 @@ struct Expectations {
   std::optional<PodResourcesExpect> pod_resources;
   // Each must match (regex search) one of the recent devmgr log lines.
   std::vector<std::pair<Location, std::string>> log;
+  // DRA: ResourceClaims, the node's driver calls, dra_manager_state.
+  std::vector<DraClaimExpect> claims;
+  std::vector<DraCallsExpect> dra_calls;
+  std::optional<DraCheckpointExpect> dra_checkpoint;
   // Real-time budget to keep re-checking until everything holds.
   std::optional<absl::Duration> within;
   bool empty() const {
     return resources.empty() && pods.empty() && !disjoint && !checkpoint && calls.empty() &&
-           !pod_resources && log.empty();
+           !pod_resources && log.empty() && claims.empty() && dra_calls.empty() && !dra_checkpoint;
   }
 };
 
@@ -369,7 +435,10 @@ enum class StepKind {
   kCorruptCheckpoint,
   kWriteCheckpoint,
   kRun,
-  kCheck,  // expectations only
+  kApply,         // DRA: create or replace API objects
+  kDeleteObject,  // DRA: delete an API object
+  kWaitDriver,    // DRA: a driver registered, its slices published
+  kCheck,         // expectations only
 };
 
 // The step's key in the YAML ("admit", "delete_pod", ...).
@@ -454,6 +523,17 @@ struct Step {
   // kRun
   std::string command;
   int64_t expect_exit = 0;
+  // kApply: the objects (JSON, as the API has them), in order.
+  std::vector<nlohmann::json> objects;
+  // kDeleteObject: kind (ResourceClaim, ResourceClaimTemplate,
+  // DeviceClass), namespace ("" for a DeviceClass) and name.
+  std::string object_kind;
+  std::string object_namespace;
+  std::string object_name;
+  // kWaitDriver: the driver (`plugin` names its plugin when known) and the
+  // devices its slices for the node must list at least (default 1).
+  std::string driver;
+  int64_t min_devices = 1;
 
   Expectations expect;
   // The expectations must hold continuously for this long (from the end of
@@ -510,6 +590,11 @@ struct Scenario {
   Timeouts timeouts;
   std::vector<PluginSpec> plugins;
   std::vector<Step> steps;
+
+  // DRA on the node: a dra_driver plugin or a DRA step (apply,
+  // delete_object, wait_driver). Turns on the API
+  // endpoint and plugins_registry; needs kubelet 1.34 or newer.
+  bool UsesDra() const;
 };
 
 }  // namespace devmgr::scenario

@@ -12,10 +12,10 @@
 
 #include "common/status_util.h"
 #include "fmt/format.h"
+#include "kubelet/feature_gates.h"
 #include "kubelet/profile.h"
 #include "plugin/config.h"
 #include "pod/manifest_parser.h"
-#include "podresources/options.h"
 #include "scenario/expect/expect_parser.h"
 #include "scenario/format/scenario_reader.h"
 #include "yaml-cpp/yaml.h"
@@ -45,7 +45,8 @@ const Keys kPluginKeys = {"name",
                           "socket",
                           "wait_for_registration",
                           "call_log",
-                          "control"};
+                          "control",
+                          "dra_driver"};
 const Keys kStepCommonKeys = {"name", "versions", "timeout", "expect", "expect_for", "capture"};
 const Keys kStepActions = {"admit",
                            "delete_pod",
@@ -72,6 +73,9 @@ const Keys kStepActions = {"admit",
                            "corrupt_checkpoint",
                            "write_checkpoint",
                            "run",
+                           "apply",
+                           "delete_object",
+                           "wait_driver",
                            "check"};
 const StepKind kStepKinds[] = {StepKind::kAdmit,
                                StepKind::kDeletePod,
@@ -98,6 +102,9 @@ const StepKind kStepKinds[] = {StepKind::kAdmit,
                                StepKind::kCorruptCheckpoint,
                                StepKind::kWriteCheckpoint,
                                StepKind::kRun,
+                               StepKind::kApply,
+                               StepKind::kDeleteObject,
+                               StepKind::kWaitDriver,
                                StepKind::kCheck};
 
 Keys Concat(Keys a, const Keys& b) {
@@ -176,6 +183,8 @@ class Parser : public ScenarioReader {
       DEVMGR_RETURN_IF_ERROR(ParseStep(s, sc, &step));
       sc.steps.push_back(std::move(step));
     }
+    // DRA drivers register through the plugin watcher.
+    if (sc.UsesDra()) sc.node.plugins_registry = true;
     return sc;
   }
 
@@ -313,8 +322,9 @@ class Parser : public ScenarioReader {
     if (n["feature_gates"]) {
       DEVMGR_RETURN_IF_ERROR(
           String(n["feature_gates"], "node.feature_gates", &node->feature_gates));
-      podresources::Options api;
-      if (absl::Status s = podresources::ApplyFeatureGates(node->feature_gates, &api); !s.ok()) {
+      // The version is not known here (a scenario runs at several): each run
+      // applies the spec to its version's gates (ScenarioProfile).
+      if (absl::Status s = ValidateFeatureGateSpec(node->feature_gates); !s.ok()) {
         return Error(n["feature_gates"], "node.feature_gates: " + std::string(s.message()));
       }
     }
@@ -475,6 +485,17 @@ class Parser : public ScenarioReader {
         return Error(p["control"], "sample plugins get a control file already");
       }
       DEVMGR_RETURN_IF_ERROR(NonEmptyString(p["control"], "control", &spec->control));
+    }
+    if (p["dra_driver"]) {
+      DEVMGR_RETURN_IF_ERROR(NonEmptyString(p["dra_driver"], "dra_driver", &spec->dra_driver));
+      if (!p["command"]) {
+        return Error(p["dra_driver"],
+                     "a dra_driver plugin needs command (the driver's command line)");
+      }
+      if (p["resource"]) {
+        return Error(p["resource"], "resource applies to device plugins, not to a dra_driver");
+      }
+      spec->reregisters = true;
     }
     return absl::OkStatus();
   }
@@ -765,8 +786,132 @@ class Parser : public ScenarioReader {
                       &step->content);
       case StepKind::kRun:
         return ParseRunStep(where, v, step);
+      case StepKind::kApply:
+        return ParseApply(key, v, sc, step);
+      case StepKind::kDeleteObject:
+        return ParseDeleteObject(where, v, step);
+      case StepKind::kWaitDriver:
+        return ParseWaitDriver(where, v, sc, step);
     }
     return Error(key, "unhandled step");
+  }
+
+  // ---- DRA steps ----
+
+  // The API objects of one document list (JSON text), each checked: a
+  // resource.k8s.io/v1 ResourceClaim, ResourceClaimTemplate or DeviceClass
+  // with a name.
+  absl::Status ApiObjects(const YAML::Node& at, const std::vector<std::string>& docs,
+                          const std::string& source, Step* step) const {
+    static const Keys kKinds = {"ResourceClaim", "ResourceClaimTemplate", "DeviceClass"};
+    for (const std::string& text : docs) {
+      nlohmann::json o = nlohmann::json::parse(text, nullptr, false);
+      if (!o.is_object()) return Error(at, source + ": an API object must be a mapping");
+      const std::string kind = o.value("kind", "");
+      if (!Contains(kKinds, kind)) {
+        return UnknownName(
+            at,
+            fmt::format("{}: apply takes ResourceClaim, ResourceClaimTemplate and DeviceClass "
+                        "objects, not kind '{}'",
+                        source, kind),
+            kind, kKinds);
+      }
+      if (o.value("apiVersion", "") != "resource.k8s.io/v1") {
+        return Error(at, fmt::format("{}: {} needs apiVersion resource.k8s.io/v1", source, kind));
+      }
+      if (!o.contains("metadata") || !o["metadata"].is_object() ||
+          !o["metadata"].contains("name") || !o["metadata"]["name"].is_string()) {
+        return Error(at, fmt::format("{}: {} needs metadata.name", source, kind));
+      }
+      step->objects.push_back(std::move(o));
+    }
+    return absl::OkStatus();
+  }
+
+  // apply: FILE (every document), an inline object, or a list of files.
+  absl::Status ParseApply(const YAML::Node& key, const YAML::Node& v, const Scenario& sc,
+                          Step* step) const {
+    auto file_docs = [&](const YAML::Node& n) -> absl::Status {
+      std::string path;
+      DEVMGR_RETURN_IF_ERROR(NonEmptyString(n, "apply (a manifest file)", &path));
+      if (path[0] != '/') path = sc.dir + "/" + path;
+      absl::StatusOr<std::string> text = pod::ReadManifestFile(path);
+      if (!text.ok()) return Error(n, "apply: " + std::string(text.status().message()));
+      absl::StatusOr<std::vector<std::string>> docs = pod::YamlDocumentsAsJson(*text, path);
+      if (!docs.ok()) return docs.status();
+      if (docs->empty()) return Error(n, fmt::format("apply: {} holds no object", path));
+      return ApiObjects(n, *docs, path, step);
+    };
+    if (v.IsScalar()) return file_docs(v);
+    if (v.IsSequence()) {
+      if (v.size() == 0) return Error(v, "apply needs at least one manifest file");
+      for (const YAML::Node& f : v) DEVMGR_RETURN_IF_ERROR(file_docs(f));
+      return absl::OkStatus();
+    }
+    if (!v.IsMap()) return Error(v, "apply takes a manifest file, a list of them or one object");
+    absl::StatusOr<std::vector<std::string>> docs =
+        pod::YamlDocumentsAsJson(BlockText(key, v), file());
+    if (!docs.ok()) return docs.status();
+    return ApiObjects(v, *docs, file(), step);
+  }
+
+  // delete_object: {kind, name, namespace (default "default")}.
+  absl::Status ParseDeleteObject(const std::string& where, const YAML::Node& v, Step* step) const {
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"kind", "name", "namespace"}, where));
+    if (!v["kind"] || !v["name"]) return Error(v, "delete_object needs kind and name");
+    DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["kind"], "kind", &step->object_kind));
+    static const Keys kKinds = {"ResourceClaim", "ResourceClaimTemplate", "DeviceClass"};
+    if (!Contains(kKinds, step->object_kind)) {
+      return UnknownName(v["kind"], fmt::format("unknown kind '{}'", step->object_kind),
+                         step->object_kind, kKinds);
+    }
+    DEVMGR_RETURN_IF_ERROR(NonEmptyString(v["name"], "name", &step->object_name));
+    if (step->object_kind == "DeviceClass") {
+      if (v["namespace"]) return Error(v["namespace"], "a DeviceClass has no namespace");
+    } else {
+      step->object_namespace = "default";
+      if (v["namespace"]) {
+        DEVMGR_RETURN_IF_ERROR(
+            NonEmptyString(v["namespace"], "namespace", &step->object_namespace));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // wait_driver: PLUGIN or DRIVER, or {plugin | driver, devices: N}.
+  absl::Status ParseWaitDriver(const std::string& where, const YAML::Node& v, const Scenario& sc,
+                               Step* step) const {
+    auto by_name = [&](const YAML::Node& n) -> absl::Status {
+      std::string name;
+      DEVMGR_RETURN_IF_ERROR(NonEmptyString(n, "wait_driver", &name));
+      for (const PluginSpec& p : sc.plugins) {
+        if (p.name == name && !p.dra_driver.empty()) {
+          step->plugin = p.name;
+          step->driver = p.dra_driver;
+          return absl::OkStatus();
+        }
+      }
+      step->driver = name;
+      return absl::OkStatus();
+    };
+    if (v.IsScalar()) return by_name(v);
+    DEVMGR_RETURN_IF_ERROR(ExpectMap(v, where));
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"plugin", "driver", "devices"}, where));
+    if (v["plugin"] && v["driver"]) return Error(v, "give plugin or driver, not both");
+    if (v["plugin"]) {
+      DEVMGR_RETURN_IF_ERROR(PluginRef(sc, v["plugin"], &step->plugin));
+      step->driver = FindPlugin(sc, step->plugin)->dra_driver;
+      if (step->driver.empty()) {
+        return Error(v["plugin"], fmt::format("plugin '{}' is no dra_driver", step->plugin));
+      }
+    } else if (v["driver"]) {
+      DEVMGR_RETURN_IF_ERROR(by_name(v["driver"]));
+    } else {
+      return Error(v, "wait_driver needs plugin or driver");
+    }
+    if (v["devices"]) DEVMGR_RETURN_IF_ERROR(Int(v["devices"], "devices", 0, &step->min_devices));
+    return absl::OkStatus();
   }
 
   // set_phase: {pod, phase: Succeeded|Failed}.

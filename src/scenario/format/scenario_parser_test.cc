@@ -157,6 +157,22 @@ TEST(ScenarioParser, WrongTypesAreErrors) {
             "s.yaml:2:12: check takes no value");
 }
 
+// node.feature_gates is checked against every version's gates at parse time
+// (each run applies it to its own version's, where a gate that version lacks
+// is refused).
+TEST(ScenarioParser, FeatureGatesAreCheckedWhereTheyAreWritten) {
+  EXPECT_EQ(Err("node: {feature_gates: \"Nope=true\"}\nsteps: []\n"),
+            "s.yaml:1:23: node.feature_gates: unrecognized feature gate: Nope");
+  EXPECT_EQ(Err("node: {feature_gates: \"KubeletPodResourcesGet=yes\"}\nsteps: []\n"),
+            "s.yaml:1:23: node.feature_gates: invalid value of KubeletPodResourcesGet=yes, err: "
+            "strconv.ParseBool: parsing \"yes\": invalid syntax");
+  absl::StatusOr<Scenario> ok = ParseScenario(
+      "node: {feature_gates: \"KubeletPodResourcesListUseActivePods=true\"}\nsteps: []\n",
+      "s.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->node.feature_gates, "KubeletPodResourcesListUseActivePods=true");
+}
+
 TEST(ScenarioParser, StepsNeedExactlyOneAction) {
   EXPECT_EQ(Err("steps:\n  - delete_pod: a\n    restart_kubelet:\n"),
             "s.yaml:3:5: a step has exactly one action; found 'delete_pod' and 'restart_kubelet'");
@@ -343,6 +359,116 @@ TEST(VersionMatrixPlan, AppliesToAndPinnedVersions) {
   runs = PlanRuns(*pinned, {"1.33", "1.34"}, /*matrix=*/true);
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_TRUE(runs[0].skip);
+  EXPECT_FALSE(runs[1].skip);
+}
+
+}  // namespace
+}  // namespace devmgr::scenario
+
+namespace devmgr::scenario {
+namespace {
+
+constexpr char kDraDriver[] = R"(plugins:
+  - name: drv
+    dra_driver: gpu.example.com
+    command: my-driver --node-name "$DEVMGR_NODE_NAME"
+)";
+
+TEST(ScenarioParserDra, DriversStepsAndExpectations) {
+  const std::string text = std::string(kDraDriver) + R"(steps:
+  - wait_driver: {plugin: drv, devices: 2}
+  - apply:
+      apiVersion: resource.k8s.io/v1
+      kind: ResourceClaim
+      metadata: {name: gpu}
+      spec: {devices: {requests: [{name: r, exactly: {deviceClassName: c}}]}}
+  - delete_object: {kind: ResourceClaim, name: gpu}
+  - delete_object: {kind: DeviceClass, name: c}
+  - check:
+    expect:
+      claims:
+        - {name: gpu, allocated: true, reserved_for: [p], prepared: true, devices: 1}
+        - {pod: p, claim: gpu, exists: false}
+      dra_calls:
+        gpu.example.com:
+          since: start
+          sequence: [NodePrepareResources, {method: NodeUnprepareResources, claims: [{regex: "^g"}], ok: true}]
+          counts: {NodePrepareResources: 1}
+      dra_checkpoint: {valid: true, entry_count: 1, claims: [gpu], absent_claims: [x], pods: [p]}
+      pods: {p: {containers: {c: {dra_cdi_devices: [{regex: "gpu="}]}}}}
+)";
+  absl::StatusOr<Scenario> s = ParseScenario(text, "d.yaml");
+  ASSERT_OK(s);
+  EXPECT_TRUE(s->UsesDra());
+  EXPECT_TRUE(s->node.plugins_registry);  // implied: drivers register through the watcher
+  EXPECT_EQ(s->plugins[0].dra_driver, "gpu.example.com");
+  EXPECT_EQ(s->steps[0].kind, StepKind::kWaitDriver);
+  EXPECT_EQ(s->steps[0].driver, "gpu.example.com");
+  EXPECT_EQ(s->steps[0].plugin, "drv");
+  EXPECT_EQ(s->steps[0].min_devices, 2);
+  ASSERT_EQ(s->steps[1].objects.size(), 1u);
+  EXPECT_EQ(s->steps[1].objects[0]["metadata"]["name"], "gpu");
+  EXPECT_EQ(DescribeStep(s->steps[1]), "apply [ResourceClaim gpu]");
+  EXPECT_EQ(s->steps[2].object_namespace, "default");
+  EXPECT_EQ(s->steps[3].object_namespace, "");
+  const Expectations& e = s->steps[4].expect;
+  ASSERT_EQ(e.claims.size(), 2u);
+  EXPECT_EQ(e.claims[0].reserved_for, std::vector<std::string>{"p"});
+  EXPECT_EQ(e.claims[1].pod, "p");
+  ASSERT_EQ(e.dra_calls.size(), 1u);
+  EXPECT_TRUE(e.dra_calls[0].since_start);
+  ASSERT_EQ(e.dra_calls[0].sequence.size(), 2u);
+  EXPECT_TRUE(e.dra_calls[0].sequence[1].claims->at(0).regex);
+  ASSERT_TRUE(e.dra_checkpoint);
+  EXPECT_EQ(e.dra_checkpoint->pods, std::vector<std::string>{"p"});
+  ASSERT_TRUE(e.pods[0].containers[0].dra_cdi_devices);
+}
+
+TEST(ScenarioParserDra, BadInputHasPositionsAndSuggestions) {
+  const std::string steps = std::string(kDraDriver) + "steps:\n";
+  EXPECT_THAT(Err(steps + "  - apply:\n      apiVersion: resource.k8s.io/v1\n      kind: "
+                          "ResourceClaimTemplat\n      metadata: {name: t}\n"),
+              HasSubstr("s.yaml:7:7: s.yaml: apply takes ResourceClaim, ResourceClaimTemplate "
+                        "and DeviceClass objects, not kind 'ResourceClaimTemplat' (did you mean "
+                        "'ResourceClaimTemplate'?)"));
+  EXPECT_THAT(Err(steps + "  - apply:\n      apiVersion: resource.k8s.io/v1beta1\n      kind: "
+                          "DeviceClass\n      metadata: {name: c}\n"),
+              HasSubstr("DeviceClass needs apiVersion resource.k8s.io/v1"));
+  EXPECT_THAT(Err(steps + "  - apply: missing.yaml\n"), HasSubstr("s.yaml:6:12: apply: "));
+  EXPECT_THAT(Err(steps + "  - delete_object: {kind: DeviceClas, name: c}\n"),
+              HasSubstr("s.yaml:6:27: unknown kind 'DeviceClas' (did you mean 'DeviceClass'?)"));
+  EXPECT_THAT(Err(steps + "  - delete_object: {kind: DeviceClass, name: c, namespace: x}\n"),
+              HasSubstr("a DeviceClass has no namespace"));
+  EXPECT_THAT(Err(steps + "  - check:\n    expect:\n      dra_calls: {gpu.example.con: "
+                          "[NodePrepareResources]}\n"),
+              HasSubstr("s.yaml:8:19: no plugin of the scenario is DRA driver 'gpu.example.con' "
+                        "(did you mean 'gpu.example.com'?)"));
+  EXPECT_THAT(Err(steps + "  - check:\n    expect:\n      dra_calls: {gpu.example.com: "
+                          "[NodePrepareResource]}\n"),
+              HasSubstr("unknown DRA method 'NodePrepareResource' (did you mean "
+                        "'NodePrepareResources'?)"));
+  EXPECT_THAT(Err(steps + "  - check:\n    expect:\n      claims: [{pod: p}]\n"),
+              HasSubstr("s.yaml:8:16: a claim expectation needs name, or pod and claim"));
+  EXPECT_THAT(Err(steps + "  - check:\n    expect:\n      claims: [{name: g, prepard: true}]\n"),
+              HasSubstr("unknown key 'prepard' in a claim expectation (did you mean 'prepared'?)"));
+  EXPECT_THAT(Err(steps + "  - check:\n    expect:\n      dra_checkpoint: {entries: 1}\n"),
+              HasSubstr("unknown key 'entries' in expect.dra_checkpoint"));
+  EXPECT_THAT(Err(steps + "  - wait_driver: {plugin: drv, driver: x}\n"),
+              HasSubstr("give plugin or driver, not both"));
+  EXPECT_THAT(Err("plugins:\n  - {name: d, dra_driver: x, sample_plugin: {resource: a/b}}\n"
+                  "steps:\n  - check:\n    expect: {log: [x]}\n"),
+              HasSubstr("a dra_driver plugin needs command"));
+}
+
+TEST(VersionMatrixPlan, DraScenariosAreSkippedBefore134) {
+  absl::StatusOr<Scenario> s = ParseScenario(
+      std::string(kDraDriver) + "steps:\n  - check:\n    expect: {log: [x]}\n", "dra.yaml");
+  ASSERT_OK(s);
+  auto runs = PlanRuns(*s, {"1.33", "1.34"}, /*matrix=*/true);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_TRUE(runs[0].skip);
+  EXPECT_EQ(runs[0].reason,
+            "DRA needs kubelet 1.34 or newer (devmgr emulates no DRAPlugin handler before)");
   EXPECT_FALSE(runs[1].skip);
 }
 

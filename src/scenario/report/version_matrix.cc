@@ -7,6 +7,9 @@
 namespace devmgr::scenario {
 namespace {
 
+// The first kubelet whose DRA devmgr emulates (docs/dra.md).
+constexpr int kMinDraMinor = 34;
+
 bool Contains(const std::vector<std::string>& vs, const std::string& v) {
   return std::find(vs.begin(), vs.end(), v) != vs.end();
 }
@@ -34,6 +37,15 @@ std::vector<PlannedRun> PlanRuns(const Scenario& sc, const std::vector<std::stri
     } else if (!sc.applies_to.empty() && !Contains(sc.applies_to, v)) {
       r.skip = true;
       r.reason = fmt::format("applies to kubelet {} only", Join(sc.applies_to));
+    }
+    if (!r.skip && sc.UsesDra()) {
+      absl::StatusOr<Profile> p = ProfileForVersion(v);
+      if (p.ok() && p->minor < kMinDraMinor) {
+        r.skip = true;
+        r.reason = fmt::format(
+            "DRA needs kubelet 1.{} or newer (devmgr emulates no DRAPlugin handler before)",
+            kMinDraMinor);
+      }
     }
     out.push_back(std::move(r));
   }

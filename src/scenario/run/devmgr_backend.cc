@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "apiserver/resource_type.h"
 #include "common/fs.h"
 #include "common/status_util.h"
 #include "fmt/format.h"
@@ -43,7 +44,8 @@ absl::Status DevmgrBackend::RebootNode(const std::vector<PluginHost*>& stopped, 
 absl::Status DevmgrBackend::AdvanceClock(absl::Duration d) {
   ctx_.clock.Advance(d);
   if (ctx_.kubelet_running()) ctx_.node->pod_status().SyncDuePods();  // the resyncs now due
-  return absl::OkStatus();
+  // The DRA retries and reconcile now due.
+  return ctx_.DraPeriodicWork(ctx_.sc.timeouts.step);
 }
 
 absl::StatusOr<node::NodeResources> DevmgrBackend::UpdateNodeStatus() {
@@ -70,6 +72,15 @@ void DevmgrBackend::AdmissionNotes(const std::string& uid, std::vector<std::stri
       }
       if (!s.empty()) notes->push_back(fmt::format("{}: {}", c.container_name, s));
     }
+  }
+  for (const auto& c : rec->containers) {
+    if (!c.cdi_devices.empty()) {
+      notes->push_back(fmt::format("{}: CDI devices {}", c.name, ListString(c.cdi_devices)));
+    }
+  }
+  if (rec->sync_failed) {
+    notes->push_back(fmt::format("sync failed (stays {}): reason {}, \"{}\"",
+                                 pod::PhaseName(rec->phase), rec->reason, rec->message));
   }
   for (const auto& c : rec->containers) {
     if (!c.start_error.empty()) {
@@ -211,6 +222,69 @@ absl::Status DevmgrBackend::TruncateCheckpoint(int64_t size) {
         fmt::format("truncate {}: {}", path, std::strerror(errno)));
   }
   return absl::OkStatus();
+}
+
+// ---- DRA ----
+
+namespace {
+
+const apiserver::ResourceType* DraType(const std::string& kind) {
+  for (const apiserver::ResourceType* t :
+       {&apiserver::ResourceClaims(), &apiserver::ResourceClaimTemplates(),
+        &apiserver::DeviceClasses()}) {
+    if (t->kind == kind) return t;
+  }
+  return nullptr;
+}
+
+absl::Status NoDra(const RunContext& ctx, const char* what) {
+  return absl::FailedPreconditionError(
+      fmt::format("{}: DRA is off on this node (kubelet {})", what, ctx.profile.name));
+}
+
+}  // namespace
+
+absl::Status DevmgrBackend::ApplyObjects(const std::vector<nlohmann::json>& objects) {
+  if (ctx_.api == nullptr) return NoDra(ctx_, "apply");
+  apiserver::Store& store = ctx_.api->store();
+  for (const nlohmann::json& o : objects) {
+    const apiserver::ResourceType* type = DraType(o.value("kind", ""));
+    if (type == nullptr) return absl::InvalidArgumentError("apply: kind " + o.value("kind", ""));
+    const std::string name = o["metadata"].value("name", "");
+    const std::string ns =
+        type->namespaced ? o["metadata"].value("namespace", std::string("default")) : "";
+    apiserver::ApiOr<nlohmann::json> r = store.Get(*type, ns, name);
+    if (r.ok()) {
+      nlohmann::json replaced = o;
+      replaced["metadata"].erase("resourceVersion");  // an unconditional update
+      r = store.Update(*type, ns, name, std::move(replaced));
+    } else {
+      r = store.Create(*type, ns, o);
+    }
+    if (!r.ok()) {
+      return absl::FailedPreconditionError(fmt::format(
+          "apply {} {}{}: {}", type->kind, ns.empty() ? "" : ns + "/", name, r.error->message));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DevmgrBackend::DeleteObject(const std::string& kind, const std::string& ns,
+                                         const std::string& name) {
+  if (ctx_.api == nullptr) return NoDra(ctx_, "delete_object");
+  const apiserver::ResourceType* type = DraType(kind);
+  if (type == nullptr) return absl::InvalidArgumentError("delete_object: kind " + kind);
+  apiserver::ApiOr<nlohmann::json> r = ctx_.api->store().Delete(*type, ns, name, {});
+  if (!r.ok()) {
+    return absl::NotFoundError(fmt::format("delete {} {}{}: {}", kind, ns.empty() ? "" : ns + "/",
+                                           name, r.error->message));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DevmgrBackend::WaitDriver(const std::string& driver, int64_t min_devices,
+                                       PluginHost* h, absl::Duration timeout) {
+  return ctx_.WaitDraDriver(driver, min_devices, 0, timeout, h);
 }
 
 // ---- commands ----

@@ -57,6 +57,12 @@ class DevmgrBackend final : public StepBackend {
   absl::StatusOr<CommandResult> RunCommand(const std::string& command,
                                            absl::Duration timeout) override;
 
+  absl::Status ApplyObjects(const std::vector<nlohmann::json>& objects) override;
+  absl::Status DeleteObject(const std::string& kind, const std::string& ns,
+                            const std::string& name) override;
+  absl::Status WaitDriver(const std::string& driver, int64_t min_devices, PluginHost* h,
+                          absl::Duration timeout) override;
+
  private:
   // The admission verdict of pod `uid`, its devices per container and
   // failed container starts.

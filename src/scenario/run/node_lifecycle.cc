@@ -6,11 +6,14 @@
 #include <cerrno>
 #include <cstring>
 
+#include "apiserver/server.h"
 #include "checkpoint/checkpoint.h"
 #include "common/fs.h"
+#include "dra/state.h"
 #include "fmt/format.h"
 #include "manager/resource_health.h"
 #include "node/node_options.h"
+#include "node/pod_sync_loop.h"
 #include "podresources/observability.h"
 #include "process/plugin_process.h"
 #include "scenario/expect/expectations.h"
@@ -57,6 +60,41 @@ std::string RunContext::CheckpointPath() const {
   return env.plugin_dir + "/" + checkpoint::kCheckpointName;
 }
 
+// The kubelet's root is the work dir: dra_manager_state lives there.
+std::string RunContext::DraCheckpointPath() const { return work_dir + "/" + dra::kCheckpointName; }
+
+absl::Status RunContext::StartApi() {
+  api = std::make_unique<apiserver::ApiServer>(clock);
+  absl::StatusOr<std::string> url = api->Start(apiserver::kDefaultApiListen);
+  if (!url.ok()) {
+    return EnvError(fmt::format("the API endpoint for DRA drivers did not start: {}",
+                                std::string(url.status().message())));
+  }
+  if (absl::Status s = apiserver::CreateNode(api->store(), kDraNodeName); !s.ok()) {
+    return EnvError(std::string(s.message()));
+  }
+  env.kubeconfig = work_dir + "/kubeconfig";
+  env.node_name = kDraNodeName;
+  env.dra_plugin_dir = work_dir + "/dra-plugins";
+  env.cdi_dir = work_dir + "/cdi";
+  env.dra_checkpoint = DraCheckpointPath();
+  if (absl::Status s = apiserver::WriteKubeconfig(env.kubeconfig, *url); !s.ok()) {
+    return EnvError(std::string(s.message()));
+  }
+  for (const std::string& d : {env.dra_plugin_dir, env.cdi_dir}) {
+    if (absl::Status s = fs::MkdirAll(*fs::Default(), d, 0750); !s.ok()) {
+      return EnvError(std::string(s.message()));
+    }
+  }
+  last_sync_retry_ = last_dra_reconcile_ = clock.Now();
+  return absl::OkStatus();
+}
+
+std::vector<dra::DriverCallRecord> RunContext::DraCalls() const {
+  absl::MutexLock l(&dra_calls_mu_);
+  return dra_calls_;
+}
+
 absl::Status RunContext::PrepareDirs() {
   char tmpl[] = "/tmp/dmrun-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) {
@@ -92,6 +130,9 @@ absl::Status RunContext::PrepareDirs() {
 
 absl::Status RunContext::Setup() {
   if (absl::Status s = PrepareDirs(); !s.ok()) return s;
+  if (sc.UsesDra()) {
+    if (absl::Status s = StartApi(); !s.ok()) return s;
+  }
   // The profile's gates already hold --feature-gates and node.feature_gates.
   pr_opts = podresources::OptionsForProfile(profile);
   resource_health = profile.gates.Enabled(kGateResourceHealthStatus);
@@ -132,6 +173,9 @@ absl::Status RunContext::StartPlugins() {
     } else if (p.start == PluginStart::kAfterKubelet) {
       s = StartHost(*h, /*wait=*/true);
     } else if (p.start == PluginStart::kBeforeKubelet && p.wait_for_registration &&
+               !p.dra_driver.empty()) {
+      s = WaitDraDriver(p.dra_driver, 1, 0, sc.timeouts.wait, h.get());
+    } else if (p.start == PluginStart::kBeforeKubelet && p.wait_for_registration &&
                !p.resource.empty()) {
       s = WaitConnected(p.resource, 0, sc.timeouts.wait, h.get(), p.initial_devices);
     }
@@ -159,6 +203,18 @@ std::unique_ptr<node::Node> RunContext::MakeNode(std::optional<node::NodeResourc
   }
   node::NodeOptions o = b.options();
   o.existing_node = std::move(existing_node);
+  if (api != nullptr) {
+    o.dra.store = &api->store();
+    o.dra.node_name = kDraNodeName;
+    o.dra.state_dir = work_dir;
+    o.dra.on_driver_call = [this](const dra::DriverCallRecord& r) {
+      {
+        absl::MutexLock l(&dra_calls_mu_);
+        dra_calls_.push_back(r);
+      }
+      changes.Notify();
+    };
+  }
   if (opts.metrics != nullptr) opts.metrics->Hook(&o);
   auto n = std::make_unique<node::Node>(o);
   n->manager().SetChangeCallback([this] { changes.Notify(); });
@@ -242,7 +298,42 @@ absl::Status RunContext::StartKubelet(bool rebooted, const std::vector<PluginHos
       fmt::format("re-admission of active pods after the {}", rebooted ? "reboot" : "restart"));
   if (!s.ok()) return s;
   old.reset();
-  if (!rebooted && wait) return WaitReregistrations(sc.timeouts.wait);
+  if (!rebooted && wait) {
+    if (absl::Status w = WaitReregistrations(sc.timeouts.wait); !w.ok()) return w;
+  }
+  // The pods whose claims could not be prepared before their drivers came
+  // back: the pod worker syncs them again (its back-off, taken now).
+  if (api != nullptr && wait) return RetryFailedSyncs(timeout);
+  return absl::OkStatus();
+}
+
+absl::Status RunContext::RetryFailedSyncs(absl::Duration timeout) {
+  node::PodManager* p = pods.get();
+  last_sync_retry_ = clock.Now();
+  return Bounded(
+      [p] {
+        p->RetryFailedSyncs();
+        return absl::OkStatus();
+      },
+      timeout, "the retry of failed pod syncs");
+}
+
+absl::Status RunContext::DraPeriodicWork(absl::Duration timeout) {
+  if (api == nullptr || !kubelet_running()) return absl::OkStatus();
+  const absl::Time now = clock.Now();
+  const node::PodSyncLoopOptions periods;  // the kubelet's back-off and reconcile periods
+  if (now - last_dra_reconcile_ >= periods.reconcile_period) {
+    last_dra_reconcile_ = now;
+    node::PodManager* p = pods.get();
+    absl::Status s = Bounded(
+        [p] {
+          p->ReconcileDra();
+          return absl::OkStatus();
+        },
+        timeout, "the DRA manager's reconcile");
+    if (!s.ok()) return s;
+  }
+  if (now - last_sync_retry_ >= periods.retry_period) return RetryFailedSyncs(timeout);
   return absl::OkStatus();
 }
 
@@ -286,6 +377,7 @@ void RunContext::Teardown() {
     h->Stop(absl::Seconds(2));
   }
   StopKubelet();
+  bool detached = false;
   if (worker_) {
     if (WaitJob(absl::Seconds(10))) {
       worker_->join();
@@ -294,12 +386,21 @@ void RunContext::Teardown() {
       worker_->detach();
       (void)pods.release();
       (void)node.release();
+      detached = true;
     }
     worker_.reset();
   }
   pods.reset();
   node.reset();
   hosts.clear();
+  if (api != nullptr) {
+    api->Stop();
+    if (detached) {
+      (void)api.release();  // the stuck worker may still read its store
+    } else {
+      api.reset();
+    }
+  }
   if (!work_dir.empty() && !opts.keep_dir) {
     std::system(fmt::format("rm -rf {}", ShellQuote(work_dir)).c_str());
   }

@@ -5,7 +5,10 @@
 #include <sstream>
 #include <utility>
 
+#include "apiserver/field_selector.h"
+#include "apiserver/resource_type.h"
 #include "common/logging.h"
+#include "dra/manager.h"
 #include "podresources/lister.h"
 #include "topology/bitmask.h"
 
@@ -29,6 +32,34 @@ ResourceHints FromProviderHints(const topology::ProviderHints& in) {
     out[r] = std::move(hs);
   }
   return out;
+}
+
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The DRA part: claims, the claim-info cache, driver calls, the checkpoint.
+void ObserveDra(const Expectations& e, const ObserveContext& ctx, Observed* o) {
+  o->kubelet_minor = ctx.kubelet_minor;
+  if (ctx.dra_store == nullptr) return;
+  if (!e.claims.empty()) {
+    apiserver::ApiOr<apiserver::Store::ListResult> l =
+        ctx.dra_store->List(apiserver::ResourceClaims(), "", apiserver::FieldSelector{});
+    if (l.ok()) o->dra_claims = std::move(l.value.items);
+    if (ctx.node->dra_manager() != nullptr)
+      o->dra_claim_infos = ctx.node->dra_manager()->ClaimInfos();
+  }
+  if (!e.dra_calls.empty()) {
+    o->dra_calls_since_start = ctx.dra_calls;
+    const size_t mark = std::min(ctx.dra_calls_mark, ctx.dra_calls.size());
+    o->dra_calls_since_step.assign(ctx.dra_calls.begin() + static_cast<std::ptrdiff_t>(mark),
+                                   ctx.dra_calls.end());
+  }
+  if (e.dra_checkpoint) o->dra_checkpoint_bytes = ReadFile(ctx.dra_checkpoint_path);
 }
 
 }  // namespace
@@ -103,6 +134,7 @@ Observed Observe(const Expectations& e, const ObserveContext& ctx) {
     o.calls_since_start[c.plugin] = h->Calls();
     o.calls_since_step[c.plugin] = h->CallsSinceMark();
   }
+  ObserveDra(e, ctx, &o);
   if (!e.log.empty()) {
     // Only the lines logged since the step started.
     std::vector<std::string> lines = RecentLogLines(200);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "apiserver/store.h"
+#include "dra/driver_calls.h"
 #include "node/node.h"
 #include "node/pod_manager.h"
 #include "podresources/options.h"
@@ -28,6 +30,14 @@ struct ObserveContext {
   std::function<PluginHost*(const std::string&)> host;
   // The last devmgr log line before the step began ("" = none).
   std::string log_mark;
+  // DRA (null store: off): the API store, every driver call so far and how
+  // many there were when the step began, dra_manager_state's path, the
+  // kubelet minor.
+  apiserver::Store* dra_store = nullptr;
+  std::vector<dra::DriverCallRecord> dra_calls;
+  size_t dra_calls_mark = 0;
+  std::string dra_checkpoint_path;
+  int kubelet_minor = 0;
 };
 
 // Runs a node-status pass when capacity/allocatable are expected, and

@@ -25,7 +25,7 @@ std::string SafeName(const std::string& name) {
 }  // namespace
 
 std::map<std::string, std::string> HostEnv::Vars() const {
-  return {
+  std::map<std::string, std::string> vars = {
       {"DEVMGR_BIN", devmgr_bin},
       {"DEVMGR_PLUGIN_DIR", plugin_dir},
       {"DEVMGR_REGISTRY_DIR", registry_dir},
@@ -36,6 +36,14 @@ std::map<std::string, std::string> HostEnv::Vars() const {
       {"DEVMGR_POD_RESOURCES_SOCKET", pod_resources_socket},
       {"DEVMGR_METRICS_URL", metrics_url},
   };
+  if (!kubeconfig.empty()) {
+    vars["KUBECONFIG"] = kubeconfig;
+    vars["DEVMGR_NODE_NAME"] = node_name;
+    vars["DEVMGR_DRA_PLUGIN_DIR"] = dra_plugin_dir;
+    vars["DEVMGR_CDI_DIR"] = cdi_dir;
+    vars["DEVMGR_DRA_CHECKPOINT"] = dra_checkpoint;
+  }
+  return vars;
 }
 
 std::string ShellQuote(const std::string& s) {

@@ -26,9 +26,19 @@ struct HostEnv {
   std::string kubelet_version;
   std::string pod_resources_socket;  // "" when off
   std::string metrics_url;           // "" when not served
+  // DRA scenarios ("" otherwise): the API endpoint's kubeconfig, the node's
+  // name, a plugins directory for the drivers' sockets, a CDI directory,
+  // and the DRA manager's checkpoint.
+  std::string kubeconfig;
+  std::string node_name;
+  std::string dra_plugin_dir;
+  std::string cdi_dir;
+  std::string dra_checkpoint;
   // DEVMGR_BIN, DEVMGR_PLUGIN_DIR, DEVMGR_REGISTRY_DIR, DEVMGR_WORK_DIR,
   // DEVMGR_SCENARIO_DIR, DEVMGR_CHECKPOINT, DEVMGR_KUBELET_VERSION,
-  // DEVMGR_POD_RESOURCES_SOCKET, DEVMGR_METRICS_URL.
+  // DEVMGR_POD_RESOURCES_SOCKET, DEVMGR_METRICS_URL; with DRA also
+  // KUBECONFIG, DEVMGR_NODE_NAME, DEVMGR_DRA_PLUGIN_DIR, DEVMGR_CDI_DIR,
+  // DEVMGR_DRA_CHECKPOINT.
   std::map<std::string, std::string> Vars() const;
 };
 

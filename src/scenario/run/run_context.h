@@ -25,7 +25,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "apiserver/server.h"
 #include "common/clock.h"
+#include "dra/driver_calls.h"
 #include "kubelet/profile.h"
 #include "manager/manager.h"
 #include "node/node.h"
@@ -38,6 +40,10 @@
 #include "scenario/run/runner.h"
 
 namespace devmgr::scenario {
+
+// The node's name in the API store of a DRA scenario (drivers get it as
+// $DEVMGR_NODE_NAME; their slices and the allocations are for it).
+inline constexpr char kDraNodeName[] = "devmgr-node";
 
 // How often polls re-check when nothing signals a change.
 inline constexpr absl::Duration kPoll = absl::Milliseconds(20);
@@ -84,6 +90,12 @@ class RunContext {
   podresources::Options pr_opts;
   bool resource_health = false;  // the ResourceHealthStatus gate of this run
   std::string log_mark;          // the last log line before the current step
+  // DRA (Scenario::UsesDra): the API endpoint the drivers publish to and the
+  // node allocates from. It outlives kubelet restarts and reboots, as the
+  // API server outlives a kubelet. Null without DRA.
+  std::unique_ptr<apiserver::ApiServer> api;
+  // How many driver calls were recorded when the current step began.
+  size_t dra_calls_mark = 0;
 
   // ---- node_lifecycle.cc ----
   // The temp dir, plugins, node and PodResources server (environment
@@ -124,6 +136,22 @@ class RunContext {
   absl::Status StartHost(PluginHost& h, bool wait);
   // "r: 2 registration(s), connected, capacity 2, 2 healthy".
   std::string ResourceState(const std::string& r);
+  // Waits until DRA driver `driver` was registered more than
+  // `registrations_before` times by the current node, has a connected
+  // instance, and its ResourceSlices for the node list at least
+  // `min_devices` devices.
+  absl::Status WaitDraDriver(const std::string& driver, int64_t min_devices,
+                             int64_t registrations_before, absl::Duration timeout,
+                             PluginHost* host);
+  // "d: 1 registration(s), connected, 4 device(s) in 1 slice(s)".
+  std::string DraDriverState(const std::string& driver);
+  // The pod worker's periodic DRA work the virtual clock made due: the
+  // retry of failed pod syncs (every 10 s) and the DRA manager's reconcile
+  // loop (every 60 s), within `timeout`.
+  absl::Status DraPeriodicWork(absl::Duration timeout);
+  // Every call the node made to a DRA driver, in order, across restarts.
+  std::vector<dra::DriverCallRecord> DraCalls() const;
+  std::string DraCheckpointPath() const;
   bool JobRunning() const;
 
   // ---- helpers ----
@@ -149,12 +177,21 @@ class RunContext {
   absl::Status PrepareDirs();
   absl::Status StartPlugins();
   absl::Status RegisterExternal(const PluginSpec& p);
+  // The API endpoint, the node in it and the kubeconfig (DRA scenarios).
+  absl::Status StartApi();
+  // The pod worker's retry of the pods whose DRA sync failed, bounded.
+  absl::Status RetryFailedSyncs(absl::Duration timeout);
 
   std::unique_ptr<podresources::Server> pr_server_;
   std::shared_ptr<Job> job_;
   std::unique_ptr<std::thread> worker_;
   bool kubelet_stopped_ = false;
   bool torn_down_ = false;
+  mutable absl::Mutex dra_calls_mu_;
+  std::vector<dra::DriverCallRecord> dra_calls_ ABSL_GUARDED_BY(dra_calls_mu_);
+  // The virtual times of the last pod-sync retry and DRA reconcile.
+  absl::Time last_sync_retry_;
+  absl::Time last_dra_reconcile_;
 };
 
 const manager::ResourceStatus* FindResource(const std::vector<manager::ResourceStatus>& all,

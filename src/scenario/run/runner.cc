@@ -173,6 +173,7 @@ class Run {
 
   void RunStep(const Step& st, StepResult* r) {
     for (auto& h : ctx_.hosts) h->MarkCalls();
+    ctx_.dra_calls_mark = ctx_.DraCalls().size();
     const std::vector<std::string> last = RecentLogLines(1);
     ctx_.log_mark = last.empty() ? "" : last.back();
     DevmgrBackend backend(ctx_);
@@ -210,6 +211,13 @@ class Run {
     c.checkpoint_path = ctx_.CheckpointPath();
     c.host = [this](const std::string& name) { return ctx_.Host(name); };
     c.log_mark = ctx_.log_mark;
+    if (ctx_.api != nullptr) {
+      c.dra_store = &ctx_.api->store();
+      c.dra_calls = ctx_.DraCalls();
+      c.dra_calls_mark = ctx_.dra_calls_mark;
+      c.dra_checkpoint_path = ctx_.DraCheckpointPath();
+    }
+    c.kubelet_minor = ctx_.profile.minor;
     return Observe(e, c);
   }
 

@@ -1,4 +1,7 @@
 // RunContext: bounded actions and the waits for registrations and devices.
+#include "apiserver/field_selector.h"
+#include "apiserver/resource_type.h"
+#include "dra/dra_plugin_handler.h"
 #include "fmt/format.h"
 #include "scenario/expect/expectations.h"
 #include "scenario/run/run_context.h"
@@ -122,9 +125,75 @@ absl::Status RunContext::WaitConnected(const std::string& r, int64_t count_befor
       timeout, fmt::format("registration of {}", r), host, [&] { return ResourceState(r); });
 }
 
+namespace {
+
+// The devices of `driver`'s ResourceSlices for the node, and the slices.
+std::pair<int64_t, int64_t> SliceDevices(apiserver::Store& store, const std::string& driver) {
+  apiserver::ApiOr<apiserver::FieldSelector> sel = apiserver::FieldSelector::Parse(
+      fmt::format("spec.driver={},spec.nodeName={}", driver, kDraNodeName),
+      apiserver::ResourceSlices());
+  if (!sel.ok()) return {0, 0};
+  apiserver::ApiOr<apiserver::Store::ListResult> l =
+      store.List(apiserver::ResourceSlices(), "", sel.value);
+  if (!l.ok()) return {0, 0};
+  int64_t devices = 0;
+  for (const nlohmann::json& s : l.value.items) {
+    const nlohmann::json* d = s.contains("spec") ? &s["spec"] : nullptr;
+    if (d != nullptr && d->contains("devices") && (*d)["devices"].is_array()) {
+      devices += static_cast<int64_t>((*d)["devices"].size());
+    }
+  }
+  return {devices, static_cast<int64_t>(l.value.items.size())};
+}
+
+}  // namespace
+
+std::string RunContext::DraDriverState(const std::string& driver) {
+  if (api == nullptr) return "DRA is off";
+  dra::DraPluginHandler* h = node ? node->dra_handler() : nullptr;
+  const int64_t regs = h ? h->RegistrationCount(driver) : 0;
+  const std::vector<std::string> eps = h ? h->Endpoints(driver) : std::vector<std::string>{};
+  const bool connected =
+      !eps.empty() && h->WaitForConnection(driver, eps.back(), true, absl::ZeroDuration());
+  const auto [devices, slices] = SliceDevices(api->store(), driver);
+  return fmt::format("{}: {} registration(s), {}, {} device(s) in {} slice(s)", driver, regs,
+                     eps.empty() ? "no instance"
+                     : connected ? "connected"
+                                 : "not connected",
+                     devices, slices);
+}
+
+absl::Status RunContext::WaitDraDriver(const std::string& driver, int64_t min_devices,
+                                       int64_t registrations_before, absl::Duration timeout,
+                                       PluginHost* host) {
+  if (api == nullptr || node == nullptr || node->dra_handler() == nullptr) {
+    return absl::FailedPreconditionError(fmt::format(
+        "waiting for DRA driver {}: DRA is off on this node (kubelet {})", driver, profile.name));
+  }
+  dra::DraPluginHandler* h = node->dra_handler();
+  return WaitFor(
+      [&] {
+        if (h->RegistrationCount(driver) <= registrations_before) return false;
+        const std::vector<std::string> eps = h->Endpoints(driver);
+        if (eps.empty() || !h->WaitForConnection(driver, eps.back(), true, absl::ZeroDuration())) {
+          return false;
+        }
+        return SliceDevices(api->store(), driver).first >= min_devices;
+      },
+      timeout, fmt::format("registration of DRA driver {}", driver), host,
+      [&] { return DraDriverState(driver); });
+}
+
 absl::Status RunContext::WaitReregistrations(absl::Duration timeout) {
   for (auto& h : hosts) {
     const PluginSpec& p = h->spec();
+    if (!p.dra_driver.empty()) {
+      if (!p.wait_for_registration || !h->running()) continue;
+      // Its slices were deleted by the new kubelet's start: a driver need not
+      // publish them again, so only the registration is awaited.
+      if (absl::Status s = WaitDraDriver(p.dra_driver, 0, 0, timeout, h.get()); !s.ok()) return s;
+      continue;
+    }
     if (p.resource.empty() || !p.wait_for_registration) continue;
     if (!p.external && (!h->running() || !p.reregisters)) continue;
     // -1: the running plugin's list may differ from its initial one.
@@ -138,7 +207,10 @@ absl::Status RunContext::WaitReregistrations(absl::Duration timeout) {
 
 absl::Status RunContext::StartHost(PluginHost& h, bool wait) {
   const PluginSpec& p = h.spec();
-  const int64_t before = node && node->server() ? node->server()->RegistrationCount(p.resource) : 0;
+  int64_t before = node && node->server() ? node->server()->RegistrationCount(p.resource) : 0;
+  if (!p.dra_driver.empty()) {
+    before = node && node->dra_handler() ? node->dra_handler()->RegistrationCount(p.dra_driver) : 0;
+  }
   absl::Status s = h.Start();
   if (!s.ok()) {
     if (s.code() == absl::StatusCode::kFailedPrecondition && p.private_mount) {
@@ -146,7 +218,9 @@ absl::Status RunContext::StartHost(PluginHost& h, bool wait) {
     }
     return s;
   }
-  if (!wait || !p.wait_for_registration || p.resource.empty()) return absl::OkStatus();
+  if (!wait || !p.wait_for_registration) return absl::OkStatus();
+  if (!p.dra_driver.empty()) return WaitDraDriver(p.dra_driver, 1, before, sc.timeouts.wait, &h);
+  if (p.resource.empty()) return absl::OkStatus();
   return WaitConnected(p.resource, before, sc.timeouts.wait, &h, p.initial_devices);
 }
 

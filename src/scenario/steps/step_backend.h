@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "nlohmann/json.hpp"
 #include "node/status_file.h"
 #include "pod/pod.h"
 #include "scenario/run/plugin_host.h"
@@ -116,6 +117,19 @@ class StepBackend {
   // A missing file is no error.
   virtual absl::Status RemoveCheckpoint() = 0;
   virtual absl::Status TruncateCheckpoint(int64_t size) = 0;
+
+  // ---- DRA (docs/dra.md) ----
+  // Creates each object (ResourceClaim, ResourceClaimTemplate, DeviceClass)
+  // in the API store, or replaces the one of that name, in order.
+  virtual absl::Status ApplyObjects(const std::vector<nlohmann::json>& objects) = 0;
+  // Deletes the object (`ns` "" for a DeviceClass); NotFound when none.
+  virtual absl::Status DeleteObject(const std::string& kind, const std::string& ns,
+                                    const std::string& name) = 0;
+  // Until `driver` has a connected registered instance and its
+  // ResourceSlices for the node list at least `min_devices` devices; `h`
+  // (may be null): the process whose exit ends the wait.
+  virtual absl::Status WaitDriver(const std::string& driver, int64_t min_devices, PluginHost* h,
+                                  absl::Duration timeout) = 0;
 
   // ---- commands ----
   // Runs `command` to its end within `timeout` (DeadlineExceeded, with its

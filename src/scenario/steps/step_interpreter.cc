@@ -149,6 +149,17 @@ absl::Status RunCommand(Env& e) {
   return absl::OkStatus();
 }
 
+absl::Status WaitDriver(Env& e) {
+  DEVMGR_RETURN_IF_ERROR(NeedKubelet(e.b, "wait_driver"));
+  PluginHost* h = nullptr;
+  if (!e.st.plugin.empty()) {
+    absl::StatusOr<PluginHost*> found = e.b.Host(e.st.plugin);
+    if (!found.ok()) return found.status();
+    h = *found;
+  }
+  return e.b.WaitDriver(e.st.driver, e.st.min_devices, h, e.WaitTimeout());
+}
+
 // The steps that act on the plugin the step names.
 absl::Status PluginStep(Env& e) {
   return OnHost(e, [&e](PluginHost& h) -> absl::Status {
@@ -240,6 +251,12 @@ absl::Status InterpretStep(const Step& st, const Timeouts& timeouts, StepBackend
       return WriteCheckpoint(e);
     case StepKind::kRun:
       return RunCommand(e);
+    case StepKind::kApply:
+      return backend.ApplyObjects(st.objects);
+    case StepKind::kDeleteObject:
+      return backend.DeleteObject(st.object_kind, st.object_namespace, st.object_name);
+    case StepKind::kWaitDriver:
+      return WaitDriver(e);
     case StepKind::kCheck:
       return absl::OkStatus();  // expectations only
   }

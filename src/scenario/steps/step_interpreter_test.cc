@@ -100,6 +100,22 @@ class RecordingBackend final : public StepBackend {
     return CommandResult{exit_code, {"out"}};
   }
 
+  absl::Status ApplyObjects(const std::vector<nlohmann::json>& objects) override {
+    std::string names;
+    for (const nlohmann::json& o : objects)
+      names += (names.empty() ? "" : ",") + o.value("kind", "");
+    return Record("ApplyObjects", names);
+  }
+  absl::Status DeleteObject(const std::string& kind, const std::string& ns,
+                            const std::string& name) override {
+    return Record("DeleteObject", kind + " " + ns + "/" + name);
+  }
+  absl::Status WaitDriver(const std::string& driver, int64_t min_devices, PluginHost* h,
+                          absl::Duration) override {
+    return Record("WaitDriver", fmt::format("{} {} {}", driver, min_devices,
+                                            h != nullptr ? h->spec().name : "-"));
+  }
+
   std::optional<std::string> checkpoint = std::string("{\"Checksum\":17}");
   std::string written;
   int exit_code = 0;
@@ -150,6 +166,11 @@ class StepInterpreterTest : public testing::Test {
     st.health = "Unhealthy";
     st.control_line = "devices 3";
     st.command = "true";
+    st.objects = {nlohmann::json{{"kind", "DeviceClass"}, {"metadata", {{"name", "c"}}}}};
+    st.object_kind = "ResourceClaim";
+    st.object_namespace = "default";
+    st.object_name = "gpu";
+    st.driver = "gpu.example.com";
     return st;
   }
 
@@ -265,6 +286,24 @@ TEST_F(StepInterpreterTest, ACommandsExitCodeIsCheckedAndItsOutputNoted) {
   EXPECT_EQ(r_.notes, (std::vector<std::string>{"| out"}));
   ASSERT_EQ(r_.failures.size(), 1u);
   EXPECT_EQ(r_.failures[0].what, "exit code");
+}
+
+TEST_F(StepInterpreterTest, DraStepsTakeTheirPrimitives) {
+  ASSERT_TRUE(Interpret(Of(StepKind::kApply)).ok());
+  ASSERT_TRUE(Interpret(Of(StepKind::kDeleteObject)).ok());
+  Step wait = Of(StepKind::kWaitDriver);
+  wait.min_devices = 4;
+  ASSERT_TRUE(Interpret(wait).ok());
+  wait.plugin.clear();  // a driver no plugin of the scenario runs
+  ASSERT_TRUE(Interpret(wait).ok());
+  EXPECT_EQ(backend_->calls,
+            (std::vector<std::string>{
+                "ApplyObjects DeviceClass", "DeleteObject ResourceClaim default/gpu", "Host p",
+                "WaitDriver gpu.example.com 4 p", "WaitDriver gpu.example.com 4 -"}));
+  backend_->calls.clear();
+  backend_->running = false;
+  EXPECT_EQ(Interpret(wait).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(backend_->calls.empty());
 }
 
 }  // namespace
