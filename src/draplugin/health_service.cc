@@ -101,43 +101,27 @@ struct HealthService::Streamer {
 
 namespace {
 
-class V1alpha1Service final : public ::v1alpha1::DRAResourceHealth::Service {
+// The DRAResourceHealth service of one API version: its one RPC handed to
+// `watch` (v1alpha1 and v1 differ only in their message types).
+template <typename Base, typename Request, typename Response>
+class WatchService final : public Base {
  public:
-  explicit V1alpha1Service(
-      std::function<grpc::Status(grpc::ServerContext*,
-                                 grpc::ServerWriter<::v1alpha1::NodeWatchResourcesResponse>*)>
-          watch)
-      : watch_(std::move(watch)) {}
-  grpc::Status NodeWatchResources(
-      grpc::ServerContext* ctx, const ::v1alpha1::NodeWatchResourcesRequest*,
-      grpc::ServerWriter<::v1alpha1::NodeWatchResourcesResponse>* w) override {
+  using Watch = std::function<grpc::Status(grpc::ServerContext*, grpc::ServerWriter<Response>*)>;
+  explicit WatchService(Watch watch) : watch_(std::move(watch)) {}
+  grpc::Status NodeWatchResources(grpc::ServerContext* ctx, const Request*,
+                                  grpc::ServerWriter<Response>* w) override {
     return watch_(ctx, w);
   }
 
  private:
-  std::function<grpc::Status(grpc::ServerContext*,
-                             grpc::ServerWriter<::v1alpha1::NodeWatchResourcesResponse>*)>
-      watch_;
+  Watch watch_;
 };
 
-class V1Service final : public ::v1::DRAResourceHealth::Service {
- public:
-  explicit V1Service(
-      std::function<grpc::Status(grpc::ServerContext*,
-                                 grpc::ServerWriter<::v1::NodeWatchResourcesResponse>*)>
-          watch)
-      : watch_(std::move(watch)) {}
-  grpc::Status NodeWatchResources(
-      grpc::ServerContext* ctx, const ::v1::NodeWatchResourcesRequest*,
-      grpc::ServerWriter<::v1::NodeWatchResourcesResponse>* w) override {
-    return watch_(ctx, w);
-  }
-
- private:
-  std::function<grpc::Status(grpc::ServerContext*,
-                             grpc::ServerWriter<::v1::NodeWatchResourcesResponse>*)>
-      watch_;
-};
+using V1alpha1Service =
+    WatchService<::v1alpha1::DRAResourceHealth::Service, ::v1alpha1::NodeWatchResourcesRequest,
+                 ::v1alpha1::NodeWatchResourcesResponse>;
+using V1Service = WatchService<::v1::DRAResourceHealth::Service, ::v1::NodeWatchResourcesRequest,
+                               ::v1::NodeWatchResourcesResponse>;
 
 std::vector<std::string> NamesOf(const Config& config) {
   std::vector<std::string> out;
