@@ -13,7 +13,9 @@
 #include "k8s/api/resource_v1.pb.h"
 
 namespace devmgr::apiserver {
-namespace {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace server_test {
 
 using nlohmann::json;
 
@@ -214,5 +216,5 @@ TEST_F(ApiServerTest, ServesTheNode) {
   EXPECT_EQ(json::parse(missing->body)["message"], "nodes \"node-2\" not found");
 }
 
-}  // namespace
+}  // namespace server_test
 }  // namespace devmgr::apiserver

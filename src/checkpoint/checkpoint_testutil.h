@@ -7,14 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "common/source_dir_testutil.h"
+
 namespace devmgr::checkpoint::testing {
 
 inline std::string TestDataDir() {
-#ifdef DEVMGR_SOURCE_DIR
-  return std::string(DEVMGR_SOURCE_DIR) + "/tests/testdata/checkpoint";
-#else
-  return "tests/testdata/checkpoint";
-#endif
+  return devmgr::testutil::SourcePath("tests/testdata/checkpoint");
 }
 
 inline std::string ReadFileOrDie(const std::string& path) {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/logging.h"
+#include "common/source_dir_testutil.h"
 #include "common/status_testutil.h"
 #include "conformance/conformance_testutil.h"
 #include "conformance/report.h"
@@ -29,7 +30,7 @@ namespace devmgr::conformance {
 namespace {
 
 std::string Example(const std::string& name) {
-  return std::string(DEVMGR_SOURCE_DIR) + "/examples/" + name;
+  return devmgr::testutil::SourcePath("examples/") + name;
 }
 
 using testutil::FastTimeouts;

@@ -3,11 +3,9 @@
 #ifndef DEVMGR_CONFORMANCE_CONFORMANCE_TESTUTIL_H_
 #define DEVMGR_CONFORMANCE_CONFORMANCE_TESTUTIL_H_
 
-#include <stdlib.h>
-#include <unistd.h>
-
 #include <string>
 
+#include "common/temp_dir_testutil.h"
 #include "conformance/session.h"
 #include "conformance/test_kubelet.h"
 
@@ -32,27 +30,8 @@ inline Timeouts FastTimeouts() {
   return t;
 }
 
-// A fresh directory under /tmp, wiped and removed at the end.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/dmconf-XXXXXX";
-    const char* p = ::mkdtemp(tmpl);
-    path_ = p != nullptr ? p : "";
-  }
-  ~TempDir() {
-    if (path_.empty()) return;
-    WipeDirectory(path_).IgnoreError();
-    ::rmdir(path_.c_str());
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
+// A fresh directory under /tmp, removed with everything in it at the end.
+using TempDir = devmgr::testutil::TempDir;
 }  // namespace devmgr::conformance::testutil
 
 #endif  // DEVMGR_CONFORMANCE_CONFORMANCE_TESTUTIL_H_

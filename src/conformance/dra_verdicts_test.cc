@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "common/source_dir_testutil.h"
 #include "common/status_testutil.h"
 #include "conformance/conformance_testutil.h"
 #include "conformance/dra_catalogue.h"
@@ -26,7 +27,7 @@ using Verdicts = std::map<std::string, Status>;
 
 draplugin::Config Reference() {
   absl::StatusOr<draplugin::Config> c =
-      draplugin::LoadConfig(std::string(DEVMGR_SOURCE_DIR) + "/examples/sample-dra-driver.yaml");
+      draplugin::LoadConfig(devmgr::testutil::SourcePath("examples/sample-dra-driver.yaml"));
   EXPECT_OK(c.status());
   return c.ok() ? *c : draplugin::Config{};
 }

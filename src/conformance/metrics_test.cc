@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/source_dir_testutil.h"
 #include "common/status_testutil.h"
 #include "conformance/conformance_testutil.h"
 #include "conformance/report.h"
@@ -61,7 +62,7 @@ LogCounts CountCallLog(const std::string& path) {
 
 TEST(ConformanceMetricsTest, CountsEveryRegisterAndAllocateOfTheRun) {
   absl::StatusOr<plugin::Config> config =
-      plugin::LoadConfig(std::string(DEVMGR_SOURCE_DIR) + "/examples/sample-plugin.yaml");
+      plugin::LoadConfig(devmgr::testutil::SourcePath("examples/sample-plugin.yaml"));
   ASSERT_OK(config);
   const std::string resource = config->resource;
   TempDir dir;
@@ -113,7 +114,7 @@ TEST(ConformanceMetricsTest, CountsEveryRegisterAndAllocateOfTheRun) {
 
 TEST(ConformanceMetricsTest, NoMetricsChangesNothing) {
   absl::StatusOr<plugin::Config> config =
-      plugin::LoadConfig(std::string(DEVMGR_SOURCE_DIR) + "/examples/sample-plugin.yaml");
+      plugin::LoadConfig(devmgr::testutil::SourcePath("examples/sample-plugin.yaml"));
   ASSERT_OK(config);
   TempDir dir;
   auto target = NewInProcessTarget(*config);

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "common/source_dir_testutil.h"
 #include "common/status_testutil.h"
 #include "conformance/check.h"
 #include "conformance/conformance_testutil.h"
@@ -21,7 +22,9 @@
 #include "plugin/config.h"
 
 namespace devmgr::conformance {
-namespace {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace verdicts_test {
 
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
@@ -30,7 +33,7 @@ using testutil::TempDir;
 using Verdicts = std::map<std::string, Status>;
 
 std::string Example(const std::string& name) {
-  return std::string(DEVMGR_SOURCE_DIR) + "/examples/" + name;
+  return devmgr::testutil::SourcePath("examples/") + name;
 }
 
 plugin::Config Load(const std::string& name) {
@@ -369,5 +372,5 @@ TEST(MonotonicDurationTest, AReregistrationIsNeverEarlierThanItsRestart) {
   k.Stop();
 }
 
-}  // namespace
+}  // namespace verdicts_test
 }  // namespace devmgr::conformance

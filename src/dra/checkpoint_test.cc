@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "checkpoint/file_store.h"
+#include "common/source_dir_testutil.h"
 #include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -20,9 +21,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string DataDir() {
-  return std::string(DEVMGR_SOURCE_DIR) + "/tests/testdata/dra_manager_state";
-}
+std::string DataDir() { return devmgr::testutil::SourcePath("tests/testdata/dra_manager_state"); }
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "apiserver/resource_type.h"
 #include "apiserver/store.h"
+#include "common/source_dir_testutil.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "pod/manifest_parser.h"
@@ -18,7 +19,7 @@
 namespace devmgr::dra::testutil {
 
 inline std::string TestDataPath(const std::string& name) {
-  return std::string(DEVMGR_SOURCE_DIR) + "/tests/testdata/dra/" + name;
+  return devmgr::testutil::SourcePath("tests/testdata/dra/") + name;
 }
 
 // Every document of a test data file, as the API's JSON.

@@ -16,7 +16,9 @@
 #include "pluginmanager/plugin_handler.h"
 
 namespace devmgr::dra {
-namespace {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace dra_plugin_handler_test {
 
 constexpr char kDriver[] = "drv.example.com";
 const std::vector<std::string> kBoth = {"v1.DRAPlugin", "v1beta1.DRAPlugin"};
@@ -279,5 +281,5 @@ TEST_F(DraPluginHandlerTest, StopCancelsPendingWipes) {
   EXPECT_TRUE(Wiped().empty());
 }
 
-}  // namespace
+}  // namespace dra_plugin_handler_test
 }  // namespace devmgr::dra

@@ -15,7 +15,9 @@
 #include "gtest/gtest.h"
 
 namespace devmgr::dra {
-namespace {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace handler_driver_calls_test {
 
 constexpr char kDriver[] = "drv.example.com";
 const std::vector<std::string> kBoth = {"v1.DRAPlugin", "v1beta1.DRAPlugin"};
@@ -94,5 +96,5 @@ TEST_F(HandlerDriverCallsTest, AFailedCallKeepsTheRpcErrorWithoutTheRpcName) {
   EXPECT_EQ(u.status().message(), "rpc error: code = Unavailable desc = driver busy");
 }
 
-}  // namespace
+}  // namespace handler_driver_calls_test
 }  // namespace devmgr::dra

@@ -16,6 +16,7 @@
 
 #include "checkpoint/file_store.h"
 #include "common/fs_testutil.h"
+#include "common/source_dir_testutil.h"
 #include "common/status_testutil.h"
 #include "common/temp_dir_testutil.h"
 #include "dra/checkpoint.h"
@@ -39,7 +40,7 @@ std::string Slurp(const std::string& path) {
 }
 
 std::string Golden(const std::string& name) {
-  return Slurp(std::string(DEVMGR_SOURCE_DIR) + "/tests/testdata/dra_manager_state/" + name);
+  return Slurp(devmgr::testutil::SourcePath("tests/testdata/dra_manager_state/") + name);
 }
 
 // Records every call; answers Prepare with the devices set per driver and
@@ -159,7 +160,7 @@ class ManagerTest : public testing::Test {
         MakeClaim("claim-1", {{"gpu-a", kGpu, "dev-0"}, {"gpu-b", kGpu, "dev-1"}}, {"uid-pod-1"});
   }
 
-  testutil::TempDir dir_;
+  devmgr::testutil::TempDir dir_;
   FakeDrivers drivers_;
   json pod_, claim_;
 };

@@ -11,7 +11,9 @@
 #include "manager/manager_testutil.h"
 
 namespace devmgr::manager {
-namespace {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace checkpoint_fs_test {
 
 using testing::Ctr;
 using ::testing::HasSubstr;
@@ -63,5 +65,5 @@ TEST_F(CheckpointFsTest, EnospcFailsTheAllocationAndKeepsTheOldCheckpoint) {
   EXPECT_EQ(entries, 0);
 }
 
-}  // namespace
+}  // namespace checkpoint_fs_test
 }  // namespace devmgr::manager

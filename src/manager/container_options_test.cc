@@ -8,7 +8,9 @@
 #include "manager/manager_testutil.h"
 
 namespace devmgr::manager {
-namespace {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace container_options_test {
 
 using testing::Ctr;
 using ::testing::ElementsAre;
@@ -140,5 +142,5 @@ TEST_F(ContainerOptionsTest, RunContainerOptionsMergeAcrossResources) {
   }
 }
 
-}  // namespace
+}  // namespace container_options_test
 }  // namespace devmgr::manager

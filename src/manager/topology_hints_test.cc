@@ -14,7 +14,9 @@ void PrintTo(const TopologyHint& h, std::ostream* os) {
 }  // namespace devmgr::topology
 
 namespace devmgr::manager {
-namespace {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace topology_hints_test {
 
 using testing::Ctr;
 using ::testing::ElementsAre;
@@ -393,5 +395,5 @@ TEST_F(TopologyHintsTest, EightNodesEnumerateEveryMask) {
   EXPECT_EQ(h->back(), H(0xff, false));
 }
 
-}  // namespace
+}  // namespace topology_hints_test
 }  // namespace devmgr::manager

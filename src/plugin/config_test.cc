@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/source_dir_testutil.h"
 #include "common/status_testutil.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -150,7 +151,7 @@ TEST(ConfigTest, LoadConfigReportsMissingFile) {
 
 TEST(ConfigTest, ShippedExamplesLoad) {
   for (const char* name : {"sample-plugin.yaml", "nvidia-like.yaml"}) {
-    absl::StatusOr<Config> c = LoadConfig(std::string(DEVMGR_SOURCE_DIR) + "/examples/" + name);
+    absl::StatusOr<Config> c = LoadConfig(devmgr::testutil::SourcePath("examples/") + name);
     EXPECT_OK(c) << name << ": " << c.status();
   }
 }

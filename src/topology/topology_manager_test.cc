@@ -9,7 +9,9 @@
 #include "topology/policy_options.h"
 
 namespace devmgr::topology {
-namespace {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace topology_manager_test {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
@@ -371,5 +373,5 @@ TEST(ProviderHintsStringTest, GoMapFormat) {
             "map[a:[] b:[{01 true}]]");
 }
 
-}  // namespace
+}  // namespace topology_manager_test
 }  // namespace devmgr::topology

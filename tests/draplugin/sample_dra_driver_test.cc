@@ -13,6 +13,7 @@
 #include "apiserver/server.h"
 #include "apiserver/validation.h"
 #include "common/fs.h"
+#include "common/source_dir_testutil.h"
 #include "common/status_testutil.h"
 #include "common/temp_dir_testutil.h"
 #include "dra/health/v1/api.grpc.pb.h"
@@ -691,7 +692,7 @@ TEST(SampleDraDriverConfigTest, UnknownKeysAreNamedWithTheirPosition) {
 
 TEST(SampleDraDriverConfigTest, TheExampleParses) {
   absl::StatusOr<Config> c =
-      LoadConfig(std::string(DEVMGR_SOURCE_DIR) + "/examples/sample-dra-driver.yaml");
+      LoadConfig(devmgr::testutil::SourcePath("examples/sample-dra-driver.yaml"));
   ASSERT_OK(c.status());
   EXPECT_EQ(c->devices.size(), 4u);
   EXPECT_EQ(c->CdiKind(), "sample.dra.devmgr.io/gpu");

@@ -26,7 +26,7 @@
 #include "pod/manifest_parser.h"
 #include "tests/integration/test_env.h"
 
-namespace devmgr::testing {
+namespace devmgr::testutil {
 namespace {
 
 using manager::ResourceHealth;
@@ -274,4 +274,4 @@ TEST_F(DraHealthTest, In137AnUnadvertisedServiceIsNotWatched) {
 }
 
 }  // namespace
-}  // namespace devmgr::testing
+}  // namespace devmgr::testutil

@@ -26,8 +26,10 @@
 #include "podresources/server.h"
 #include "tests/integration/test_env.h"
 
-namespace devmgr::testing {
-namespace {
+namespace devmgr::testutil {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace podresources_dra_test {
 
 using nlohmann::json;
 using ::testing::ElementsAre;
@@ -273,5 +275,5 @@ TEST_F(PodResourcesDraTest, UnpreparedPodIsListedWithoutClaims) {
   EXPECT_EQ(got->pod_resources().containers(1).dynamic_resources_size(), 0);
 }
 
-}  // namespace
-}  // namespace devmgr::testing
+}  // namespace podresources_dra_test
+}  // namespace devmgr::testutil

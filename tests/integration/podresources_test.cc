@@ -17,7 +17,7 @@
 #include "podresources/server.h"
 #include "tests/integration/test_env.h"
 
-namespace devmgr::testing {
+namespace devmgr::testutil {
 namespace {
 
 using ::testing::ElementsAre;
@@ -330,4 +330,4 @@ TEST_F(PodResourcesTest, MetricsScrapedOverHttpCountEveryAllocate) {
 }
 
 }  // namespace
-}  // namespace devmgr::testing
+}  // namespace devmgr::testutil

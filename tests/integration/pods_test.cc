@@ -10,8 +10,10 @@
 #include "pod/manifest_parser.h"
 #include "tests/integration/test_env.h"
 
-namespace devmgr::testing {
-namespace {
+namespace devmgr::testutil {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace pods_test {
 
 using ::testing::ElementsAre;
 using ::testing::SizeIs;
@@ -289,5 +291,5 @@ TEST_F(PodsTest, AllocationsSurviveAKubeletRestartThroughTheCheckpoint) {
   EXPECT_THAT(before, ::testing::Not(::testing::Contains(Devices(c.pod.uid, "main")[0])));
 }
 
-}  // namespace
-}  // namespace devmgr::testing
+}  // namespace pods_test
+}  // namespace devmgr::testutil

@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "tests/integration/test_env.h"
 
-namespace devmgr::testing {
+namespace devmgr::testutil {
 namespace {
 
 using ::testing::ElementsAre;
@@ -232,4 +232,4 @@ TEST_F(RegistrationTest, PluginWatcherRegistration) {
 }
 
 }  // namespace
-}  // namespace devmgr::testing
+}  // namespace devmgr::testutil

@@ -10,8 +10,10 @@
 #include "gtest/gtest.h"
 #include "tests/integration/test_env.h"
 
-namespace devmgr::testing {
-namespace {
+namespace devmgr::testutil {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace resource_health_test {
 
 using manager::ResourceHealthStatus;
 
@@ -137,5 +139,5 @@ TEST_F(ResourceHealthTest, APluginThatGoesAwayLeavesTheLastReportedHealth) {
   EXPECT_EQ(Status("main"), Want(held_[0]));
 }
 
-}  // namespace
-}  // namespace devmgr::testing
+}  // namespace resource_health_test
+}  // namespace devmgr::testutil

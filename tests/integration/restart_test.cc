@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "tests/integration/test_env.h"
 
-namespace devmgr::testing {
+namespace devmgr::testutil {
 namespace {
 
 std::string Plugin(const std::string& socket, int devices, const std::string& prefix = "d") {
@@ -181,4 +181,4 @@ INSTANTIATE_TEST_SUITE_P(Profiles, KubeletRestartTest,
                          });
 
 }  // namespace
-}  // namespace devmgr::testing
+}  // namespace devmgr::testutil

@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/status_testutil.h"
+#include "common/temp_dir_testutil.h"
 #include "gtest/gtest.h"
 #include "manager/manager.h"
 #include "node/node.h"
@@ -21,22 +22,7 @@
 #include "plugin/sample_plugin.h"
 #include "pod/manifest_parser.h"
 
-namespace devmgr::testing {
-
-// A fresh directory under /tmp, removed with everything in it at
-// destruction.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/dmit-XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+namespace devmgr::testutil {
 
 // Wakes waiters whenever something changed; waiters re-check a predicate.
 class ChangeSignal {
@@ -189,6 +175,6 @@ inline std::vector<plugin::CallRecord> ReceivedCalls(plugin::SamplePlugin& plugi
   return out;
 }
 
-}  // namespace devmgr::testing
+}  // namespace devmgr::testutil
 
 #endif  // DEVMGR_TESTS_INTEGRATION_TEST_ENV_H_

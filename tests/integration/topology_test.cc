@@ -12,8 +12,10 @@
 #include "tests/integration/test_env.h"
 #include "topology/topology_manager.h"
 
-namespace devmgr::testing {
-namespace {
+namespace devmgr::testutil {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace topology_test {
 
 using ::testing::SizeIs;
 using ::testing::UnorderedElementsAre;
@@ -293,5 +295,5 @@ TEST_F(TopologyTest, BadTopologyConfigurationFailsStart) {
   n9.Stop();
 }
 
-}  // namespace
-}  // namespace devmgr::testing
+}  // namespace topology_test
+}  // namespace devmgr::testutil

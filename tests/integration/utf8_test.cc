@@ -12,7 +12,7 @@
 #include "tests/integration/test_env.h"
 #include "transport/transport_testutil.h"
 
-namespace devmgr::testing {
+namespace devmgr::testutil {
 namespace {
 
 using ::testing::ElementsAre;
@@ -89,4 +89,4 @@ TEST_F(InvalidUtf8Test, Profile134EndsTheStreamAndMarksTheDevicesUnhealthy) {
 }
 
 }  // namespace
-}  // namespace devmgr::testing
+}  // namespace devmgr::testutil

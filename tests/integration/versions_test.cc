@@ -10,7 +10,7 @@
 #include "tests/integration/test_env.h"
 #include "transport/transport_testutil.h"
 
-namespace devmgr::testing {
+namespace devmgr::testutil {
 namespace {
 
 constexpr char kRes[] = "example.com/res";
@@ -209,4 +209,4 @@ TEST(FeatureGateLockTest, GaGatesAreLocked) {
 }
 
 }  // namespace
-}  // namespace devmgr::testing
+}  // namespace devmgr::testutil

@@ -29,7 +29,7 @@
 #include "transport/grpc_plugin_client.h"
 #include "transport/transport_testutil.h"
 
-namespace devmgr::testing {
+namespace devmgr::testutil {
 namespace {
 
 using transport::testutil::CallRegister;
@@ -457,4 +457,4 @@ TEST_F(HostilePluginTest, AThousandResources) {
 }
 
 }  // namespace
-}  // namespace devmgr::testing
+}  // namespace devmgr::testutil

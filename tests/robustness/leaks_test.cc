@@ -14,7 +14,7 @@
 #include "tests/robustness/proc_stats.h"
 #include "transport/transport_testutil.h"
 
-namespace devmgr::testing {
+namespace devmgr::testutil {
 namespace {
 
 using transport::testutil::CallRegister;
@@ -116,4 +116,4 @@ TEST_F(LeakTest, PluginRestartsAndPodAdmissionsReturnToBaseline) {
 }
 
 }  // namespace
-}  // namespace devmgr::testing
+}  // namespace devmgr::testutil

@@ -13,7 +13,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
-namespace devmgr::testing {
+namespace devmgr::testutil {
 
 // Under AddressSanitizer RSS says nothing about leaks: freed memory is held in ASan's quarantine
 // (256 MiB by default) and every allocation has shadow and redzones, so RSS grows by hundreds of
@@ -78,6 +78,6 @@ inline ProcStats Settled(const ProcStats& base) {
   return s;
 }
 
-}  // namespace devmgr::testing
+}  // namespace devmgr::testutil
 
 #endif  // DEVMGR_TESTS_ROBUSTNESS_PROC_STATS_H_

@@ -24,7 +24,7 @@
 #include "tests/integration/test_env.h"
 #include "tests/robustness/proc_stats.h"
 
-namespace devmgr::testing {
+namespace devmgr::testutil {
 namespace {
 
 constexpr char kGpu[] = "example.com/gpu";
@@ -160,4 +160,4 @@ TEST_F(ServeSoakTest, ADayOfPodChurnAndHealthFlipsKeepsMemoryFdsAndThreadsFlat) 
 }
 
 }  // namespace
-}  // namespace devmgr::testing
+}  // namespace devmgr::testutil

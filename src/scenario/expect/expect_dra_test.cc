@@ -9,7 +9,9 @@
 #include "scenario/format/scenario_parser.h"
 
 namespace devmgr::scenario {
-namespace {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace expect_dra_test {
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -154,5 +156,5 @@ TEST(DraExpectations, CheckpointEntriesAndValidity) {
   EXPECT_THAT(f, IsEmpty());
 }
 
-}  // namespace
+}  // namespace expect_dra_test
 }  // namespace devmgr::scenario

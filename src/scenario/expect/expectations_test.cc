@@ -13,7 +13,9 @@ void PrintTo(const Failure& f, std::ostream* os) {
   *os << f.loc.ToString() << ": " << f.what << " expected " << f.expected << " actual " << f.actual;
 }
 
-namespace {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace expectations_test {
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -485,5 +487,5 @@ TEST(Expectations, AbsentHintAndAbsentCheckpointEntry) {
   EXPECT_EQ(f[0].actual, "<nil>");
 }
 
-}  // namespace
+}  // namespace expectations_test
 }  // namespace devmgr::scenario

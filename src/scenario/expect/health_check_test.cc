@@ -8,7 +8,9 @@
 #include "scenario/format/scenario_testutil.h"
 
 namespace devmgr::scenario {
-namespace {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace health_check_test {
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -120,5 +122,5 @@ TEST(HealthCheckTest, BadInputNamesThePlace) {
               HasSubstr("did you mean 'allocated_resources_status'"));
 }
 
-}  // namespace
+}  // namespace health_check_test
 }  // namespace devmgr::scenario

@@ -8,7 +8,9 @@
 #include "scenario/format/scenario_testutil.h"
 
 namespace devmgr::scenario {
-namespace {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace pod_resources_check_test {
 
 using ::testing::ElementsAre;
 using ::testing::Field;
@@ -200,5 +202,5 @@ TEST(PodResourcesParser, FeatureGatesAreValidatedWithTheKubeletsTexts) {
                         "KubeletPodResourcesGot"));
 }
 
-}  // namespace
+}  // namespace pod_resources_check_test
 }  // namespace devmgr::scenario

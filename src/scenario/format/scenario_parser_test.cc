@@ -5,7 +5,9 @@
 #include "gtest/gtest.h"
 
 namespace devmgr::scenario {
-namespace {
+// Named, not anonymous: the test binaries are unity builds (CMakeLists.txt), and these
+// helpers must not meet another test file's helpers of the same name.
+namespace scenario_parser_test {
 
 using ::testing::HasSubstr;
 
@@ -313,13 +315,13 @@ TEST(ScenarioParser, RegisterResultOnlyForRegister) {
               HasSubstr("ok, error and code apply to calls the plugin made (Register)"));
 }
 
-}  // namespace
+}  // namespace scenario_parser_test
 }  // namespace devmgr::scenario
 
 #include "scenario/report/version_matrix.h"
 
 namespace devmgr::scenario {
-namespace {
+namespace scenario_parser_test {
 
 TEST(ScenarioParser, AppliesToAndVersionRanges) {
   absl::StatusOr<Scenario> s = ParseScenario(
@@ -362,11 +364,11 @@ TEST(VersionMatrixPlan, AppliesToAndPinnedVersions) {
   EXPECT_FALSE(runs[1].skip);
 }
 
-}  // namespace
+}  // namespace scenario_parser_test
 }  // namespace devmgr::scenario
 
 namespace devmgr::scenario {
-namespace {
+namespace scenario_parser_test {
 
 constexpr char kDraDriver[] = R"(plugins:
   - name: drv
@@ -472,5 +474,5 @@ TEST(VersionMatrixPlan, DraScenariosAreSkippedBefore134) {
   EXPECT_FALSE(runs[1].skip);
 }
 
-}  // namespace
+}  // namespace scenario_parser_test
 }  // namespace devmgr::scenario
