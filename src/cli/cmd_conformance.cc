@@ -187,10 +187,9 @@ absl::Status WriteReports(const ConformanceOptions& o, const conformance::RunRep
 // --dra: the flags of one DRA run into `ro`. Returns kExitOk, or the exit
 // code after printing the error.
 int DraRunOptionsFromFlags(const ConformanceOptions& o, conformance::DraRunOptions* ro) {
-  if (o.plugin.empty() || !o.socket.empty() || !o.resource.empty() || o.private_mount ||
-      !o.metrics_file.empty()) {
+  if (o.plugin.empty() || !o.socket.empty() || !o.resource.empty() || !o.metrics_file.empty()) {
     std::cerr << "devmgr conformance: --dra needs --plugin (the driver command) and takes none "
-                 "of --socket, --resource, --private-mount, --metrics-file\n";
+                 "of --socket, --resource, --metrics-file\n";
     return kExitUsage;
   }
   absl::StatusOr<Profile> profile = ProfileForVersion(o.kubelet_version);
@@ -201,6 +200,12 @@ int DraRunOptionsFromFlags(const ConformanceOptions& o, conformance::DraRunOptio
   if (absl::Status s = profile->gates.Set(o.feature_gates); !s.ok()) {
     std::cerr << "devmgr conformance: --feature-gates: " << s.message() << "\n";
     return kExitUsage;
+  }
+  if (o.private_mount) {
+    if (absl::Status s = node::CheckPrivateMountSupported(); !s.ok()) {
+      std::cerr << "devmgr conformance: " << s.message() << "\n";
+      return kExitEnvironment;
+    }
   }
   ro->profile = *profile;
   ro->dir = o.dir.empty() ? "" : Absolute(o.dir);
@@ -230,7 +235,8 @@ int RunDraOnce(const ConformanceOptions& o, std::vector<conformance::RunReport>*
   // The emulated kubelet's plugin manager and DRA handler log at info level
   // as the kubelet's do: shown with -v only, the report is the output.
   log::SetConsoleOutput(o.verbosity >= 0);
-  std::unique_ptr<conformance::DraTarget> target = conformance::NewDraProcessTarget(o.plugin);
+  std::unique_ptr<conformance::DraTarget> target =
+      conformance::NewDraProcessTarget(o.plugin, o.private_mount);
   signal(SIGPIPE, SIG_IGN);
   absl::StatusOr<conformance::RunReport> report =
       conformance::RunDraConformance(*target, ro, ProgressPrinter(o.quiet));
@@ -366,7 +372,10 @@ void AddConformanceCommand(CLI::App& app, int* exit_code) {
                   "'./my-plugin --socket-dir \"$DEVMGR_PLUGIN_DIR\"'");
   cmd->add_flag("--private-mount", o->private_mount,
                 "Run --plugin in a private mount namespace where the directory is bind-mounted "
-                "over /var/lib/kubelet/device-plugins");
+                "over /var/lib/kubelet/device-plugins; with --dra, where the session's "
+                "plugins_registry, plugins and CDI directories are bound over "
+                "/var/lib/kubelet/plugins_registry, /var/lib/kubelet/plugins, /var/run/cdi and "
+                "/etc/cdi, for a driver that hard-codes them (the host's are never touched)");
   cmd->add_flag("--dra", o->dra,
                 "The target is a DRA driver: run the DRA catalogue (docs/conformance.md, \"DRA "
                 "drivers\"). --plugin is the driver command, started for each session with "

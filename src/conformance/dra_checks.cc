@@ -118,6 +118,12 @@ std::string ClaimText(const DraTestClaim& c) {
   return fmt::format("claim {}/{} (UID {})", c.claim.namespace_, c.claim.name, c.claim.uid);
 }
 
+// " (dialled at HOST)" for an endpoint inside the driver's binds, else "".
+std::string Dialled(const DraSession& s, const std::string& endpoint) {
+  const std::string host = s.HostPath(endpoint);
+  return host == endpoint ? "" : fmt::format(" (dialled at {})", host);
+}
+
 Outcome Registration(DraSession& s) {
   std::optional<DraRegistrationRecord> r = s.FirstInfo();
   if (!r) {
@@ -158,15 +164,16 @@ Outcome Registration(DraSession& s) {
                                      i.endpoint))
         .Evidence(info);
   }
-  if (!SocketAccepts(i.endpoint)) {
-    return Outcome::Fail(fmt::format("nothing accepts connections on the endpoint {}; every "
+  if (!SocketAccepts(s.HostPath(i.endpoint))) {
+    return Outcome::Fail(fmt::format("nothing accepts connections on the endpoint {}{}; every "
                                      "NodePrepareResources of the kubelet fails",
-                                     i.endpoint))
+                                     i.endpoint, Dialled(s, i.endpoint)))
         .Evidence(info);
   }
   const absl::Duration took = MonoSub(r->at, s.driver_started_at());
-  Outcome o = Outcome::Pass(fmt::format("driver \"{}\" registered {} after its start, endpoint {}",
-                                        i.name, D(took), i.endpoint));
+  Outcome o =
+      Outcome::Pass(fmt::format("driver \"{}\" registered {} after its start, endpoint {}{}",
+                                i.name, D(took), i.endpoint, Dialled(s, i.endpoint)));
   o.figures.push_back({"time to GetInfo", D(took)});
   return o;
 }
@@ -185,7 +192,8 @@ Outcome ServesFirst(DraSession& s) {
                                    "answered; the kubelet registers the driver at once and "
                                    "its calls fail until the socket is served",
                                    e))
-      .Evidence(SocketAccepts(e) ? "it accepts connections now" : "it accepts none now");
+      .Evidence(SocketAccepts(s.HostPath(e)) ? "it accepts connections now"
+                                             : "it accepts none now");
 }
 
 Outcome Services(DraSession& s) {

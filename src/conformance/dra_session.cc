@@ -79,6 +79,8 @@ absl::Status DraSession::StartPluginManager() {
   ho.timers = timers_.get();
   ho.profile = opts_.profile;
   ho.client.call_timeout = t().call;
+  binds_ = target_->Binds(env_);
+  ho.endpoint_binds = binds_;
   // Bounds how long the monitor takes to stop at the session's end; a
   // channel's state changes are seen at once either way.
   ho.connection_recheck = absl::Milliseconds(100);
@@ -274,7 +276,7 @@ void DraSession::OnInfo(const std::string& socket,
   if (r.ok()) {
     rec.info = *r;
     const std::string& e = r->endpoint;
-    rec.served_at_info = !e.empty() && e.front() == '/' && SocketAccepts(e);
+    rec.served_at_info = !e.empty() && e.front() == '/' && SocketAccepts(HostPath(e));
   }
   absl::MutexLock l(&mu_);
   registrations_.push_back(std::move(rec));

@@ -105,6 +105,9 @@ class DraSession {
   const Profile& profile() const { return opts_.profile; }
   const DraEnv& env() const { return env_; }
   DraTarget& target() { return *target_; }
+  // Where the kubelet dials a path the driver registered: the host path of one
+  // inside the driver's binds (--private-mount), else the path itself.
+  std::string HostPath(const std::string& path) const { return HostPathOf(path, binds_); }
   apiserver::ApiServer& api() { return *api_; }
   MonoTime driver_started_at() const { return started_at_; }
 
@@ -191,6 +194,8 @@ class DraSession {
   DraTarget* const target_;
   const DraSessionOptions opts_;
   DraEnv env_;
+  // The target's binds, set by Begin before the driver starts; constant after.
+  std::vector<BindPath> binds_;
   MonoTime started_at_;
   bool driver_running_ = false;
   std::unique_ptr<apiserver::ApiServer> api_;

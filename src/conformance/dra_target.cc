@@ -18,27 +18,40 @@ namespace {
 
 class DraProcessTarget final : public DraTarget {
  public:
-  explicit DraProcessTarget(std::string command) : command_(std::move(command)) {}
-  std::string Describe() const override { return fmt::format("--dra --plugin '{}'", command_); }
-  absl::Status Start(const DraEnv& env) override {
-    node::PluginProcessOptions o;
-    o.command = command_;
-    o.env = env.Variables();
-    return process_.Start(o);
+  DraProcessTarget(std::string command, bool private_mount)
+      : command_(std::move(command)), private_mount_(private_mount) {}
+  std::string Describe() const override {
+    return fmt::format("--dra{} --plugin '{}'", private_mount_ ? " --private-mount" : "", command_);
   }
+  absl::Status Start(const DraEnv& env) override { return process_.Start(Options(env)); }
   bool Stop(absl::Duration grace) override { return process_.Stop(grace); }
   bool Exited(int* code) const override { return process_.Exited(code); }
   std::vector<std::string> OutputTail(size_t n) const override { return process_.OutputTail(n); }
+  std::vector<BindPath> Binds(const DraEnv& env) const override {
+    return node::PrivateMountBinds(Options(env));
+  }
 
  private:
+  node::PluginProcessOptions Options(const DraEnv& env) const {
+    node::PluginProcessOptions o;
+    o.command = command_;
+    o.env = env.Variables();
+    o.private_mount = private_mount_;
+    o.registry_dir = env.registry_dir;
+    o.plugins_dir = env.plugins_dir;
+    o.cdi_dir = env.cdi_dir;
+    return o;
+  }
+
   const std::string command_;
+  const bool private_mount_;
   PluginSlot process_;
 };
 
 }  // namespace
 
-std::unique_ptr<DraTarget> NewDraProcessTarget(std::string command) {
-  return std::make_unique<DraProcessTarget>(std::move(command));
+std::unique_ptr<DraTarget> NewDraProcessTarget(std::string command, bool private_mount) {
+  return std::make_unique<DraProcessTarget>(std::move(command), private_mount);
 }
 
 }  // namespace devmgr::conformance

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/bind_paths.h"
 
 namespace devmgr::conformance {
 
@@ -45,10 +46,18 @@ class DraTarget {
   virtual bool Exited(int* code) const { return false; }
   // The driver's last output lines (evidence for failures).
   virtual std::vector<std::string> OutputTail(size_t n) const { return {}; }
+  // Where the driver sees the session's directories, when not at their own
+  // paths (a private mount namespace): the kubelet dials an endpoint the
+  // driver registers from inside at its host path.
+  virtual std::vector<BindPath> Binds(const DraEnv& env) const { return {}; }
 };
 
-// A driver command, run with /bin/sh -c and DraEnv::Variables().
-std::unique_ptr<DraTarget> NewDraProcessTarget(std::string command);
+// A driver command, run with /bin/sh -c and DraEnv::Variables(). With
+// `private_mount`, in a private mount namespace where the session's
+// plugins_registry, plugins and CDI directories are bound over
+// /var/lib/kubelet/plugins_registry, /var/lib/kubelet/plugins, /var/run/cdi
+// and /etc/cdi, for drivers that hard-code them.
+std::unique_ptr<DraTarget> NewDraProcessTarget(std::string command, bool private_mount = false);
 
 }  // namespace devmgr::conformance
 

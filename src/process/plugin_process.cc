@@ -605,7 +605,9 @@ std::vector<std::string> PluginProcess::OutputTail(size_t n) const {
 
 std::vector<BindPath> PrivateMountBinds(const PluginProcessOptions& opts) {
   if (!opts.private_mount) return {};
-  std::vector<BindPath> binds = {{opts.plugin_dir, kDevicePluginPath}};
+  std::vector<BindPath> binds;
+  // A DRA driver's session has no device-plugin directory.
+  if (!opts.plugin_dir.empty()) binds.push_back({opts.plugin_dir, kDevicePluginPath});
   if (!opts.registry_dir.empty()) binds.push_back({opts.registry_dir, kPluginsRegistryPath});
   if (!opts.plugins_dir.empty()) binds.push_back({opts.plugins_dir, kPluginsPath});
   if (!opts.cdi_dir.empty()) {

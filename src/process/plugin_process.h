@@ -41,7 +41,7 @@ struct PluginProcessOptions {
   std::map<std::string, std::string> env;
   // Working directory; empty: devmgr's.
   std::string working_dir;
-  // Bind plugin_dir over /var/lib/kubelet/device-plugins (and registry_dir,
+  // Bind plugin_dir, when set, over /var/lib/kubelet/device-plugins (and registry_dir,
   // when set, over /var/lib/kubelet/plugins_registry; plugins_dir over
   // /var/lib/kubelet/plugins; cdi_dir over /var/run/cdi and /etc/cdi) in a
   // private mount namespace. The host's /var/lib/kubelet, /run and /etc are

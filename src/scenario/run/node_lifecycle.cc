@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -207,6 +208,18 @@ std::unique_ptr<node::Node> RunContext::MakeNode(std::optional<node::NodeResourc
     o.dra.store = &api->store();
     o.dra.node_name = kDraNodeName;
     o.dra.state_dir = work_dir;
+    // A driver in a private mount namespace registers the endpoint it sees
+    // inside (/var/lib/kubelet/plugins/...): the node dials its host path.
+    if (std::any_of(sc.plugins.begin(), sc.plugins.end(),
+                    [](const PluginSpec& p) { return p.private_mount; })) {
+      node::PluginProcessOptions po;
+      po.private_mount = true;
+      po.plugin_dir = env.plugin_dir;
+      po.registry_dir = env.registry_dir;
+      po.plugins_dir = env.dra_plugin_dir;
+      po.cdi_dir = env.cdi_dir;
+      o.dra.endpoint_binds = node::PrivateMountBinds(po);
+    }
     o.dra.on_driver_call = [this](const dra::DriverCallRecord& r) {
       {
         absl::MutexLock l(&dra_calls_mu_);

@@ -119,6 +119,8 @@ absl::Status PluginHost::Start() {
   o.private_mount = spec_.private_mount;
   o.plugin_dir = env_.plugin_dir;
   o.registry_dir = env_.registry_dir;
+  o.plugins_dir = env_.dra_plugin_dir;  // DRA scenarios only: "" otherwise
+  o.cdi_dir = env_.cdi_dir;
   o.extra_binds = spec_.binds;
   process_ = std::make_unique<node::PluginProcess>(o);
   paused_ = false;
