@@ -16,13 +16,7 @@ trap 'rm -rf "$WORK"' EXIT
 source "$(dirname "$0")/lib/checks.bash"
 RUN_TIMEOUT=180
 
-# What the host has at the kubelet's and the CDI paths (never to change).
-host_paths() {
-  local p
-  for p in /var/lib/kubelet /run/cdi /var/run/cdi /etc/cdi; do
-    if [[ -e $p ]]; then find "$p" -printf '%p %y %m %s %T@\n' 2>&1 | sort; else echo "$p: none"; fi
-  done
-}
+source "$(dirname "$0")/lib/host_paths.bash"
 host_before=$(host_paths)
 
 # The driver is told nothing but its node: every path is its default.

@@ -53,13 +53,7 @@ wait_for() {  # wait_for DESCRIPTION COMMAND...: polls up to 60 s while serve ru
   done
   fail "timed out waiting for $what"
 }
-# What the host has at the kubelet's and the CDI paths (never to change).
-host_paths() {
-  local p
-  for p in /var/lib/kubelet /run/cdi /var/run/cdi /etc/cdi; do
-    if [[ -e $p ]]; then find "$p" -printf '%p %y %m %s %T@\n' 2>&1 | sort; else echo "$p: none"; fi
-  done
-}
+source "$(dirname "$0")/lib/host_paths.bash"
 host_before=$(host_paths)
 
 root="$tmp/root"
