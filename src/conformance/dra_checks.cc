@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -92,6 +93,23 @@ class Claims {
     }
     claims_.push_back(*std::move(c));
     return &claims_.back();
+  }
+  // Add(name), then one NodePrepareResources of every claim so far: its answer, with *claim
+  // the new claim; nullopt with *stop the outcome that ends the check when the claim cannot
+  // be made or the call fails (a skip: dra.prepare.answers-all judges the call). `what`
+  // names the call in the skip.
+  std::optional<dra::PreparedClaims> AddPrepared(const std::string& name,
+                                                 const DraTestClaim** claim, Outcome* stop,
+                                                 const std::string& what = "NodePrepareResources") {
+    *claim = Add(name, stop);
+    if (*claim == nullptr) return std::nullopt;
+    absl::StatusOr<dra::PreparedClaims> r = s_.Prepare(Refs());
+    if (!r.ok()) {
+      *stop = Outcome::Skip(fmt::format("{} failed: {} (see dra.prepare.answers-all)", what,
+                                        std::string(r.status().message())));
+      return std::nullopt;
+    }
+    return *std::move(r);
   }
   std::vector<dra::Claim> Refs() const {
     std::vector<dra::Claim> out;
@@ -300,15 +318,10 @@ std::string DeviceMismatch(DraSession& s, const DraTestClaim& c,
 Outcome PrepareDevices(DraSession& s) {
   if (auto o = NotReady(s)) return *o;
   Claims claims(s);
-  Outcome skip;
-  const DraTestClaim* c = claims.Add("conformance-devices", &skip);
-  if (c == nullptr) return skip;
-  absl::StatusOr<dra::PreparedClaims> r = s.Prepare(claims.Refs());
-  if (!r.ok()) {
-    return Outcome::Skip(
-        fmt::format("NodePrepareResources failed: {} (see dra.prepare.answers-all)",
-                    std::string(r.status().message())));
-  }
+  Outcome stop;
+  const DraTestClaim* c = nullptr;
+  std::optional<dra::PreparedClaims> r = claims.AddPrepared("conformance-devices", &c, &stop);
+  if (!r) return stop;
   const std::vector<dra::ResponseDevice>& got = r->at(c->claim.uid);
   const std::string allocation = "allocation: " + c->results.dump();
   if (std::string why = DeviceMismatch(s, *c, got); !why.empty()) {
@@ -351,16 +364,11 @@ std::set<std::string> CdiDevices(const std::string& dir, std::vector<std::string
 Outcome PrepareTwice(DraSession& s) {
   if (auto o = NotReady(s)) return *o;
   Claims claims(s);
-  Outcome skip;
-  const DraTestClaim* c = claims.Add("conformance-twice", &skip);
-  if (c == nullptr) return skip;
-  absl::StatusOr<dra::PreparedClaims> first = s.Prepare(claims.Refs());
-  if (!first.ok()) {
-    return Outcome::Skip(
-        fmt::format("the first NodePrepareResources failed: {} (see "
-                    "dra.prepare.answers-all)",
-                    std::string(first.status().message())));
-  }
+  Outcome stop;
+  const DraTestClaim* c = nullptr;
+  std::optional<dra::PreparedClaims> first =
+      claims.AddPrepared("conformance-twice", &c, &stop, "the first NodePrepareResources");
+  if (!first) return stop;
   std::vector<std::string> unread;
   const std::set<std::string> cdi_before = CdiDevices(s.env().cdi_dir, &unread);
   absl::StatusOr<dra::PreparedClaims> second = s.Prepare(claims.Refs());
@@ -413,16 +421,10 @@ Outcome UnprepareUnknown(DraSession& s) {
 Outcome UnprepareDeleted(DraSession& s) {
   if (auto o = NotReady(s)) return *o;
   Claims claims(s);
-  Outcome skip;
-  const DraTestClaim* c = claims.Add("conformance-deleted", &skip);
-  if (c == nullptr) return skip;
-  absl::StatusOr<dra::PreparedClaims> r = s.Prepare(claims.Refs());
-  if (!r.ok()) {
-    return Outcome::Skip(
-        fmt::format("NodePrepareResources failed: {} (see "
-                    "dra.prepare.answers-all)",
-                    std::string(r.status().message())));
-  }
+  Outcome stop;
+  const DraTestClaim* c = nullptr;
+  std::optional<dra::PreparedClaims> r = claims.AddPrepared("conformance-deleted", &c, &stop);
+  if (!r) return stop;
   // The pod and its claim are gone from the API before the kubelet
   // unprepares (a force-deleted pod, a deleted namespace).
   s.DeleteClaim(*c);
@@ -471,16 +473,10 @@ Outcome PrepareReplaced(DraSession& s) {
 Outcome PrepareCdi(DraSession& s) {
   if (auto o = NotReady(s)) return *o;
   Claims claims(s);
-  Outcome skip;
-  const DraTestClaim* c = claims.Add("conformance-cdi", &skip);
-  if (c == nullptr) return skip;
-  absl::StatusOr<dra::PreparedClaims> r = s.Prepare(claims.Refs());
-  if (!r.ok()) {
-    return Outcome::Skip(
-        fmt::format("NodePrepareResources failed: {} (see "
-                    "dra.prepare.answers-all)",
-                    std::string(r.status().message())));
-  }
+  Outcome stop;
+  const DraTestClaim* c = nullptr;
+  std::optional<dra::PreparedClaims> r = claims.AddPrepared("conformance-cdi", &c, &stop);
+  if (!r) return stop;
   std::vector<std::string> unread;
   const std::set<std::string> known = CdiDevices(s.env().cdi_dir, &unread);
   std::vector<std::string> ids, missing;
@@ -508,16 +504,11 @@ Outcome PrepareCdi(DraSession& s) {
 Outcome PrepareAfterUnprepare(DraSession& s) {
   if (auto o = NotReady(s)) return *o;
   Claims claims(s);
-  Outcome skip;
-  const DraTestClaim* c = claims.Add("conformance-again", &skip);
-  if (c == nullptr) return skip;
-  absl::StatusOr<dra::PreparedClaims> first = s.Prepare(claims.Refs());
-  if (!first.ok()) {
-    return Outcome::Skip(
-        fmt::format("the first NodePrepareResources failed: {} (see "
-                    "dra.prepare.answers-all)",
-                    std::string(first.status().message())));
-  }
+  Outcome stop;
+  const DraTestClaim* c = nullptr;
+  std::optional<dra::PreparedClaims> first =
+      claims.AddPrepared("conformance-again", &c, &stop, "the first NodePrepareResources");
+  if (!first) return stop;
   if (absl::Status u = s.Unprepare(claims.Refs()); !u.ok()) {
     return CallFailed("NodeUnprepareResources of the prepared " + ClaimText(*c), u);
   }
