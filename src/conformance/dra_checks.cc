@@ -711,6 +711,25 @@ absl::StatusOr<dra::PreparedClaims> PrepareBefore(DraSession& s, const Claims& c
   return second;
 }
 
+// Stops the driver and starts it again: *stopped says how it stopped, *back
+// how long it took to be registered again. A driver not registered again is
+// the check's FAIL, returned.
+std::optional<Outcome> RestartOrFail(DraSession& s, std::string* stopped, absl::Duration* back) {
+  const bool in_time = s.StopDriver();
+  *stopped = StopText(in_time, s);
+  const MonoTime restarted = MonoNow();
+  if (absl::Status st = s.StartDriver(); !st.ok()) {
+    Outcome o = Outcome::Fail(fmt::format(
+        "stopped ({}) and started again, the driver was not registered again: {}; the kubelet "
+        "cannot call it, and pods with its claims are neither admitted nor let go",
+        *stopped, std::string(st.message())));
+    for (auto& l : s.DriverOutput(5)) o.Evidence(l);
+    return o;
+  }
+  *back = MonoSub(MonoNow(), restarted);
+  return std::nullopt;
+}
+
 Outcome RestartDriver(DraSession& s) {
   if (auto o = NotReady(s)) return *o;
   Claims claims(s);
@@ -719,17 +738,9 @@ Outcome RestartDriver(DraSession& s) {
   if (c == nullptr) return skip;
   absl::StatusOr<dra::PreparedClaims> first = PrepareBefore(s, claims, *c, "restart", &skip);
   if (!first.ok()) return skip;
-  const bool in_time = s.StopDriver();
-  const MonoTime restarted = MonoNow();
-  if (absl::Status st = s.StartDriver(); !st.ok()) {
-    Outcome o = Outcome::Fail(fmt::format(
-        "stopped ({}) and started again, the driver was not registered again: {}; the kubelet "
-        "cannot call it, and pods with its claims are neither admitted nor let go",
-        StopText(in_time, s), std::string(st.message())));
-    for (auto& l : s.DriverOutput(5)) o.Evidence(l);
-    return o;
-  }
-  const absl::Duration back = MonoSub(MonoNow(), restarted);
+  std::string stopped;
+  absl::Duration back;
+  if (auto o = RestartOrFail(s, &stopped, &back)) return *o;
   const std::string what = fmt::format("{}, prepared before the driver's restart", ClaimText(*c));
   absl::StatusOr<dra::PreparedClaims> again = s.Prepare(claims.Refs());
   if (!again.ok()) {
@@ -752,10 +763,92 @@ Outcome RestartDriver(DraSession& s) {
         .Evidence("the kubelet retries until it succeeds: the pod stays Terminating meanwhile");
   }
   Outcome o = Outcome::Pass(
-      fmt::format("{}; registered again {} after the start; {}: {} again, then unprepared",
-                  StopText(in_time, s), D(back), ClaimText(*c), DevicesText(b)));
+      fmt::format("{}; registered again {} after the start; {}: {} again, then unprepared", stopped,
+                  D(back), ClaimText(*c), DevicesText(b)));
   o.figures.push_back({"time to register again", D(back)});
   return o;
+}
+
+// dra.restart.unprepare and dra.restart.no-leak: claim `name`
+// prepared, the driver restarted, then the claim unprepared with no Prepare
+// first (a pod deleted after a DaemonSet rollout of its driver).
+struct UnprepareAfterRestart {
+  std::optional<Outcome> stop;  // ends the check: a skip, or the restart's FAIL
+  std::string what;             // the claim, for messages
+  std::string restart;          // how the driver stopped and came back
+  bool cdi = false;             // the Prepare answered CDI device IDs
+  absl::Status unprepare;
+  std::vector<std::string> left;  // its answered CDI devices that still resolve afterwards
+};
+
+UnprepareAfterRestart RunUnprepareAfterRestart(DraSession& s, const std::string& name) {
+  UnprepareAfterRestart r;
+  if (auto o = NotReady(s)) {
+    r.stop = *o;
+    return r;
+  }
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* c = claims.Add(name, &skip);
+  absl::StatusOr<dra::PreparedClaims> first = c == nullptr
+                                                  ? absl::FailedPreconditionError("no claim")
+                                                  : PrepareBefore(s, claims, *c, "restart", &skip);
+  if (!first.ok()) {
+    r.stop = skip;
+    return r;
+  }
+  const std::vector<std::string> ids = CdiIds(first->at(c->claim.uid));
+  r.cdi = !ids.empty();
+  absl::Duration back;
+  if (auto o = RestartOrFail(s, &r.restart, &back)) {
+    r.stop = *o;
+    return r;
+  }
+  r.restart += fmt::format("; registered again {} after the start", D(back));
+  r.what = fmt::format("{}, prepared before the driver's restart and not since", ClaimText(*c));
+  r.unprepare = s.Unprepare(claims.Refs());
+  std::vector<std::string> unread;
+  const std::set<std::string> known = CdiDevices(s.env().cdi_dir, &unread);
+  for (const std::string& id : ids) {
+    if (known.count(id)) r.left.push_back(id);
+  }
+  return r;
+}
+
+Outcome RestartUnprepare(DraSession& s) {
+  UnprepareAfterRestart r = RunUnprepareAfterRestart(s, "conformance-restart-unprepare");
+  if (r.stop) return *r.stop;
+  if (!r.unprepare.ok()) {
+    return CallFailed("NodeUnprepareResources of " + r.what, r.unprepare)
+        .Evidence(
+            "a pod deleted after its driver restarted (a DaemonSet rollout) is unprepared with no "
+            "NodePrepareResources first; the kubelet retries until it succeeds, and the pod stays "
+            "Terminating meanwhile");
+  }
+  return Outcome::Pass(
+      fmt::format("{}; NodeUnprepareResources of {} succeeded", r.restart, r.what));
+}
+
+Outcome RestartNoLeak(DraSession& s) {
+  UnprepareAfterRestart r = RunUnprepareAfterRestart(s, "conformance-restart-no-leak");
+  if (r.stop) return *r.stop;
+  if (!r.unprepare.ok()) {
+    return Outcome::Skip(
+        fmt::format("NodeUnprepareResources of {} failed (see dra.restart.unprepare)", r.what));
+  }
+  if (!r.cdi) return Outcome::Skip("the driver answered no CDI device ID");
+  if (r.left.empty()) {
+    return Outcome::Pass(fmt::format(
+        "after NodeUnprepareResources of {}, none of its CDI devices resolves any more", r.what));
+  }
+  return Outcome::Fail(fmt::format("after NodeUnprepareResources of {}, its CDI device(s) [{}] "
+                                   "still resolve: the spec written before the restart stays "
+                                   "on the node",
+                                   r.what, fmt::join(r.left, ", ")))
+      .Evidence(
+          "the driver keeps no record across its restart of what it prepared, or its "
+          "NodeUnprepareResources does not use it; the kubelet calls it once and forgets the "
+          "claim");
 }
 
 // Removes every entry of the CDI root (a tmpfs after a reboot); how many.
@@ -971,6 +1064,14 @@ const std::vector<DraCheckInfo>& DraCatalogue() {
                  "Stopped and started again, the driver registers again and prepares a claim "
                  "prepared before with the same devices, then unprepares it",
                  Level::kMust, RestartDriver),
+      Disruptive("dra.restart.unprepare",
+                 "Stopped and started again, the driver unprepares a claim prepared before its "
+                 "restart and not since",
+                 Level::kMust, RestartUnprepare),
+      Disruptive("dra.restart.no-leak",
+                 "Stopped and started again, the driver removes the CDI spec of a claim prepared "
+                 "before its restart when it unprepares it",
+                 Level::kShould, RestartNoLeak),
       Disruptive("dra.restart.reboot",
                  "After a reboot (driver and kubelet restarted, CDI root emptied) the CDI IDs "
                  "of a claim prepared again resolve in the CDI root",

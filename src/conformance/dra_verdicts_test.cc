@@ -94,6 +94,10 @@ const std::map<std::string, std::function<void(Rig&)>>& Breakers() {
       {"dra.prepare.failed-no-leak",
        [](Rig& s) { s.config.misbehave.leak_spec_on_failure = true; }},
       {"dra.restart.driver", [](Rig& s) { s.config.misbehave.restored_unprepare_fails = true; }},
+      {"dra.restart.unprepare",
+       [](Rig& s) { s.config.misbehave.restored_unprepare_needs_prepare = true; }},
+      {"dra.restart.no-leak",
+       [](Rig& s) { s.config.misbehave.restored_unprepare_keeps_spec = true; }},
       {"dra.restart.reboot", [](Rig& s) { s.config.misbehave.reprepare_skips_spec = true; }},
       {"dra.slices.wiped",
        [](Rig& s) {
@@ -158,9 +162,8 @@ TEST(DraVerdictsTest, EveryCheckHasASwitchThatBreaksIt) {
 TEST(DraVerdictsTest, TheReferenceDriverPassesEveryCheckInOneSessionAndOnePerDisruption) {
   RunReport r = RunDra(Reference());
   EXPECT_EQ(Of(r), AllPassBut({})) << SummaryTable(r);
-  // The shared session, then dra.restart.driver, dra.restart.reboot and
-  // dra.slices.wiped in one each.
-  EXPECT_EQ(r.sessions, 4);
+  // The shared session, then each of the five [Disruptive] checks in one.
+  EXPECT_EQ(r.sessions, 6);
   EXPECT_TRUE(r.MustPassed());
   EXPECT_THAT(Find(r, "dra.services")->outcome.message,
               HasSubstr("the kubelet 1.36 calls v1.DRAPlugin"));
@@ -229,6 +232,8 @@ TEST(DraVerdictsTest, AnotherDeviceOnARepeatedPrepareFailsIdempotent) {
   // that is not idempotent without a restart cannot be judged across one.
   EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.idempotent", Status::kFail},
                                {"dra.restart.driver", Status::kSkip},
+                               {"dra.restart.unprepare", Status::kSkip},
+                               {"dra.restart.no-leak", Status::kSkip},
                                {"dra.restart.reboot", Status::kSkip}}))
       << SummaryTable(r);
   EXPECT_THAT(Find(r, "dra.restart.driver")->outcome.message,
@@ -329,11 +334,41 @@ TEST(DraVerdictsTest, ASpecLeftByAFailedPrepareFailsTheShouldFailedNoLeak) {
 
 TEST(DraVerdictsTest, ARestoredClaimThatCannotBeUnpreparedFailsRestartDriver) {
   RunReport r = RunDra(Broken("dra.restart.driver"));
-  EXPECT_EQ(Of(r), AllPassBut({{"dra.restart.driver", Status::kFail}})) << SummaryTable(r);
+  // Whether prepared again first or not: both restart checks.
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.restart.driver", Status::kFail},
+                               {"dra.restart.unprepare", Status::kFail},
+                               {"dra.restart.no-leak", Status::kSkip}}))
+      << SummaryTable(r);
   EXPECT_THAT(Find(r, "dra.restart.driver")->outcome.message,
               HasSubstr("NodeUnprepareResources of claim default/conformance-restart (UID "));
   EXPECT_THAT(Find(r, "dra.restart.driver")->outcome.message,
               HasSubstr("no handle for its devices (restored from prepared-claims.json)"));
+}
+
+TEST(DraVerdictsTest, ARestoredClaimUnpreparableOnlyOncePreparedAgainFailsRestartUnprepare) {
+  RunReport r = RunDra(Broken("dra.restart.unprepare"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.restart.unprepare", Status::kFail},
+                               {"dra.restart.no-leak", Status::kSkip}}))
+      << SummaryTable(r);
+  const std::string& m = Find(r, "dra.restart.unprepare")->outcome.message;
+  EXPECT_THAT(m, HasSubstr("NodeUnprepareResources of claim default/conformance-restart-unprepare "
+                           "(UID "));
+  EXPECT_THAT(m, HasSubstr("prepared before the driver's restart and not since"));
+  EXPECT_THAT(m, HasSubstr("not prepared since the restart; no handle for its devices"));
+  EXPECT_THAT(Find(r, "dra.restart.no-leak")->outcome.message,
+              HasSubstr("(see dra.restart.unprepare)"));
+}
+
+TEST(DraVerdictsTest, ASpecLeftByAnUnprepareAfterTheRestartFailsTheShouldRestartNoLeak) {
+  RunReport r = RunDra(Broken("dra.restart.no-leak"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.restart.no-leak", Status::kFail}})) << SummaryTable(r);
+  EXPECT_TRUE(r.MustPassed());
+  const CheckResult* f = Find(r, "dra.restart.no-leak");
+  EXPECT_EQ(f->level, Level::kShould);
+  EXPECT_THAT(f->outcome.message,
+              testing::MatchesRegex(".*claim default/conformance-restart-no-leak .*its CDI "
+                                    "device\\(s\\) \\[sample\\.dra\\.devmgr\\.io/gpu=.* "
+                                    "still resolve: the spec written before the restart stays.*"));
 }
 
 TEST(DraVerdictsTest, ARepeatedPrepareThatSkipsTheSpecFailsReboot) {
@@ -355,7 +390,8 @@ TEST(DraVerdictsTest, ADriverThatPublishesOnlyOnceFailsSlicesWiped) {
 
 TEST(DraVerdictsTest, TheDisruptiveChecksAreSkippedWithoutASessionWhenTheDriverNeverRegistered) {
   RunReport r = RunDra(Broken("dra.registration"));
-  for (const char* id : {"dra.restart.driver", "dra.restart.reboot", "dra.slices.wiped"}) {
+  for (const char* id : {"dra.restart.driver", "dra.restart.unprepare", "dra.restart.no-leak",
+                         "dra.restart.reboot", "dra.slices.wiped"}) {
     EXPECT_THAT(Find(r, id)->outcome.message,
                 HasSubstr("the driver never registered (see dra.registration, dra.services)"))
         << id;

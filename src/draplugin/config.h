@@ -105,6 +105,14 @@ struct Misbehaviour {
   // After a restart, Unprepare of a claim restored from the state file fails:
   // the driver lost what it needs to release the claim's devices.
   bool restored_unprepare_fails = false;
+  // After a restart, Unprepare of a claim restored from the state file and
+  // not prepared again since fails: the driver rebuilds what it needs to
+  // release the claim's devices only in Prepare.
+  bool restored_unprepare_needs_prepare = false;
+  // After a restart, Unprepare of a claim restored from the state file and
+  // not prepared again since succeeds but leaves its CDI spec (the e2e DRA
+  // test driver's shape: it keeps what it prepared in memory only).
+  bool restored_unprepare_keeps_spec = false;
   // A repeated Prepare of a prepared claim answers its devices without
   // writing its CDI spec again (gone after a reboot: the CDI root is a tmpfs).
   bool reprepare_skips_spec = false;

@@ -34,6 +34,8 @@ const Keys kMisbehaveKeys = {"prepare_not_idempotent",
                              "prepare_ignores_uid",
                              "reprepare_adds_spec",
                              "restored_unprepare_fails",
+                             "restored_unprepare_needs_prepare",
+                             "restored_unprepare_keeps_spec",
                              "reprepare_skips_spec",
                              "publish_only_first_start",
                              "leak_spec_on_failure",
@@ -200,6 +202,10 @@ class Parser : public yaml::TypedReader {
     DEVMGR_RETURN_IF_ERROR(flag("prepare_ignores_uid", &m->prepare_ignores_uid));
     DEVMGR_RETURN_IF_ERROR(flag("reprepare_adds_spec", &m->reprepare_adds_spec));
     DEVMGR_RETURN_IF_ERROR(flag("restored_unprepare_fails", &m->restored_unprepare_fails));
+    DEVMGR_RETURN_IF_ERROR(
+        flag("restored_unprepare_needs_prepare", &m->restored_unprepare_needs_prepare));
+    DEVMGR_RETURN_IF_ERROR(
+        flag("restored_unprepare_keeps_spec", &m->restored_unprepare_keeps_spec));
     DEVMGR_RETURN_IF_ERROR(flag("reprepare_skips_spec", &m->reprepare_skips_spec));
     DEVMGR_RETURN_IF_ERROR(flag("publish_only_first_start", &m->publish_only_first_start));
     DEVMGR_RETURN_IF_ERROR(flag("leak_spec_on_failure", &m->leak_spec_on_failure));

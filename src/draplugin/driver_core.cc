@@ -138,6 +138,7 @@ PrepareResult DriverCore::PrepareOneLocked(const ClaimRef& claim) {
 }
 
 PrepareResult DriverCore::PrepareAgainLocked(const ClaimRef& claim) {
+  if (restored_.count(claim.uid) > 0) reprepared_.insert(claim.uid);
   PrepareResult r;
   r.devices = prepared_[claim.uid].devices;
   if (config_.misbehave.reprepare_skips_spec) {
@@ -258,6 +259,14 @@ std::map<std::string, std::string> DriverCore::Unprepare(const std::vector<Claim
                           c.name, kStateFileName);
       continue;
     }
+    if (config_.misbehave.restored_unprepare_needs_prepare && restored_.count(c.uid) > 0 &&
+        reprepared_.count(c.uid) == 0) {
+      DM_INFO("Misbehaving: cannot unprepare a restored claim not prepared again",
+              {"claim", c.name});
+      error = fmt::format("claim {}/{}: not prepared since the restart; no handle for its devices",
+                          c.namespace_, c.name);
+      continue;
+    }
     if (config_.misbehave.unprepare_reads_claim) {
       absl::StatusOr<json> got = api_->GetClaim(c.namespace_, c.name);
       if (!got.ok()) {
@@ -267,7 +276,13 @@ std::map<std::string, std::string> DriverCore::Unprepare(const std::vector<Claim
         continue;
       }
     }
-    absl::Status s = RemoveCdiSpec(CdiSpecPath(SpecDir(), config_.driver, c.uid));
+    const bool keep_spec = config_.misbehave.restored_unprepare_keeps_spec &&
+                           restored_.count(c.uid) > 0 && reprepared_.count(c.uid) == 0;
+    if (keep_spec) {
+      DM_INFO("Misbehaving: unpreparing a restored claim leaves its CDI spec", {"claim", c.name});
+    }
+    absl::Status s =
+        keep_spec ? absl::OkStatus() : RemoveCdiSpec(CdiSpecPath(SpecDir(), config_.driver, c.uid));
     if (!s.ok()) {
       error = std::string(s.message());
       continue;
@@ -275,6 +290,7 @@ std::map<std::string, std::string> DriverCore::Unprepare(const std::vector<Claim
     PreparedClaim old = it->second;
     prepared_.erase(it);
     restored_.erase(c.uid);
+    reprepared_.erase(c.uid);
     s = SaveLocked();
     if (!s.ok()) {
       prepared_[c.uid] = std::move(old);

@@ -96,6 +96,8 @@ class DriverCore {
   std::set<std::string> unprepared_ ABSL_GUARDED_BY(mu_);
   // UIDs of claims restored from the state file (misbehave.restored_unprepare_fails).
   std::set<std::string> restored_ ABSL_GUARDED_BY(mu_);
+  // Those of them prepared again since (misbehave.restored_unprepare_needs_prepare).
+  std::set<std::string> reprepared_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace devmgr::draplugin
