@@ -711,6 +711,24 @@ absl::StatusOr<dra::PreparedClaims> PrepareBefore(DraSession& s, const Claims& c
   return second;
 }
 
+// The opening of the checks that disrupt a prepared claim: the session is
+// ready, claim `name` is made and prepared twice before the `what`
+// (PrepareBefore). The second answer, with *claim the claim; nullopt with
+// *stop the outcome that ends the check.
+std::optional<dra::PreparedClaims> PreparedBefore(DraSession& s, Claims& claims,
+                                                  const std::string& name, const std::string& what,
+                                                  const DraTestClaim** claim, Outcome* stop) {
+  if (auto o = NotReady(s)) {
+    *stop = *o;
+    return std::nullopt;
+  }
+  *claim = claims.Add(name, stop);
+  if (*claim == nullptr) return std::nullopt;
+  absl::StatusOr<dra::PreparedClaims> r = PrepareBefore(s, claims, **claim, what, stop);
+  if (!r.ok()) return std::nullopt;
+  return *std::move(r);
+}
+
 // Stops the driver and starts it again: *stopped says how it stopped, *back
 // how long it took to be registered again. A driver not registered again is
 // the check's FAIL, returned.
@@ -731,13 +749,12 @@ std::optional<Outcome> RestartOrFail(DraSession& s, std::string* stopped, absl::
 }
 
 Outcome RestartDriver(DraSession& s) {
-  if (auto o = NotReady(s)) return *o;
   Claims claims(s);
   Outcome skip;
-  const DraTestClaim* c = claims.Add("conformance-restart", &skip);
-  if (c == nullptr) return skip;
-  absl::StatusOr<dra::PreparedClaims> first = PrepareBefore(s, claims, *c, "restart", &skip);
-  if (!first.ok()) return skip;
+  const DraTestClaim* c = nullptr;
+  std::optional<dra::PreparedClaims> first =
+      PreparedBefore(s, claims, "conformance-restart", "restart", &c, &skip);
+  if (!first) return skip;
   std::string stopped;
   absl::Duration back;
   if (auto o = RestartOrFail(s, &stopped, &back)) return *o;
@@ -783,17 +800,11 @@ struct UnprepareAfterRestart {
 
 UnprepareAfterRestart RunUnprepareAfterRestart(DraSession& s, const std::string& name) {
   UnprepareAfterRestart r;
-  if (auto o = NotReady(s)) {
-    r.stop = *o;
-    return r;
-  }
   Claims claims(s);
   Outcome skip;
-  const DraTestClaim* c = claims.Add(name, &skip);
-  absl::StatusOr<dra::PreparedClaims> first = c == nullptr
-                                                  ? absl::FailedPreconditionError("no claim")
-                                                  : PrepareBefore(s, claims, *c, "restart", &skip);
-  if (!first.ok()) {
+  const DraTestClaim* c = nullptr;
+  std::optional<dra::PreparedClaims> first = PreparedBefore(s, claims, name, "restart", &c, &skip);
+  if (!first) {
     r.stop = skip;
     return r;
   }
@@ -863,13 +874,12 @@ size_t EmptyDir(const std::string& dir) {
 }
 
 Outcome RestartReboot(DraSession& s) {
-  if (auto o = NotReady(s)) return *o;
   Claims claims(s);
   Outcome skip;
-  const DraTestClaim* c = claims.Add("conformance-reboot", &skip);
-  if (c == nullptr) return skip;
-  absl::StatusOr<dra::PreparedClaims> first = PrepareBefore(s, claims, *c, "reboot", &skip);
-  if (!first.ok()) return skip;
+  const DraTestClaim* c = nullptr;
+  std::optional<dra::PreparedClaims> first =
+      PreparedBefore(s, claims, "conformance-reboot", "reboot", &c, &skip);
+  if (!first) return skip;
   if (CdiIds(first->at(c->claim.uid)).empty()) {
     return Outcome::Skip("the driver answered no CDI device ID");
   }
