@@ -14,7 +14,7 @@ OUT=${OUT:-$here/../../build/peers}
 [[ -x "$GO" ]] || command -v "$GO" >/dev/null || { echo "peers: no Go toolchain (set GO=/path/to/go)" >&2; exit 77; }
 mkdir -p "$OUT"
 total_start=$(date +%s)
-while read -r peer module release pkg; do
+while read -r peer module release pkg extra; do
   dir="$here/$peer"
   modfile="go.$release.mod"
   [[ -f "$dir/$modfile" ]] || { echo "peers: $dir/$modfile is missing (run $peer/mkmod.sh $release)" >&2; exit 2; }
@@ -29,7 +29,10 @@ while read -r peer module release pkg; do
     cat "$log" >&2
     exit 1
   fi
-  (cd "$dir" && "$GO" build -modfile="$modfile" -o "$OUT/$peer-$release" "$module/$pkg")
+  target="$module/$pkg" tags=()
+  [[ $pkg == . ]] && target=.  # the module's own package (dra-helper-driver)
+  [[ ${extra:-} == tags=* ]] && tags=(-tags "${extra#tags=}")
+  (cd "$dir" && "$GO" build -modfile="$modfile" "${tags[@]}" -o "$OUT/$peer-$release" "$target")
   echo "$peer-$release ($module/$pkg at $release): built in $(( $(date +%s) - start )) s" >&2
 done < <(awk '!/^#/ && NF' "$here/versions.txt")
 echo "peers: all built in $(( $(date +%s) - total_start )) s into $OUT" >&2

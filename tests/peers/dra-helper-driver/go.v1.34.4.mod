@@ -1,0 +1,1 @@
+../dra-test-driver/go.v1.34.4.mod

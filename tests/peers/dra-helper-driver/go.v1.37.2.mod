@@ -1,0 +1,1 @@
+../dra-test-driver/go.v1.37.2.mod
