@@ -218,4 +218,3 @@ func writeJSON(path string, v any) error {
 	}
 	return os.Rename(tmp, path)
 }
-
