@@ -128,7 +128,14 @@ func TestCheckpointDoctorDaemonSet(t *testing.T) {
 }
 
 func TestConformanceJob(t *testing.T) {
-	docs := documents(t, filepath.Join(deployDir(t), "conformance-job.yaml"))
+	checkConformanceJob(t, "conformance-job.yaml", "")
+	checkConformanceJob(t, "dra-conformance-job.yaml", "--dra")
+}
+
+// checkConformanceJob checks one conformance Job manifest; its command must
+// contain `flag` too when not empty.
+func checkConformanceJob(t *testing.T, name, flag string) {
+	docs := documents(t, filepath.Join(deployDir(t), name))
 	if len(docs) != 1 {
 		t.Fatalf("want one document, got %d", len(docs))
 	}
@@ -148,7 +155,10 @@ func TestConformanceJob(t *testing.T) {
 	}
 	c := spec.Containers[0]
 	if !strings.Contains(strings.Join(c.Command, " "), "--private-mount") {
-		t.Error("the conformance container should use --private-mount")
+		t.Errorf("%s: the conformance container should use --private-mount", name)
+	}
+	if flag != "" && !strings.Contains(strings.Join(c.Command, " "), flag) {
+		t.Errorf("%s: the command lacks %s", name, flag)
 	}
 }
 
@@ -164,7 +174,14 @@ type sonobuoyPlugin struct {
 }
 
 func TestSonobuoyPlugin(t *testing.T) {
-	docs := documents(t, filepath.Join(deployDir(t), "sonobuoy-plugin.yaml"))
+	checkSonobuoyPlugin(t, "sonobuoy-plugin.yaml", "")
+	checkSonobuoyPlugin(t, "sonobuoy-dra-plugin.yaml", "--dra")
+}
+
+// checkSonobuoyPlugin checks one sonobuoy plugin definition; its command must
+// contain `flag` too when not empty.
+func checkSonobuoyPlugin(t *testing.T, name, flag string) {
+	docs := documents(t, filepath.Join(deployDir(t), name))
 	if len(docs) != 1 {
 		t.Fatalf("want one document, got %d", len(docs))
 	}
@@ -178,6 +195,9 @@ func TestSonobuoyPlugin(t *testing.T) {
 	}
 	args := strings.Join(p.Spec.Command, " ")
 	if !strings.Contains(args, "--results-dir /tmp/sonobuoy/results") {
-		t.Errorf("command %q must write sonobuoy's results directory", args)
+		t.Errorf("%s: command %q must write sonobuoy's results directory", name, args)
+	}
+	if flag != "" && !strings.Contains(args, flag) {
+		t.Errorf("%s: command %q lacks %s", name, args, flag)
 	}
 }
