@@ -729,22 +729,23 @@ std::optional<dra::PreparedClaims> PreparedBefore(DraSession& s, Claims& claims,
   return *std::move(r);
 }
 
-// Stops the driver and starts it again: *stopped says how it stopped, *back
-// how long it took to be registered again. A driver not registered again is
-// the check's FAIL, returned.
-std::optional<Outcome> RestartOrFail(DraSession& s, std::string* stopped, absl::Duration* back) {
+// Stops the driver and starts it again: *restart says how it stopped and how
+// long it took to be registered again, *back that time. A driver not
+// registered again is the check's FAIL, returned.
+std::optional<Outcome> RestartOrFail(DraSession& s, std::string* restart, absl::Duration* back) {
   const bool in_time = s.StopDriver();
-  *stopped = StopText(in_time, s);
+  const std::string stopped = StopText(in_time, s);
   const MonoTime restarted = MonoNow();
   if (absl::Status st = s.StartDriver(); !st.ok()) {
     Outcome o = Outcome::Fail(fmt::format(
         "stopped ({}) and started again, the driver was not registered again: {}; the kubelet "
         "cannot call it, and pods with its claims are neither admitted nor let go",
-        *stopped, std::string(st.message())));
+        stopped, std::string(st.message())));
     for (auto& l : s.DriverOutput(5)) o.Evidence(l);
     return o;
   }
   *back = MonoSub(MonoNow(), restarted);
+  *restart = fmt::format("{}; registered again {} after the start", stopped, D(*back));
   return std::nullopt;
 }
 
@@ -755,9 +756,9 @@ Outcome RestartDriver(DraSession& s) {
   std::optional<dra::PreparedClaims> first =
       PreparedBefore(s, claims, "conformance-restart", "restart", &c, &skip);
   if (!first) return skip;
-  std::string stopped;
+  std::string restart;
   absl::Duration back;
-  if (auto o = RestartOrFail(s, &stopped, &back)) return *o;
+  if (auto o = RestartOrFail(s, &restart, &back)) return *o;
   const std::string what = fmt::format("{}, prepared before the driver's restart", ClaimText(*c));
   absl::StatusOr<dra::PreparedClaims> again = s.Prepare(claims.Refs());
   if (!again.ok()) {
@@ -780,8 +781,7 @@ Outcome RestartDriver(DraSession& s) {
         .Evidence("the kubelet retries until it succeeds: the pod stays Terminating meanwhile");
   }
   Outcome o = Outcome::Pass(
-      fmt::format("{}; registered again {} after the start; {}: {} again, then unprepared", stopped,
-                  D(back), ClaimText(*c), DevicesText(b)));
+      fmt::format("{}; {}: {} again, then unprepared", restart, ClaimText(*c), DevicesText(b)));
   o.figures.push_back({"time to register again", D(back)});
   return o;
 }
@@ -815,7 +815,6 @@ UnprepareAfterRestart RunUnprepareAfterRestart(DraSession& s, const std::string&
     r.stop = *o;
     return r;
   }
-  r.restart += fmt::format("; registered again {} after the start", D(back));
   r.what = fmt::format("{}, prepared before the driver's restart and not since", ClaimText(*c));
   r.unprepare = s.Unprepare(claims.Refs());
   std::vector<std::string> unread;

@@ -252,6 +252,8 @@ std::map<std::string, std::string> DriverCore::Unprepare(const std::vector<Claim
       }
       continue;
     }
+    // Restored from the state file and not prepared again by this process.
+    const bool stale = restored_.count(c.uid) > 0 && reprepared_.count(c.uid) == 0;
     if (config_.misbehave.restored_unprepare_fails && restored_.count(c.uid) > 0) {
       DM_INFO("Misbehaving: cannot unprepare a claim restored from the state file",
               {"claim", c.name});
@@ -259,8 +261,7 @@ std::map<std::string, std::string> DriverCore::Unprepare(const std::vector<Claim
                           c.name, kStateFileName);
       continue;
     }
-    if (config_.misbehave.restored_unprepare_needs_prepare && restored_.count(c.uid) > 0 &&
-        reprepared_.count(c.uid) == 0) {
+    if (config_.misbehave.restored_unprepare_needs_prepare && stale) {
       DM_INFO("Misbehaving: cannot unprepare a restored claim not prepared again",
               {"claim", c.name});
       error = fmt::format("claim {}/{}: not prepared since the restart; no handle for its devices",
@@ -276,8 +277,7 @@ std::map<std::string, std::string> DriverCore::Unprepare(const std::vector<Claim
         continue;
       }
     }
-    const bool keep_spec = config_.misbehave.restored_unprepare_keeps_spec &&
-                           restored_.count(c.uid) > 0 && reprepared_.count(c.uid) == 0;
+    const bool keep_spec = config_.misbehave.restored_unprepare_keeps_spec && stale;
     if (keep_spec) {
       DM_INFO("Misbehaving: unpreparing a restored claim leaves its CDI spec", {"claim", c.name});
     }

@@ -212,13 +212,7 @@ std::unique_ptr<node::Node> RunContext::MakeNode(std::optional<node::NodeResourc
     // inside (/var/lib/kubelet/plugins/...): the node dials its host path.
     if (std::any_of(sc.plugins.begin(), sc.plugins.end(),
                     [](const PluginSpec& p) { return p.private_mount; })) {
-      node::PluginProcessOptions po;
-      po.private_mount = true;
-      po.plugin_dir = env.plugin_dir;
-      po.registry_dir = env.registry_dir;
-      po.plugins_dir = env.dra_plugin_dir;
-      po.cdi_dir = env.cdi_dir;
-      o.dra.endpoint_binds = node::PrivateMountBinds(po);
+      o.dra.endpoint_binds = node::PrivateMountBinds(env.ProcessDirs(true));
     }
     o.dra.on_driver_call = [this](const dra::DriverCallRecord& r) {
       {

@@ -24,6 +24,16 @@ std::string SafeName(const std::string& name) {
 
 }  // namespace
 
+node::PluginProcessOptions HostEnv::ProcessDirs(bool private_mount) const {
+  node::PluginProcessOptions o;
+  o.private_mount = private_mount;
+  o.plugin_dir = plugin_dir;
+  o.registry_dir = registry_dir;
+  o.plugins_dir = dra_plugin_dir;
+  o.cdi_dir = cdi_dir;
+  return o;
+}
+
 std::map<std::string, std::string> HostEnv::Vars() const {
   std::map<std::string, std::string> vars = {
       {"DEVMGR_BIN", devmgr_bin},
@@ -109,18 +119,13 @@ absl::Status PluginHost::Start() {
     for (std::string& l : process_->OutputTail(50)) old_output_.push_back(std::move(l));
     if (old_output_.size() > 50) old_output_.erase(old_output_.begin(), old_output_.end() - 50);
   }
-  node::PluginProcessOptions o;
+  node::PluginProcessOptions o = env_.ProcessDirs(spec_.private_mount);
   o.command = command_;
   o.env = env_.Vars();
   for (const auto& [k, v] : spec_.env) o.env[k] = v;
   o.working_dir = spec_.working_dir.empty()     ? ""
                   : spec_.working_dir[0] == '/' ? spec_.working_dir
                                                 : env_.scenario_dir + "/" + spec_.working_dir;
-  o.private_mount = spec_.private_mount;
-  o.plugin_dir = env_.plugin_dir;
-  o.registry_dir = env_.registry_dir;
-  o.plugins_dir = env_.dra_plugin_dir;  // DRA scenarios only: "" otherwise
-  o.cdi_dir = env_.cdi_dir;
   o.extra_binds = spec_.binds;
   process_ = std::make_unique<node::PluginProcess>(o);
   paused_ = false;

@@ -40,6 +40,10 @@ struct HostEnv {
   // KUBECONFIG, DEVMGR_NODE_NAME, DEVMGR_DRA_PLUGIN_DIR, DEVMGR_CDI_DIR,
   // DEVMGR_DRA_CHECKPOINT.
   std::map<std::string, std::string> Vars() const;
+  // The kubelet's directories a plugin process gets (bound over the kubelet's
+  // paths when `private_mount`): the device-plugin and registry directories,
+  // and in DRA scenarios the drivers' plugins and CDI directories.
+  node::PluginProcessOptions ProcessDirs(bool private_mount) const;
 };
 
 // Single-quotes `s` for /bin/sh.
