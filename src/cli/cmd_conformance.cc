@@ -65,6 +65,7 @@ struct ConformanceOptions {
   // --dra only.
   double call_timeout = 45;
   double publish_timeout = 30;
+  double health_timeout = 30;
 };
 
 absl::Duration Secs(double s) { return absl::Milliseconds(static_cast<int64_t>(s * 1000)); }
@@ -213,6 +214,7 @@ int DraRunOptionsFromFlags(const ConformanceOptions& o, conformance::DraRunOptio
   ro->skip = o.skip;
   ro->timeouts.register_within = Secs(o.register_timeout);
   ro->timeouts.publish_within = Secs(o.publish_timeout);
+  ro->timeouts.health_within = Secs(o.health_timeout);
   ro->timeouts.call = Secs(o.call_timeout);
   ro->timeouts.stop_grace = std::min(Secs(o.stop_grace), absl::Seconds(2));
   return kExitOk;
@@ -461,6 +463,10 @@ void AddConformanceCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--publish-timeout", o->publish_timeout,
                   "--dra: MUST window of dra.slices: the driver's ResourceSlices within this long "
                   "of its registration (s)")
+      ->capture_default_str();
+  cmd->add_option("--health-timeout", o->health_timeout,
+                  "--dra: SHOULD window of dra.health.stream: the first NodeWatchResources "
+                  "message within this long of the call (s)")
       ->capture_default_str();
   cmd->callback([o, exit_code] { *exit_code = RunConformanceCommand(*o); });
 }

@@ -1,5 +1,6 @@
 // The DRA catalogue: dra.registration, dra.serves-first, dra.services, dra.slices, dra.prepare.*,
-// dra.unprepare.*, dra.calls.timely, and the disruptive dra.restart.*, dra.slices.wiped.
+// dra.unprepare.*, dra.health.stream (dra_health_check.cc), dra.calls.timely, and the disruptive
+// dra.restart.*, dra.slices.wiped.
 // docs/conformance.md gives each check's source in the kubelet (pkg/kubelet/cm/dra) and the helper
 // library.
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "apiserver/store.h"
 #include "conformance/checks.h"
 #include "conformance/dra_catalogue.h"
+#include "conformance/dra_health_check.h"
 #include "conformance/dra_session.h"
 #include "conformance/probe.h"
 #include "dra/services.h"
@@ -564,6 +566,121 @@ Outcome PrepareBatched(DraSession& s) {
                                    all[1].claim.name, DevicesText(db)));
 }
 
+// The spec.devices of dra.prepare.multi-driver's claim: one device of the
+// driver (request "req") and one of the tester's second driver (request
+// "other"), with an opaque config for the second driver's request, as a
+// claim that asks a GPU and a NIC together has.
+json MultiDriverDevices() {
+  auto request = [](const char* name, const char* device_class) {
+    return json{
+        {"name", name},
+        {"exactly",
+         {{"deviceClassName", device_class}, {"allocationMode", "ExactCount"}, {"count", 1}}}};
+  };
+  const json other_config = {{"apiVersion", std::string(kDraOtherDriver) + "/v1"},
+                             {"kind", "OtherConfig"}};
+  return {
+      {"requests",
+       json::array({request("req", kDraDeviceClass), request("other", kDraOtherDeviceClass)})},
+      {"config",
+       json::array({{{"requests", json::array({"other"})},
+                     {"opaque", {{"driver", kDraOtherDriver}, {"parameters", other_config}}}}})}};
+}
+
+// "pool/device (request)" of the results of `driver` (of every other driver
+// when `other` is set).
+std::vector<std::string> ResultsText(const json& results, const std::string& driver, bool other) {
+  std::vector<std::string> out;
+  for (const json& r : results) {
+    if ((r.value("driver", "") == driver) == other) continue;
+    out.push_back(fmt::format("{} {} ({})", r.value("driver", ""),
+                              Key(r.value("pool", ""), r.value("device", "")),
+                              r.value("request", "")));
+  }
+  return out;
+}
+
+// The devices of `answer` that are the other driver's results of `c` and
+// none of the driver's own.
+std::vector<std::string> ForeignDevices(const DraTestClaim& c, const std::string& driver,
+                                        const std::vector<dra::ResponseDevice>& answer) {
+  std::set<std::string> own, foreign;
+  for (const json& r : c.results) {
+    const std::string k = Key(r.value("pool", ""), r.value("device", ""));
+    (r.value("driver", "") == driver ? own : foreign).insert(k);
+  }
+  std::vector<std::string> out;
+  for (const std::string& k : DeviceKeys(answer)) {
+    if (foreign.count(k) && !own.count(k)) out.push_back(k);
+  }
+  return out;
+}
+
+// Whether the driver answers a claim of its own devices only other than
+// allocated too (dra.prepare.devices' finding, not the multi-driver one's).
+bool SingleDriverMismatch(DraSession& s) {
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* c = claims.Add("conformance-multi-driver-single", &skip);
+  if (c == nullptr) return false;
+  absl::StatusOr<dra::PreparedClaims> r = s.Prepare(claims.Refs());
+  return r.ok() && !DeviceMismatch(s, *c, r->at(c->claim.uid)).empty();
+}
+
+Outcome PrepareMultiDriver(DraSession& s) {
+  if (auto o = NotReady(s)) return *o;
+  if (absl::Status st = s.PublishOtherDriver(); !st.ok()) {
+    return Outcome::Skip("the tester could not publish its second driver's slice: " +
+                         std::string(st.message()));
+  }
+  Claims claims(s);
+  Outcome skip;
+  const DraTestClaim* c = claims.Add("conformance-multi-driver", &skip, MultiDriverDevices());
+  if (c == nullptr) return skip;
+  const std::string what = fmt::format("{}, allocated [{}] and [{}]", ClaimText(*c),
+                                       fmt::join(ResultsText(c->results, s.Driver(), false), ", "),
+                                       fmt::join(ResultsText(c->results, s.Driver(), true), ", "));
+  const std::string kubelet = fmt::format(
+      "the kubelet calls NodePrepareResources of each driver of an allocation with the same "
+      "claim (here {} and {}): a driver prepares the results whose driver is its own and "
+      "skips the others",
+      s.Driver(), kDraOtherDriver);
+  absl::StatusOr<dra::PreparedClaims> r = s.Prepare(claims.Refs());
+  if (!r.ok()) {
+    return CallFailed("NodePrepareResources of " + what, r.status())
+        .Evidence(kubelet)
+        .Evidence("the pod is never admitted: the kubelet retries and fails again");
+  }
+  const std::vector<dra::ResponseDevice>& got = r->at(c->claim.uid);
+  if (std::vector<std::string> foreign = ForeignDevices(*c, s.Driver(), got); !foreign.empty()) {
+    return Outcome::Fail(
+               fmt::format(
+                   "{}: the answer holds [{}], allocated to request(s) of driver {}; the kubelet "
+                   "records every device a driver answers as that driver's, so the container gets "
+                   "its CDI IDs and PodResources reports the device under {}",
+                   what, fmt::join(foreign, ", "), kDraOtherDriver, s.Driver()))
+        .Evidence("answer: " + DevicesText(got))
+        .Evidence(kubelet);
+  }
+  if (std::string why = DeviceMismatch(s, *c, got); !why.empty()) {
+    if (SingleDriverMismatch(s)) {
+      return Outcome::Skip(fmt::format(
+          "{}: {}, as for a claim of its own devices only (see dra.prepare.devices)", what, why));
+    }
+    return Outcome::Fail(fmt::format("{}: {}", what, why))
+        .Evidence("answer: " + DevicesText(got))
+        .Evidence("a claim of the driver's devices only is answered as allocated")
+        .Evidence(kubelet);
+  }
+  if (absl::Status u = s.Unprepare(claims.Refs()); !u.ok()) {
+    return CallFailed("NodeUnprepareResources of " + what, u)
+        .Evidence(
+            "the kubelet unprepares the claim with each of its drivers and retries until "
+            "all succeed: the pod stays Terminating meanwhile");
+  }
+  return Outcome::Pass(fmt::format("{}: answered {}, then unprepared", what, DevicesText(got)));
+}
+
 Outcome CallsTimely(DraSession& s) {
   if (s.Driver().empty()) return NotRegistered(s);
   if (!s.Slices().empty()) {
@@ -1061,10 +1178,18 @@ const std::vector<DraCheckInfo>& DraCatalogue() {
           PrepareAfterUnprepare, 1),
       Row("dra.prepare.batched", "Two claims in one NodePrepareResources are answered per claim",
           Level::kMust, PrepareBatched, 1),
+      Row("dra.prepare.multi-driver",
+          "NodePrepareResources of a claim with devices of two drivers answers the driver's "
+          "own devices only, and NodeUnprepareResources of it succeeds",
+          Level::kMust, PrepareMultiDriver, 1),
       Row("dra.prepare.failed-no-leak",
           "A NodePrepareResources that fails for a claim leaves nothing behind once the kubelet "
           "unprepared it",
           Level::kShould, PrepareFailedNoLeak, 1),
+      Row("dra.health.stream",
+          "The DRAResourceHealth stream the kubelet opens sends at once a complete, well-formed "
+          "list of the driver's devices",
+          Level::kShould, HealthStreamCheck, 1),
       Row("dra.calls.timely",
           "Every NodePrepareResources and NodeUnprepareResources is answered within the "
           "kubelet's deadline",

@@ -442,6 +442,46 @@ absl::StatusOr<DraTestClaim> DraSession::NewClaimWith(const std::string& name,
   return out;
 }
 
+absl::Status DraSession::PublishOtherDriver() {
+  if (other_driver_) return absl::OkStatus();
+  if (!api_) return absl::FailedPreconditionError("the API endpoint is not running");
+  json devices = json::array();
+  for (int i = 0; i < kDraOtherDevices; ++i)
+    devices.push_back({{"name", fmt::format("other-{}", i)}});
+  // Pool named after the node, as helper-based drivers name theirs: pools are
+  // per driver, so the same name in two drivers' results is two pools.
+  const json slice = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceSlice"},
+      {"metadata", {{"name", env_.node_name + "-" + kDraOtherDriver}}},
+      {"spec",
+       {{"driver", kDraOtherDriver},
+        {"nodeName", env_.node_name},
+        {"pool", {{"name", env_.node_name}, {"generation", 1}, {"resourceSliceCount", 1}}},
+        {"devices", devices}}}};
+  apiserver::ApiOr<json> created = api_->store().Create(apiserver::ResourceSlices(), "", slice);
+  if (!created.ok()) return dra::FromApiError(*created.error, "create the other driver's slice");
+  const json dc = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "DeviceClass"},
+      {"metadata", {{"name", kDraOtherDeviceClass}}},
+      {"spec",
+       {{"selectors", json::array({{{"cel",
+                                     {{"expression", fmt::format("device.driver == \"{}\"",
+                                                                 kDraOtherDriver)}}}}})}}}};
+  created = api_->store().Create(apiserver::DeviceClasses(), "", dc);
+  if (!created.ok()) return dra::FromApiError(*created.error, "create the other DeviceClass");
+  other_driver_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> DraSession::DriverChannel() {
+  if (!handler_) return absl::FailedPreconditionError("the kubelet is not running");
+  absl::StatusOr<std::shared_ptr<dra::DraClient>> c = handler_->GetClient(Driver());
+  if (!c.ok()) return absl::FailedPreconditionError(c.status().message());
+  return (*c)->channel();
+}
+
 void DraSession::DeleteClaim(const DraTestClaim& claim) {
   dra::ReleasePodClaims(api_->store(), claim.pod).IgnoreError();
   const std::string name = claim.pod["spec"]["resourceClaims"][0].value("resourceClaimName", "");

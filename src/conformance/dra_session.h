@@ -24,6 +24,7 @@
 #include "dra/dra_client.h"
 #include "dra/dra_plugin_handler.h"
 #include "dra/timers.h"
+#include "grpcpp/channel.h"
 #include "kubelet/profile.h"
 #include "nlohmann/json.hpp"
 #include "pluginmanager/plugin_manager.h"
@@ -38,6 +39,11 @@ struct DraTimeouts {
   // dra.slices: the driver's ResourceSlices for the node within this long
   // of its registration.
   absl::Duration publish_within = absl::Seconds(30);
+  // dra.health.stream: the first message of NodeWatchResources within this
+  // long of the call. The kubelet waits without a deadline; this is its
+  // report timeout (healthTimeout, pkg/kubelet/cm/dra/healthinfo.go), how
+  // long one report keeps a device's health from reading Unknown.
+  absl::Duration health_within = absl::Seconds(30);
   // The deadline of every NodePrepareResources and NodeUnprepareResources:
   // the kubelet's defaultClientCallTimeout.
   absl::Duration call = dra::kDefaultCallTimeout;
@@ -135,6 +141,16 @@ class DraSession {
   absl::StatusOr<DraTestClaim> NewClaimWith(const std::string& name, const nlohmann::json& devices);
   // Releases the pod's reservation, the allocation and the claim.
   void DeleteClaim(const DraTestClaim& claim);
+  // Publishes, once, a ResourceSlice of a second driver of the tester's own
+  // (kDraOtherDriver: pool the node's name, devices kDraOtherDevices) for the
+  // node, and DeviceClass kDraOtherDeviceClass selecting its devices, so that
+  // a claim can hold devices of two drivers. Nothing serves that driver.
+  absl::Status PublishOtherDriver();
+
+  // The gRPC channel of the kubelet's client of the registered driver (the
+  // connection the kubelet opens its health stream on); FailedPrecondition
+  // when no driver registered.
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> DriverChannel();
 
   // The kubelet's calls through the client its DRA handler hands out, each
   // recorded with its time. FailedPrecondition when no driver registered.
@@ -205,6 +221,7 @@ class DraSession {
   std::unique_ptr<pluginmanager::PluginManager> plugin_manager_;
   std::optional<std::vector<nlohmann::json>> slices_;
   bool device_class_ = false;
+  bool other_driver_ = false;
   std::vector<DraCallRecord> calls_;
 
   mutable absl::Mutex mu_;
@@ -216,6 +233,11 @@ class DraSession {
 inline constexpr char kDraDeviceClass[] = "devmgr-conformance";
 // The namespace of the session's claims and pods.
 inline constexpr char kDraNamespace[] = "default";
+// The second driver of dra.prepare.multi-driver (PublishOtherDriver): its
+// name, its DeviceClass and how many devices its slice has.
+inline constexpr char kDraOtherDriver[] = "other.conformance.devmgr.io";
+inline constexpr char kDraOtherDeviceClass[] = "devmgr-conformance-other";
+inline constexpr int kDraOtherDevices = 2;
 
 }  // namespace devmgr::conformance
 

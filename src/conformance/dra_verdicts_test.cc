@@ -25,11 +25,15 @@ namespace {
 using ::testing::HasSubstr;
 using Verdicts = std::map<std::string, Status>;
 
+// The example config, advertising (and so serving) the v1alpha1 health
+// service, so that dra.health.stream has a stream to judge.
 draplugin::Config Reference() {
   absl::StatusOr<draplugin::Config> c =
       draplugin::LoadConfig(devmgr::testutil::SourcePath("examples/sample-dra-driver.yaml"));
   EXPECT_OK(c.status());
-  return c.ok() ? *c : draplugin::Config{};
+  if (!c.ok()) return draplugin::Config{};
+  c->supported_versions.push_back(draplugin::kHealthV1alpha1);
+  return *c;
 }
 
 // Generous windows (the call deadline is the kubelet's): a well-behaved
@@ -93,6 +97,8 @@ const std::map<std::string, std::function<void(Rig&)>>& Breakers() {
        }},
       {"dra.prepare.failed-no-leak",
        [](Rig& s) { s.config.misbehave.leak_spec_on_failure = true; }},
+      {"dra.prepare.multi-driver", [](Rig& s) { s.config.misbehave.foreign_results_fail = true; }},
+      {"dra.health.stream", [](Rig& s) { s.config.misbehave.health_omit_devices = {"gpu-1"}; }},
       {"dra.restart.driver", [](Rig& s) { s.config.misbehave.restored_unprepare_fails = true; }},
       {"dra.restart.unprepare",
        [](Rig& s) { s.config.misbehave.restored_unprepare_needs_prepare = true; }},
@@ -220,7 +226,12 @@ TEST(DraVerdictsTest, AnOmittedClaimFailsAnswersAll) {
 
 TEST(DraVerdictsTest, AnUnallocatedDeviceFailsDevices) {
   RunReport r = RunDra(Broken("dra.prepare.devices"));
-  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.devices", Status::kFail}})) << SummaryTable(r);
+  // dra.prepare.multi-driver cannot judge the driver's own devices of its claim.
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.devices", Status::kFail},
+                               {"dra.prepare.multi-driver", Status::kSkip}}))
+      << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.prepare.multi-driver")->outcome.message,
+              HasSubstr("as for a claim of its own devices only (see dra.prepare.devices)"));
   EXPECT_THAT(Find(r, "dra.prepare.devices")->outcome.message,
               HasSubstr("device devmgr-conformance-node/gpu-0-unallocated is in none of the "
                         "driver's slices"));
@@ -330,6 +341,125 @@ TEST(DraVerdictsTest, ASpecLeftByAFailedPrepareFailsTheShouldFailedNoLeak) {
   EXPECT_THAT(f->outcome.evidence,
               testing::Contains(HasSubstr("unsupported opaque config conformance.devmgr.io/v1/"
                                           "UnsupportedConfig for request(s) [\"req-b\"]")));
+}
+
+TEST(DraVerdictsTest, FailingOnAnotherDriversResultFailsMultiDriver) {
+  RunReport r = RunDra(Broken("dra.prepare.multi-driver"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.prepare.multi-driver", Status::kFail}})) << SummaryTable(r);
+  const std::string& m = Find(r, "dra.prepare.multi-driver")->outcome.message;
+  EXPECT_THAT(m, HasSubstr("NodePrepareResources of claim default/conformance-multi-driver (UID "));
+  EXPECT_THAT(m, HasSubstr("requested device devmgr-conformance-node/other-"));
+  EXPECT_THAT(m, HasSubstr("is not allocatable by sample.dra.devmgr.io"));
+}
+
+TEST(DraVerdictsTest, AnsweringAnotherDriversDevicesFailsMultiDriver) {
+  Rig rig = Broken("dra.prepare.multi-driver");
+  rig.config.misbehave.foreign_results_fail = false;
+  rig.config.misbehave.prepare_foreign_results = true;
+  RunReport r = RunDra(rig, "^dra\\.prepare\\.multi-driver");
+  EXPECT_EQ(Of(r), (Verdicts{{"dra.prepare.multi-driver", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.prepare.multi-driver")->outcome.message,
+              testing::MatchesRegex(".*the answer holds \\[devmgr-conformance-node/other-[01]\\], "
+                                    "allocated to request\\(s\\) of driver "
+                                    "other\\.conformance\\.devmgr\\.io.*"));
+}
+
+TEST(DraVerdictsTest, TheReferenceDriverPreparesOnlyItsOwnResultsOfAMultiDriverClaim) {
+  RunReport r = RunDra(Reference(), Windows(), "^dra\\.prepare\\.multi-driver");
+  EXPECT_EQ(Of(r), (Verdicts{{"dra.prepare.multi-driver", Status::kPass}})) << SummaryTable(r);
+  EXPECT_THAT(
+      Find(r, "dra.prepare.multi-driver")->outcome.message,
+      testing::MatchesRegex(".*allocated \\[sample\\.dra\\.devmgr\\.io "
+                            "devmgr-conformance-node/gpu-[0-3] \\(req\\)\\] and "
+                            "\\[other\\.conformance\\.devmgr\\.io "
+                            "devmgr-conformance-node/other-[01] \\(other\\)\\]: answered "
+                            "\\[devmgr-conformance-node/gpu-[0-3] \\(requests \\[req\\].*"));
+}
+
+// dra.health.stream alone, with the kubelet of `version`.
+RunReport RunHealth(const draplugin::Config& config, const std::string& version) {
+  testutil::InProcessDraDriver target(config);
+  testutil::TempDir dir;
+  DraRunOptions o;
+  o.dir = dir.path();
+  o.timeouts = Windows();
+  o.focus = "^dra\\.health\\.stream";
+  absl::StatusOr<Profile> p = ProfileForVersion(version);
+  EXPECT_OK(p.status());
+  if (p.ok()) o.profile = *p;
+  absl::StatusOr<RunReport> r = RunDraConformance(target, o);
+  EXPECT_OK(r.status());
+  return r.ok() ? *r : RunReport{};
+}
+
+TEST(DraVerdictsTest, AHealthListThatOmitsADeviceFailsTheShouldHealthStream) {
+  RunReport r = RunDra(Broken("dra.health.stream"));
+  EXPECT_EQ(Of(r), AllPassBut({{"dra.health.stream", Status::kFail}})) << SummaryTable(r);
+  EXPECT_TRUE(r.MustPassed());
+  const CheckResult* f = Find(r, "dra.health.stream");
+  EXPECT_EQ(f->level, Level::kShould);
+  EXPECT_THAT(f->outcome.message,
+              HasSubstr("NodeWatchResources (v1alpha1.DRAResourceHealth): the first message "
+                        "omits 1 of the driver's 4 published device(s) "
+                        "[devmgr-conformance-node/gpu-1]"));
+}
+
+TEST(DraVerdictsTest, AHealthMessageOverTheKubeletsLimitFailsHealthStreamFrom136) {
+  draplugin::Config c = Reference();
+  c.devices[2].health = "Unhealthy";
+  c.devices[2].health_message = std::string(1025, 'x');
+  RunReport r = RunHealth(c, "1.36");
+  EXPECT_EQ(Of(r), (Verdicts{{"dra.health.stream", Status::kFail}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.health.stream")->outcome.message,
+              HasSubstr("message(s) of [devmgr-conformance-node/gpu-2 (1025 bytes)] are longer "
+                        "than the kubelet's limit of 1024 bytes"));
+  // 1.35's API has no message: its kubelet never reads it. Its gate is off
+  // by default, so it is turned on here.
+  testutil::InProcessDraDriver target(c);
+  testutil::TempDir dir;
+  DraRunOptions o;
+  o.dir = dir.path();
+  o.focus = "^dra\\.health\\.stream";
+  absl::StatusOr<Profile> p = ProfileForVersion("1.35");
+  ASSERT_OK(p.status());
+  o.profile = *p;
+  ASSERT_OK(o.profile.gates.Set("ResourceHealthStatus=true"));
+  absl::StatusOr<RunReport> old = RunDraConformance(target, o);
+  ASSERT_OK(old.status());
+  EXPECT_EQ(Of(*old), (Verdicts{{"dra.health.stream", Status::kPass}})) << SummaryTable(*old);
+}
+
+TEST(DraVerdictsTest, HealthStreamIsSkippedWhereTheKubeletOpensNone) {
+  // 1.35: the gate ResourceHealthStatus is alpha, off.
+  RunReport gate = RunHealth(Reference(), "1.35");
+  EXPECT_EQ(Of(gate), (Verdicts{{"dra.health.stream", Status::kSkip}})) << SummaryTable(gate);
+  EXPECT_THAT(Find(gate, "dra.health.stream")->outcome.message,
+              HasSubstr("the kubelet 1.35 opens no health stream: its feature gate "
+                        "ResourceHealthStatus is off"));
+  // 1.37: only an advertised service is opened.
+  draplugin::Config none = Reference();
+  none.supported_versions = {"v1.DRAPlugin", "v1beta1.DRAPlugin"};
+  RunReport adv = RunHealth(none, "1.37");
+  EXPECT_EQ(Of(adv), (Verdicts{{"dra.health.stream", Status::kSkip}})) << SummaryTable(adv);
+  EXPECT_THAT(Find(adv, "dra.health.stream")->outcome.message,
+              HasSubstr("the driver advertises no DRAResourceHealth service"));
+  // 1.36 opens v1alpha1 for every driver: one that serves none answers Unimplemented.
+  RunReport unimpl = RunHealth(none, "1.36");
+  EXPECT_EQ(Of(unimpl), (Verdicts{{"dra.health.stream", Status::kSkip}})) << SummaryTable(unimpl);
+  EXPECT_THAT(Find(unimpl, "dra.health.stream")->outcome.message,
+              HasSubstr("the driver does not serve v1alpha1.DRAResourceHealth "
+                        "(NodeWatchResources: Unimplemented)"));
+}
+
+TEST(DraVerdictsTest, TheKubelet137PrefersTheV1HealthService) {
+  draplugin::Config c = Reference();
+  c.supported_versions.push_back(draplugin::kHealthV1);
+  RunReport r = RunHealth(c, "1.37");
+  EXPECT_EQ(Of(r), (Verdicts{{"dra.health.stream", Status::kPass}})) << SummaryTable(r);
+  EXPECT_THAT(Find(r, "dra.health.stream")->outcome.message,
+              HasSubstr("the kubelet 1.37 opens v1.DRAResourceHealth; its first message, after "));
+  EXPECT_THAT(Find(r, "dra.health.stream")->outcome.message,
+              HasSubstr("lists the 4 published device(s): [devmgr-conformance-node/gpu-0 Healthy"));
 }
 
 TEST(DraVerdictsTest, ARestoredClaimThatCannotBeUnpreparedFailsRestartDriver) {

@@ -124,6 +124,15 @@ struct Misbehaviour {
   // only after its CDI spec was written, and the spec stays (no state entry:
   // Unprepare does not remove it).
   bool leak_spec_on_failure = false;
+  // A claim whose allocation holds a result of another driver gets the
+  // per-claim error "requested device ... is not allocatable" (the driver
+  // looks every result up among its own devices).
+  bool foreign_results_fail = false;
+  // Prepare answers every result of the allocation, other drivers' too.
+  bool prepare_foreign_results = false;
+  // Devices (by name) left out of every health list from the start (as the
+  // control line `silence DEVICE` does later).
+  std::vector<std::string> health_omit_devices;
 };
 
 struct Config {

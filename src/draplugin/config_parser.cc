@@ -46,7 +46,10 @@ const Keys kMisbehaveKeys = {"prepare_not_idempotent",
                              "omit_claims",
                              "prepare_delay",
                              "register_before_serving",
-                             "invalid_slice"};
+                             "invalid_slice",
+                             "foreign_results_fail",
+                             "prepare_foreign_results",
+                             "health_omit_devices"};
 const Keys kCdiSpecModes = {"write", "skip", "wrong_dir"};
 
 class Parser : public yaml::TypedReader {
@@ -209,6 +212,8 @@ class Parser : public yaml::TypedReader {
     DEVMGR_RETURN_IF_ERROR(flag("reprepare_skips_spec", &m->reprepare_skips_spec));
     DEVMGR_RETURN_IF_ERROR(flag("publish_only_first_start", &m->publish_only_first_start));
     DEVMGR_RETURN_IF_ERROR(flag("leak_spec_on_failure", &m->leak_spec_on_failure));
+    DEVMGR_RETURN_IF_ERROR(flag("foreign_results_fail", &m->foreign_results_fail));
+    DEVMGR_RETURN_IF_ERROR(flag("prepare_foreign_results", &m->prepare_foreign_results));
     if (n["registration_type"]) {
       DEVMGR_RETURN_IF_ERROR(
           String(n["registration_type"], "misbehave.registration_type", &m->registration_type));
@@ -217,6 +222,7 @@ class Parser : public yaml::TypedReader {
     DEVMGR_RETURN_IF_ERROR(duration("register_before_serving", &m->register_before_serving));
     DEVMGR_RETURN_IF_ERROR(list("fail_claims", &m->fail_claims));
     DEVMGR_RETURN_IF_ERROR(list("omit_claims", &m->omit_claims));
+    DEVMGR_RETURN_IF_ERROR(list("health_omit_devices", &m->health_omit_devices));
     if (n["cdi_spec"]) {
       std::string mode;
       DEVMGR_RETURN_IF_ERROR(String(n["cdi_spec"], "misbehave.cdi_spec", &mode));

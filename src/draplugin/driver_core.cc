@@ -205,7 +205,16 @@ absl::StatusOr<std::vector<PreparedDevice>> DriverCore::AllocatedDevices(
   }
   std::vector<PreparedDevice> devices;
   for (const json& res : results) {
-    if (Str(res, "driver") != config_.driver) continue;
+    if (Str(res, "driver") != config_.driver) {
+      if (config_.misbehave.foreign_results_fail) {
+        DM_INFO("Misbehaving: failing on another driver's result", {"claim", claim.name});
+        return absl::FailedPreconditionError(
+            fmt::format("claim {}: requested device {}/{} is not allocatable by {}", id,
+                        Str(res, "pool"), Str(res, "device"), config_.driver));
+      }
+      if (!config_.misbehave.prepare_foreign_results) continue;
+      DM_INFO("Misbehaving: answering another driver's result", {"claim", claim.name});
+    }
     PreparedDevice d;
     d.request_names = {Str(res, "request")};
     d.pool_name = Str(res, "pool");

@@ -137,7 +137,8 @@ HealthService::HealthService(const Config& config, std::string pool)
       timeout_seconds_(config.health.timeout_seconds) {
   for (const DeviceConfig& d : config.devices) {
     devices_[d.name] = DeviceHealthState{d.health, d.health_message};
-    silenced_[d.name] = false;
+    const std::vector<std::string>& omit = config.misbehave.health_omit_devices;
+    silenced_[d.name] = std::find(omit.begin(), omit.end(), d.name) != omit.end();
   }
   const std::vector<std::string> served = config.ServedHealth();
   auto serves = [&](const char* s) {

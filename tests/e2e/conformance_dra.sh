@@ -23,10 +23,12 @@ run 0 "$BIN" conformance --dra --plugin "$(driver)" -q --junit "$WORK/dra.xml" -
 expect "dra.registration             MUST    PASS"
 expect "dra.calls.timely             MUST    PASS"
 expect "dra.restart.reboot           MUST    PASS"
-expect "20 checks: 20 passed, 0 failed (0 MUST, 0 SHOULD, 0 INFO), 0 skipped"
+# The example config serves no health service: dra.health.stream is skipped.
+expect "22 checks: 21 passed, 0 failed (0 MUST, 0 SHOULD, 0 INFO), 1 skipped"
+expect "dra.health.stream            SHOULD  SKIP"
 expect "(wall time, 6 plugin session(s))"
 expect "RESULT: PASS (every MUST check passed)"
-grep -qF 'tests="20" failures="0"' "$WORK/dra.xml" || fail "JUnit lacks tests=\"20\" failures=\"0\""
+grep -qF 'tests="22" failures="0"' "$WORK/dra.xml" || fail "JUnit lacks tests=\"22\" failures=\"0\""
 grep -qF '"passed": true' "$WORK/dra.json" || fail "JSON lacks \"passed\": true"
 
 # --- one misbehaviour: exactly its check fails, exit 1 ----------------------

@@ -33,7 +33,7 @@ fi
 expect "dra.registration             MUST    PASS"
 expect "dra.prepare.cdi              MUST    PASS"
 expect "dra.restart.reboot           MUST    PASS"
-expect "20 checks: 20 passed, 0 failed"
+expect "22 checks: 21 passed, 0 failed"
 # --- run: a scenario whose driver runs in a private mount namespace --------------
 cat >"$WORK/private.yaml" <<EOF
 name: dra-private-mount

@@ -13,7 +13,8 @@
       a list or `all`); every check's verdict for every version must be the
       one PEER/dra-verdicts.txt names for it. Its `#! command` line is the
       driver's command, `{binary}` standing for the built driver; a line
-      `CHECK-ID@RELEASE ...` holds that check's verdict for one release.
+      `CHECK-ID@RELEASE ...` holds that check's verdict for one release,
+      `CHECK-ID@1.35 ...` for one kubelet version, `CHECK-ID@RELEASE@1.35` both.
   peer_test.py scenarios PEER RELEASE KUBELET_VERSION
       `devmgr run` over scenarios/PEER*.yaml, with the plugin's binary in
       the environment variable named after PEER (upper case, '-' as '_':
@@ -143,21 +144,23 @@ def conformance(peer, release, kubelet, verdicts="verdicts.txt"):
 
 
 def judge(peer, verdicts, want, got, returncode):
-    """Compares the report's checks (ids "ID" or "ID [V]") with the verdicts."""
+    """Compares the report's checks (ids "ID" or "ID [V]") with the verdicts; a verdict
+    "ID [V]" (from an "ID@V" line) is that kubelet version's, else "ID"'s holds."""
     failures = []
     for cid, c in got.items():
         base = re.sub(r" \[[0-9.]+\]$", "", cid)
-        if base not in want:
+        if base not in want and cid not in want:
             failures.append(f"{cid}: {c['status']} ({c['message']!r}), but {peer}/{verdicts} names no verdict for it")
             continue
-        statuses, rx = want[base]
+        statuses, rx = want[cid] if cid in want else want[base]
         if c["status"] not in statuses:
             failures.append(f"{cid}: {c['status']} ({c['message']!r}), want {' or '.join(statuses)}")
         elif rx is not None and not rx.search(c["message"]):
             failures.append(f"{cid}: message {c['message']!r} does not match /{rx.pattern}/")
     run_bases = {re.sub(r" \[[0-9.]+\]$", "", cid) for cid in got}
     for cid in want:
-        if cid not in run_bases:
+        # A kubelet version's verdict ("ID [V]") of a run without that version is no miss.
+        if cid not in run_bases and cid not in got and re.sub(r" \[[0-9.]+\]$", "", cid) not in run_bases:
             failures.append(f"{cid}: in {peer}/{verdicts} but not run")
     must_fail = any(c["status"] == "FAIL" and c["level"] == "MUST" for c in got.values())
     if returncode != (1 if must_fail else 0):
@@ -172,12 +175,22 @@ def dra_conformance(peer, release, kubelet, verdicts="dra-verdicts.txt"):
     binary = peer_binary(peer, release)
     devmgr = os.environ["DEVMGR_BIN"]
     want, _, flags = read_verdicts(peer, verdicts)
-    # "CHECK-ID@RELEASE" lines hold the verdict of that driver release only.
-    for key in [k for k in want if "@" in k]:
-        check, _, rel = key.partition("@")
+    # "CHECK-ID@RELEASE" lines hold the verdict of that driver release only (v1.34.4);
+    # "CHECK-ID@KUBELET" (1.35) that of that kubelet version, the report's "CHECK-ID [1.35]";
+    # "CHECK-ID@RELEASE@KUBELET" both.
+    # The more pins, the later (so the more specific wins); a run of one kubelet version
+    # reports plain ids, which its pins then hold.
+    for key in sorted([k for k in want if "@" in k], key=lambda k: k.count("@")):
+        check, *pins = key.split("@")
         value = want.pop(key)
-        if rel == release:
+        rels = [p for p in pins if p.startswith("v")]
+        kubelets = [p for p in pins if not p.startswith("v")]
+        if any(r != release for r in rels):
+            continue
+        if not kubelets or kubelets[0] == kubelet:
             want[check] = value
+        elif not re.fullmatch(r"1\.[0-9]+", kubelet):
+            want[f"{check} [{kubelets[0]}]"] = value
     if "--command" not in flags:
         sys.exit(f"{peer}/{verdicts}: no '#! command' line")
     i = flags.index("--command")
