@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
 #include "common/status_util.h"
 #include "dra/checkpoint.h"
 #include "dra/json_access.h"
@@ -332,6 +333,11 @@ absl::Status Manager::UnprepareLocked(const json& pod) {
     }
   }
 
+  return UnprepareClaimsLocked(pod_uid, uids, std::move(next));
+}
+
+absl::Status Manager::UnprepareClaimsLocked(const std::string& pod_uid,
+                                            const std::vector<std::string>& uids, Cache next) {
   std::map<std::string, std::vector<ClaimRef>> batches;  // by driver
   std::vector<std::string> to_delete;
   for (const std::string& uid : uids) {
@@ -349,6 +355,32 @@ absl::Status Manager::UnprepareLocked(const json& pod) {
   }
   for (const std::string& uid : to_delete) next.erase(uid);
   return Commit(std::move(next));
+}
+
+std::vector<std::string> Manager::ReconcileInactive(const std::set<std::string>& active) {
+  absl::MutexLock op(&op_mu_);
+  // Inactive pod UID -> the cached claims that hold it, in claim-UID order
+  // (the kubelet walks its cache map: Go map order).
+  std::map<std::string, std::vector<std::string>> inactive;
+  for (const auto& [uid, info] : Snapshot()) {
+    if (!info.state.pod_uids) continue;
+    for (const std::string& pod_uid : *info.state.pod_uids) {
+      if (active.count(pod_uid) == 0) inactive[pod_uid].push_back(uid);
+    }
+  }
+  std::vector<std::string> done;
+  for (const auto& [pod_uid, uids] : inactive) {
+    // Each pod against the cache as the previous one left it.
+    absl::Status s =
+        Prefixed(UnprepareClaimsLocked(pod_uid, uids, Snapshot()), "unprepare dynamic resources: ");
+    if (s.ok()) {
+      done.push_back(pod_uid);
+      continue;
+    }
+    DM_INFO("Unpreparing pod resources in reconcile loop failed, will retry", {"podUID", pod_uid},
+            {"err", std::string(s.message())});
+  }
+  return done;
 }
 
 absl::Status Manager::CallUnprepare(const std::string& driver,

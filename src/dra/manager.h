@@ -35,6 +35,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,17 @@ class Manager {
   // ResourceClaim state: <error>".
   absl::Status UnprepareResources(const nlohmann::json& pod);
 
+  // The kubelet's reconcileLoop, one pass (pkg/kubelet/cm/dra/manager.go
+  // at v1.34.4 and v1.37.2; the kubelet runs it every 60 s once its pod
+  // sources are ready): every pod UID a cached claim holds that `active`
+  // lacks is unprepared from the cache alone, as UnprepareResources
+  // unprepares a pod (no manifest, no claim object needed: e.g. a pod
+  // deleted while the kubelet was down, whose claims were restored from
+  // the checkpoint). A pod that fails is logged ("Unpreparing pod resources
+  // in reconcile loop failed, will retry") and left as it was for the next
+  // pass. Returns the UIDs of the pods unprepared, in UID order.
+  std::vector<std::string> ReconcileInactive(const std::set<std::string>& active);
+
   // The CDI device IDs for container `container_name` of `pod` (the
   // kubelet's GetResources): for each of the pod's claims in
   // spec.resourceClaims order, each entry of the container's
@@ -160,6 +172,11 @@ class Manager {
   absl::Status PrepareLocked(const nlohmann::json& pod, const std::vector<nlohmann::json>& claims)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(op_mu_);
   absl::Status UnprepareLocked(const nlohmann::json& pod) ABSL_EXCLUSIVE_LOCKS_REQUIRED(op_mu_);
+  // Drops `pod_uid` from the claims `uids` of `next` (claim UIDs that hold
+  // it); unprepares those no pod holds any more, then commits `next`.
+  absl::Status UnprepareClaimsLocked(const std::string& pod_uid,
+                                     const std::vector<std::string>& uids, Cache next)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(op_mu_);
   absl::Status CallPrepare(const std::string& driver, const std::vector<ClaimRef>& claims,
                            Cache& next) const;
   absl::Status CallUnprepare(const std::string& driver, const std::vector<ClaimRef>& claims) const;

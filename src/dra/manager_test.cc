@@ -318,6 +318,52 @@ TEST_F(ManagerTest, FailedUnprepareKeepsThePodsClaims) {
   EXPECT_THAT(m->ClaimInfos(), IsEmpty());
 }
 
+// reconcileLoop (manager.go at v1.34.4 and v1.37.2): the pod UIDs the
+// cache holds that are not active are unprepared from the cache alone, also
+// after a restart (no manifest: the pod was deleted while the kubelet was
+// down); a claim an active pod shares only loses the inactive pod; a failing
+// pass leaves the pod for the next.
+TEST_F(ManagerTest, ReconcileUnpreparesTheClaimsOfInactivePodsFromTheCache) {
+  {
+    auto m = NewManager();
+    SetUpOracleClaim();
+    const json pod2 = MakePod("pod-2", {"shared"}, {{"ctr", {{"shared", ""}}}});
+    const json pod3 = MakePod("pod-3", {"shared"}, {{"ctr", {{"shared", ""}}}});
+    const json shared = MakeClaim("shared", {{"r", kGpu, "dev-2"}}, {"uid-pod-2", "uid-pod-3"});
+    ASSERT_OK(m->PrepareResources(pod_, {claim_}));
+    ASSERT_OK(m->PrepareResources(pod2, {shared}));
+    ASSERT_OK(m->PrepareResources(pod3, {shared}));
+  }
+  auto m = NewManager();  // the restarted kubelet: every claim restored
+  ASSERT_OK(m->Start());
+  drivers_.calls.clear();
+  // Nothing inactive: nothing to do.
+  EXPECT_THAT(m->ReconcileInactive({"uid-pod-1", "uid-pod-2", "uid-pod-3"}), IsEmpty());
+  EXPECT_THAT(drivers_.calls, IsEmpty());
+
+  // The driver is gone: pod-1's claim needs it and stays; pod-2 only
+  // leaves the claim pod-3 keeps (no call).
+  drivers_.registered.erase(kGpu);
+  EXPECT_THAT(m->ReconcileInactive({"uid-pod-3"}), ElementsAre("uid-pod-2"));
+  EXPECT_THAT(drivers_.calls, IsEmpty());
+  EXPECT_EQ(m->ClaimInfos().size(), 2u);
+
+  drivers_.registered.insert(kGpu);
+  EXPECT_THAT(m->ReconcileInactive({"uid-pod-3"}), ElementsAre("uid-pod-1"));
+  ASSERT_EQ(drivers_.calls.size(), 1u);
+  EXPECT_EQ(drivers_.calls[0].op, "unprepare");
+  EXPECT_THAT(drivers_.calls[0].claim_names, ElementsAre("claim-1"));
+  const auto infos = m->ClaimInfos();
+  ASSERT_EQ(infos.size(), 1u);
+  EXPECT_EQ(infos.at("uid-shared").state.pod_uids, std::set<std::string>{"uid-pod-3"});
+
+  // The checkpoint says the same to the next kubelet.
+  auto again = NewManager();
+  ASSERT_OK(again->Start());
+  EXPECT_EQ(again->ClaimInfos().at("uid-shared").state.pod_uids,
+            std::set<std::string>{"uid-pod-3"});
+}
+
 TEST_F(ManagerTest, ContainerCdiIdsFollowTheRequest) {
   auto m = NewManager();
   drivers_.devices[{kGpu, "uid-claim-1"}] = {Dev("dev-0", {"gpu-a"}, {"cdi/a0"}),

@@ -80,4 +80,43 @@ void RealTimers::Loop() {
   }
 }
 
+Timers::Id ClockTimers::After(absl::Duration delay, std::function<void()> fn) {
+  const absl::Time due = clock_->Now() + delay;
+  absl::MutexLock l(&mu_);
+  const Id id = next_id_++;
+  pending_.emplace(std::make_pair(due, id), std::move(fn));
+  return id;
+}
+
+bool ClockTimers::Cancel(Id id) {
+  absl::MutexLock l(&mu_);
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (it->first.second != id) continue;
+    pending_.erase(it);
+    return true;
+  }
+  return false;
+}
+
+int ClockTimers::RunDue() {
+  int ran = 0;
+  for (;;) {
+    std::function<void()> fn;
+    {
+      const absl::Time now = clock_->Now();
+      absl::MutexLock l(&mu_);
+      if (pending_.empty() || pending_.begin()->first.first > now) return ran;
+      fn = std::move(pending_.begin()->second);
+      pending_.erase(pending_.begin());
+    }
+    fn();
+    ++ran;
+  }
+}
+
+size_t ClockTimers::Pending() {
+  absl::MutexLock l(&mu_);
+  return pending_.size();
+}
+
 }  // namespace devmgr::dra

@@ -1,6 +1,7 @@
 // Timers: callbacks that run once after a delay, the seam through which the
 // DRA plugin handler's 30 s ResourceSlice wiping delay is driven (RealTimers
-// in production, ManualTimers in dra/timers_testutil.h for tests).
+// in production, ClockTimers on `devmgr run`'s virtual clock, ManualTimers
+// in dra/timers_testutil.h for tests).
 #ifndef DEVMGR_DRA_TIMERS_H_
 #define DEVMGR_DRA_TIMERS_H_
 
@@ -13,6 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 
 namespace devmgr::dra {
 
@@ -63,6 +65,32 @@ class RealTimers final : public Timers {
   // (due time on the timers' clock, id) -> callback, earliest first.
   std::map<std::pair<absl::Time, Id>, std::function<void()>> pending_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;  // last: started when the members above are ready
+};
+
+// Timers on a Clock that moves by itself only when told (a FakeClock: the
+// virtual clock of `devmgr run`): due times are the clock's, and due
+// callbacks run when the owner calls RunDue after moving the clock, on its
+// thread, in due order, each without the lock held. Nothing runs otherwise.
+class ClockTimers final : public Timers {
+ public:
+  // `clock` (not owned) must outlive the timers.
+  explicit ClockTimers(const Clock* clock) : clock_(clock) {}
+  ClockTimers(const ClockTimers&) = delete;
+  ClockTimers& operator=(const ClockTimers&) = delete;
+
+  Id After(absl::Duration delay, std::function<void()> fn) override ABSL_LOCKS_EXCLUDED(mu_);
+  bool Cancel(Id id) override ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs every timer due by the clock's now (also those a callback adds
+  // that are due already); returns how many ran.
+  int RunDue() ABSL_LOCKS_EXCLUDED(mu_);
+  // How many timers wait.
+  size_t Pending() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  const Clock* const clock_;
+  absl::Mutex mu_;
+  Id next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<std::pair<absl::Time, Id>, std::function<void()>> pending_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace devmgr::dra

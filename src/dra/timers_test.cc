@@ -73,5 +73,32 @@ TEST(ManualTimersTest, RunsDueTimersInOrderOnAdvance) {
   EXPECT_EQ(timers.Pending(), 0u);
 }
 
+// On the virtual clock: nothing runs until the owner asks; then what the
+// clock made due runs, in due order, also a timer a callback adds that is
+// due already; a cancelled one never runs.
+TEST(ClockTimersTest, RunDueRunsWhatTheClockMadeDue) {
+  FakeClock clock;
+  ClockTimers timers(&clock);
+  std::vector<int> order;
+  timers.After(absl::Seconds(30), [&] { order.push_back(30); });
+  timers.After(absl::Seconds(10), [&] {
+    order.push_back(10);
+    timers.After(absl::ZeroDuration(), [&] { order.push_back(0); });
+  });
+  const Timers::Id cancelled = timers.After(absl::Seconds(5), [&] { order.push_back(5); });
+  EXPECT_TRUE(timers.Cancel(cancelled));
+  EXPECT_FALSE(timers.Cancel(cancelled));
+  EXPECT_EQ(timers.RunDue(), 0);
+  clock.Advance(absl::Seconds(29));
+  EXPECT_TRUE(order.empty());  // moving the clock alone runs nothing
+  EXPECT_EQ(timers.RunDue(), 2);
+  EXPECT_EQ(order, std::vector<int>({10, 0}));
+  clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(timers.Pending(), 1u);
+  EXPECT_EQ(timers.RunDue(), 1);
+  EXPECT_EQ(order, std::vector<int>({10, 0, 30}));
+  EXPECT_EQ(timers.Pending(), 0u);
+}
+
 }  // namespace
 }  // namespace devmgr::dra

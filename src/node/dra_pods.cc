@@ -97,7 +97,14 @@ absl::Status DraPods::Unprepare(const std::string& pod_uid) {
              {"podUID", pod_uid});
     return s;
   }
-  // The pod leaves the API: the controller releases its claims.
+  ReleaseClaims(pod_uid, manifest);
+  absl::MutexLock l(&mu_);
+  pods_.erase(pod_uid);
+  return absl::OkStatus();
+}
+
+// The pod leaves the API: the controller releases its claims.
+void DraPods::ReleaseClaims(const std::string& pod_uid, const nlohmann::json& manifest) {
   absl::Status released = dra::ReleasePodClaims(*store_, manifest);
   for (int i = 1; i < kConflictAttempts && released.code() == absl::StatusCode::kAborted; ++i) {
     released = dra::ReleasePodClaims(*store_, manifest);
@@ -106,9 +113,30 @@ absl::Status DraPods::Unprepare(const std::string& pod_uid) {
     DM_ERROR(std::string(released.message()), "Failed to release the pod's ResourceClaims",
              {"podUID", pod_uid});
   }
-  absl::MutexLock l(&mu_);
-  pods_.erase(pod_uid);
+}
+
+absl::Status DraPods::Release(const std::string& pod_uid) {
+  absl::MutexLock op(&op_mu_);
+  nlohmann::json manifest;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = pods_.find(pod_uid);
+    if (it == pods_.end()) return absl::OkStatus();
+    manifest = std::move(it->second);
+    pods_.erase(it);
+  }
+  ReleaseClaims(pod_uid, manifest);
   return absl::OkStatus();
+}
+
+std::vector<std::string> DraPods::ReconcileOrphans(const std::vector<std::string>& active) {
+  absl::MutexLock op(&op_mu_);
+  std::set<std::string> skip(active.begin(), active.end());
+  {
+    absl::MutexLock l(&mu_);
+    for (const auto& [uid, manifest] : pods_) skip.insert(uid);
+  }
+  return manager_->ReconcileInactive(skip);
 }
 
 std::vector<std::string> DraPods::ContainerCdiIds(const std::string& pod_uid,

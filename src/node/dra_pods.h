@@ -52,6 +52,20 @@ class DraPods {
   // Terminating). Unknown pods: OK.
   absl::Status Unprepare(const std::string& pod_uid) ABSL_LOCKS_EXCLUDED(mu_, op_mu_);
 
+  // The pod is gone while the kubelet is down: only the API side happens
+  // (the claim controller releases its claims, ReleasePodClaims); no driver
+  // is called and dra_manager_state keeps its claims, for the reconcile
+  // loop of a kubelet that starts later (ReconcileOrphans). The pod is
+  // forgotten. Unknown pods: OK.
+  absl::Status Release(const std::string& pod_uid) ABSL_LOCKS_EXCLUDED(mu_, op_mu_);
+
+  // The DRA manager's reconcile loop for the pods this object does not
+  // know (dra::Manager::ReconcileInactive over `active` and the pods it
+  // knows, which Unprepare handles): claims restored from the checkpoint
+  // for pods gone while the kubelet was down. Returns their UIDs.
+  std::vector<std::string> ReconcileOrphans(const std::vector<std::string>& active)
+      ABSL_LOCKS_EXCLUDED(mu_, op_mu_);
+
   // The CDI device IDs of the container (dra::Manager::ContainerCdiIds);
   // empty for a pod without claims.
   std::vector<std::string> ContainerCdiIds(const std::string& pod_uid,
@@ -77,6 +91,9 @@ class DraPods {
   apiserver::Store* const store_;
   const std::string node_name_;
   dra::Manager* const manager_;
+
+  // ReleasePodClaims for the gone pod, retried on conflicts; failures logged.
+  void ReleaseClaims(const std::string& pod_uid, const nlohmann::json& manifest);
 
   // Serialises Prepare and Unprepare: two pods' allocations must not pick
   // the same device (the scheduler binds one pod at a time).

@@ -169,6 +169,32 @@ TEST_F(DraPodsTest, ContainerClaimInfosAreTheCachedClaims) {
   EXPECT_TRUE(pods_.ContainerClaimInfos(p.uid, "ctr0")->empty());
 }
 
+// A pod gone while the kubelet is down: its claims are released in the API
+// (the controller) but no driver is called and the cache keeps them; a
+// later kubelet's reconcile (ReconcileOrphans) unprepares them from the
+// cache, and leaves the claims of active pods and of pods it knows alone.
+TEST_F(DraPodsTest, ReleaseCallsNoDriverAndReconcileUnpreparesTheOrphans) {
+  const pod::Pod p = MakePod();
+  ASSERT_TRUE(pods_.Prepare(p).admitted);
+  ASSERT_OK(pods_.Release(p.uid));
+  EXPECT_TRUE(Claims().empty());  // made for the pod, deleted with it
+  EXPECT_TRUE(pods_.PodUids().empty());
+  EXPECT_EQ(drivers_.prepared.size(), 1u);
+  EXPECT_EQ(manager_.ClaimInfos().size(), 1u);
+  EXPECT_OK(pods_.Release(p.uid));  // unknown now: nothing to do
+
+  EXPECT_TRUE(pods_.ReconcileOrphans({p.uid}).empty());  // active: kept
+  EXPECT_EQ(drivers_.prepared.size(), 1u);
+  EXPECT_EQ(pods_.ReconcileOrphans({}), std::vector<std::string>{p.uid});
+  EXPECT_TRUE(drivers_.prepared.empty());
+  EXPECT_TRUE(manager_.ClaimInfos().empty());
+
+  // A pod this object knows is Unprepare's, not the orphans' pass.
+  ASSERT_TRUE(pods_.Prepare(MakePod()).admitted);
+  EXPECT_TRUE(pods_.ReconcileOrphans({}).empty());
+  EXPECT_EQ(drivers_.prepared.size(), 1u);
+}
+
 TEST_F(DraPodsTest, PodWithoutClaimsPassesUntouched) {
   absl::StatusOr<pod::Pod> p = pod::ParsePodManifest(
       "apiVersion: v1\nkind: Pod\nmetadata: {name: plain}\n"

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <set>
 
 #include "absl/time/clock.h"
 #include "apiserver/server.h"
@@ -215,6 +216,7 @@ absl::Status Node::StartDra() {
   dra::DraPluginHandlerOptions ho;
   ho.profile = opts_.profile;
   ho.wiping_delay = d.wiping_delay;
+  ho.timers = d.timers;
   ho.client.call_timeout = d.call_timeout;
   ho.endpoint_binds = d.endpoint_binds;
   ho.on_wipe = [this](const std::string& driver) { WipeSlices(driver); };
@@ -336,7 +338,24 @@ absl::StatusOr<std::vector<dra::ClaimInfoState>> Node::DraClaimInfos(const std::
 
 absl::Status Node::DraPodGone(const std::string& pod_uid) {
   if (dra_pods_ == nullptr) return absl::OkStatus();
+  bool running;
+  {
+    absl::MutexLock l(&mu_);
+    running = started_;
+  }
+  // A stopped kubelet calls no driver: the claims stay in dra_manager_state
+  // for the reconcile loop of the next kubelet (DraReconcile).
+  if (!running) return dra_pods_->Release(pod_uid);
   return dra_pods_->Unprepare(pod_uid);
+}
+
+std::vector<std::string> Node::DraReconcile(const std::vector<std::string>& active) {
+  if (dra_pods_ == nullptr) return {};
+  const std::set<std::string> keep(active.begin(), active.end());
+  for (const std::string& uid : dra_pods_->PodUids()) {
+    if (keep.count(uid) == 0) (void)dra_pods_->Unprepare(uid);
+  }
+  return dra_pods_->ReconcileOrphans(active);
 }
 
 bool SocketAnswers(const std::string& socket_path) {

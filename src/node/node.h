@@ -23,6 +23,7 @@
 #include "common/fs.h"
 #include "dra/driver_calls.h"
 #include "dra/state.h"
+#include "dra/timers.h"
 #include "kubelet/profile.h"
 #include "manager/manager.h"
 #include "node/pod_status_sync.h"
@@ -65,6 +66,10 @@ struct NodeDraOptions {
   // How long a driver may stay without a connected instance before its
   // ResourceSlices are deleted (the kubelet's 30 s).
   absl::Duration wiping_delay = absl::Seconds(30);
+  // Runs that delay (not owned; must outlive the node); nullptr: wall-clock
+  // timers of the DRA plugin handler. `devmgr run` passes ClockTimers on its
+  // virtual clock.
+  dra::Timers* timers = nullptr;
   // The deadline of every NodePrepareResources / NodeUnprepareResources
   // call (the kubelet's 45 s, dra::kDefaultCallTimeout).
   absl::Duration call_timeout = absl::Seconds(45);
@@ -202,6 +207,12 @@ class Node {
   // A pod is gone (deleted or terminated): its claims are unprepared and
   // released (DraPods::Unprepare).
   absl::Status DraPodGone(const std::string& pod_uid);
+  // One pass of the DRA manager's reconcile loop (every 60 s on the
+  // kubelet): the claims of pods not in `active` are unprepared, those of
+  // pods this node synced (DraPods::Unprepare, which also releases them)
+  // and those restored from dra_manager_state for pods it never saw
+  // (DraPods::ReconcileOrphans). Returns the UIDs of the latter.
+  std::vector<std::string> DraReconcile(const std::vector<std::string>& active);
   // DRA device health (KEP-4680, docs/resource-health.md "DRA devices"):
   // with the ResourceHealthStatus gate on, the DRA manager's health cache
   // (dra_health_state in NodeDraOptions::state_dir; timeouts on the node's

@@ -4,6 +4,7 @@
 // deleted after the wiping delay; kubelets before 1.34 get no DRA.
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "common/temp_dir_testutil.h"
 #include "dra/dra_plugin_handler.h"
 #include "dra/timers_testutil.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "node/node.h"
 #include "node/pod_manager.h"
@@ -92,6 +94,58 @@ TEST_F(NodeDraTest, StartWipesTheNodesSlicesAndStartsTheDraManager) {
   }
   EXPECT_EQ(Slices(), (Pairs{{"node-1", "b.example.com"}, {"node-2", "a.example.com"}}));
   n.Stop();
+}
+
+// The kubelet's start fails on a dra_manager_state it cannot read, with
+// NewManager's error (docs/profiles.md, the DRA facts: "create ResourceClaim
+// cache: GetOrCreate() on checkpoint state: failed to get checkpoint
+// dra_manager_state: ..."): nothing listens, no slice is wiped, and the file
+// stays as it was.
+TEST_F(NodeDraTest, StartFailsOnACorruptDraCheckpoint) {
+  const std::string prefix =
+      "create ResourceClaim cache: GetOrCreate() on checkpoint state: failed to get checkpoint "
+      "dra_manager_state: ";
+  std::string valid;
+  {
+    Node n(Options(37));
+    ASSERT_OK(n.Start());
+    n.Stop();
+    std::ifstream in(dir_.Join("dra_manager_state"));
+    std::getline(in, valid, '\0');
+  }
+  const size_t k = valid.find("\"Checksum\":");
+  ASSERT_NE(k, std::string::npos) << valid;
+  std::string wrong = valid;
+  const size_t last = valid.find('}', k) - 1;  // the checksum's last digit
+  wrong[last] = wrong[last] == '0' ? '1' : static_cast<char>(wrong[last] - 1);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {wrong, "checkpoint is corrupted"},
+      {"{not json", "invalid character 'n' looking for beginning of object key string"},
+      {"", "unexpected end of JSON input"},
+  };
+  for (const auto& [bytes, cause] : cases) {
+    {
+      std::ofstream out(dir_.Join("dra_manager_state"), std::ios::trunc);
+      out << bytes;
+    }
+    AddSlice("node-1", "a.example.com");
+    Node n(Options(37));
+    absl::Status s = n.Start();
+    EXPECT_FALSE(s.ok()) << cause;
+    // devmgr's JSON errors add " (offset N)" (checkpoint_format.md).
+    EXPECT_THAT(std::string(s.message()), testing::StartsWith(prefix + cause));
+    EXPECT_FALSE(std::filesystem::exists(dir_.Join("device-plugins/kubelet.sock"))) << cause;
+    EXPECT_EQ(Slices().size(), 1u) << cause;  // the start stopped before the wipe
+    std::ifstream in(dir_.Join("dra_manager_state"));
+    std::string after;
+    std::getline(in, after, '\0');
+    EXPECT_EQ(after, bytes) << cause;
+    // A new start after the file is repaired (deleted) succeeds.
+    std::filesystem::remove(dir_.Join("dra_manager_state"));
+    Node again(Options(37));
+    ASSERT_OK(again.Start());
+    again.Stop();
+  }
 }
 
 TEST_F(NodeDraTest, NoDraBefore134) {

@@ -246,11 +246,7 @@ void PodManager::ReconcileDra() {
     absl::MutexLock l(&mu_);
     node = node_;
   }
-  const std::vector<std::string> active = ActivePodUids();
-  const std::set<std::string> keep(active.begin(), active.end());
-  for (const std::string& uid : node->DraPodUids()) {
-    if (keep.count(uid) == 0) (void)node->DraPodGone(uid);
-  }
+  (void)node->DraReconcile(ActivePodUids());
 }
 
 absl::Status PodManager::DeletePod(const std::string& uid) {

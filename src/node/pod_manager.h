@@ -97,8 +97,10 @@ class PodManager {
   // back-off): every active pod whose sync failed is synced again, and its
   // containers start when that succeeds.
   void RetryFailedSyncs();
-  // The DRA manager's reconcile loop: claims still prepared for pods that
-  // are no longer active are unprepared (and released).
+  // The DRA manager's reconcile loop (Node::DraReconcile): claims still
+  // prepared for pods that are no longer active are unprepared (those of
+  // pods this node synced also released), including claims restored from
+  // dra_manager_state for pods deleted while the kubelet was down.
   void ReconcileDra();
 
   // The UIDs of active pods (admitted, not terminated, not deleted).

@@ -82,6 +82,10 @@ expect '-> error UNKNOWN "requested API version "v1alpha" is not supported by ku
 
 run 1 "$BIN" run "$F/stopped-kubelet.yaml"
 expect "admit needs a running kubelet: it was stopped by stop_kubelet"
+run 1 "$BIN" run "$F/dra-start-error-mismatch.yaml"
+expect "the kubelet's start failed otherwise than expected: create ResourceClaim cache: GetOrCreate() on checkpoint state: failed to get checkpoint dra_manager_state: checkpoint is corrupted"
+expect "dra-start-error-mismatch.yaml:8:5: the kubelet's start error"
+expect "expected: regex /unexpected end of JSON input/"
 run 2 "$BIN" run "$F/invalid/unknown-capture.yaml"
 expect "unknown-capture.yaml:6:60: expect.resources['example.com/gpu'].healthy.superset_of: no earlier step captures 'befor' (no step before this one has capture:)"
 

@@ -66,8 +66,13 @@ constexpr char kNoStoppedKubelet[] =
 
 // Why the oracle refuses DRA (the DRA steps, and scenarios with DRA).
 constexpr char kNoDra[] =
-    "DRA (dra_driver plugins, apply, delete_object, wait_driver): the kubelet oracle is the "
-    "device manager only; DRA compare runs are not built yet";
+    "DRA (dra_driver plugins, apply, delete_object, wait_driver, dra_manager_state edits): the "
+    "kubelet oracle is the device manager only; DRA compare runs are not built yet";
+
+// Why the oracle refuses a start expected to fail.
+constexpr char kNoFailedStart[] =
+    "a kubelet start expected to fail (expect_error): the oracle's device manager starts on "
+    "any checkpoint, and its restart cannot fail as a kubelet's start does";
 
 // ---- devmgr's side ---------------------------------------------------------
 
@@ -402,30 +407,34 @@ class OracleSide final : public StepBackend {
     return absl::OkStatus();
   }
 
-  // The oracle's own checkpoint file.
-  std::string CheckpointPath() override {
+  // The oracle's own checkpoint file; it has no dra_manager_state.
+  std::string CheckpointPath(CheckpointFile) override {
     return env_.plugin_dir + "/" + checkpoint::kCheckpointName;
   }
-  std::optional<std::string> ReadCheckpoint() override {
+  std::optional<std::string> ReadCheckpoint(CheckpointFile f) override {
+    if (f == CheckpointFile::kDra) return std::nullopt;
     bool exists = false;
-    std::string bytes = ReadFileOr(CheckpointPath(), &exists);
+    std::string bytes = ReadFileOr(CheckpointPath(f), &exists);
     if (!exists) return std::nullopt;
     return bytes;
   }
-  absl::Status WriteCheckpoint(const std::string& bytes) override {
-    const std::string path = CheckpointPath();
+  absl::Status WriteCheckpoint(CheckpointFile f, const std::string& bytes) override {
+    if (f == CheckpointFile::kDra) return Refused(kNoDra);
+    const std::string path = CheckpointPath(f);
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << bytes;
     out.close();
     if (!out) return EnvError("cannot write " + path);
     return absl::OkStatus();
   }
-  absl::Status RemoveCheckpoint() override {
-    unlink(CheckpointPath().c_str());
+  absl::Status RemoveCheckpoint(CheckpointFile f) override {
+    if (f == CheckpointFile::kDra) return Refused(kNoDra);
+    unlink(CheckpointPath(f).c_str());
     return absl::OkStatus();
   }
-  absl::Status TruncateCheckpoint(int64_t size) override {
-    const std::string path = CheckpointPath();
+  absl::Status TruncateCheckpoint(CheckpointFile f, int64_t size) override {
+    if (f == CheckpointFile::kDra) return Refused(kNoDra);
+    const std::string path = CheckpointPath(f);
     if (truncate(path.c_str(), size) != 0) return EnvError("truncate " + path);
     return absl::OkStatus();
   }
@@ -941,6 +950,9 @@ absl::StatusOr<std::string> FindKubeletOracle(const std::string& flag, const std
 
 std::string NotComparableReason(const Scenario& sc) {
   if (sc.UsesDra()) return kNoDra;
+  for (const Step& st : sc.steps) {
+    if (st.expect_error) return kNoFailedStart;
+  }
   if (sc.node.plugins_registry) {
     return "plugins_registry: the plugin watcher (pluginmanager) is not part of the oracle, which "
            "takes registrations on kubelet.sock only";

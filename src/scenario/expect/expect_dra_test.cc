@@ -1,5 +1,5 @@
 // The DRA expectation kinds (claims, dra_cdi_devices, dra_calls,
-// dra_checkpoint) checked against observations made by hand.
+// dra_checkpoint, resource_slices) checked against observations made by hand.
 #include "common/status_testutil.h"
 #include "dra/checkpoint.h"
 #include "dra/state.h"
@@ -154,6 +154,92 @@ TEST(DraExpectations, CheckpointEntriesAndValidity) {
   o.dra_checkpoint_bytes.reset();
   f = CheckExpectations(Parse("      dra_checkpoint: {exists: false}\n"), o);
   EXPECT_THAT(f, IsEmpty());
+}
+
+// Two slices of the driver for node n1 (pool n1, two devices and one), one
+// of another driver.
+std::vector<nlohmann::json> Slices() {
+  return {nlohmann::json::parse(R"({"metadata":{"name":"n1-gpu-a"},"spec":{
+            "driver":"gpu.example.com","nodeName":"n1",
+            "pool":{"name":"n1","generation":1,"resourceSliceCount":2},
+            "devices":[{"name":"gpu-0"},{"name":"gpu-1"}]}})"),
+          nlohmann::json::parse(R"({"metadata":{"name":"n1-gpu-b"},"spec":{
+            "driver":"gpu.example.com","nodeName":"n1",
+            "pool":{"name":"n1","generation":1,"resourceSliceCount":2},
+            "devices":[{"name":"gpu-2"}]}})"),
+          nlohmann::json::parse(R"({"metadata":{"name":"n1-nic"},"spec":{
+            "driver":"nic.example.com","nodeName":"n1",
+            "pool":{"name":"n1","generation":1,"resourceSliceCount":1},"devices":[]}})")};
+}
+
+TEST(DraExpectations, ResourceSlicesByDriver) {
+  Observed o = World();
+  o.dra_slices = Slices();
+  EXPECT_THAT(CheckExpectations(Parse(R"(      resource_slices:
+        gpu.example.com: {slices: 2, pools: [n1], devices: [gpu-2, gpu-0, gpu-1], node_name: n1}
+)"),
+                                o),
+              IsEmpty());
+  EXPECT_THAT(
+      CheckExpectations(Parse("      resource_slices: {gpu.example.com: {devices: {count: 3, "
+                              "superset_of: [gpu-1]}, node_name: {regex: '^n'}}}\n"),
+                        o),
+      IsEmpty());
+  std::vector<Failure> f = CheckExpectations(Parse(R"(      resource_slices:
+        gpu.example.com: {slices: 1, pools: [n2], devices: 2, node_name: n2}
+)"),
+                                             o);
+  ASSERT_EQ(f.size(), 5u);
+  EXPECT_EQ(f[0].what, "resource_slices['gpu.example.com'].slices");
+  EXPECT_EQ(f[0].actual,
+            "2 [n1-gpu-a (node n1, pool n1, 2 device(s)) n1-gpu-b (node n1, pool n1, 1 "
+            "device(s))]");
+  EXPECT_EQ(f[1].what, "resource_slices['gpu.example.com'].node_name");
+  EXPECT_EQ(f[1].expected, "\"n2\"");
+  EXPECT_EQ(f[3].what, "resource_slices['gpu.example.com'].pools");
+  EXPECT_EQ(f[3].expected, "[n2]");
+  EXPECT_EQ(f[3].actual, "[n1]");
+  EXPECT_EQ(f[4].what, "resource_slices['gpu.example.com'].devices");
+  EXPECT_EQ(f[4].loc.line, 7);
+
+  // absent: no slice of the driver; a driver without slices fails any other
+  // expectation but `slices: 0`.
+  f = CheckExpectations(Parse("      resource_slices: {gpu.example.com: absent}\n"), o);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].expected, "absent (no slice)");
+  EXPECT_THAT(f[0].actual, HasSubstr("2 slice(s) [n1-gpu-a"));
+  o.dra_slices.erase(o.dra_slices.begin(), o.dra_slices.begin() + 2);
+  EXPECT_THAT(CheckExpectations(Parse("      resource_slices: {gpu.example.com: absent}\n"), o),
+              IsEmpty());
+  EXPECT_THAT(
+      CheckExpectations(Parse("      resource_slices: {gpu.example.com: {slices: 0}}\n"), o),
+      IsEmpty());
+  f = CheckExpectations(Parse("      resource_slices: {gpu.example.com: {devices: 3}}\n"), o);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].actual, "none");
+}
+
+TEST(DraExpectations, ResourceSlicesMistakesHavePositions) {
+  auto err = [](const std::string& expect_yaml) {
+    absl::StatusOr<Scenario> s = ParseScenario(R"(plugins:
+  - {name: drv, dra_driver: gpu.example.com, command: my-driver}
+steps:
+  - check:
+    expect:
+)" + expect_yaml,
+                                               "e.yaml");
+    return s.ok() ? std::string() : std::string(s.status().message());
+  };
+  EXPECT_THAT(err("      resource_slices: {gpu.example.con: absent}\n"),
+              HasSubstr("e.yaml:6:25: no plugin of the scenario is DRA driver 'gpu.example.con' "
+                        "(did you mean 'gpu.example.com'?)"));
+  EXPECT_THAT(err("      resource_slices: {gpu.example.com: {pool: [n1]}}\n"),
+              HasSubstr("unknown key 'pool' in resource_slices of a driver (did you mean "
+                        "'pools'?)"));
+  EXPECT_THAT(err("      resource_slices: {gpu.example.com: gone}\n"),
+              HasSubstr("e.yaml:6:42: resource_slices of a driver"));
+  EXPECT_THAT(err("      resource_slice: {gpu.example.com: absent}\n"),
+              HasSubstr("did you mean 'resource_slices'?"));
 }
 
 }  // namespace expect_dra_test

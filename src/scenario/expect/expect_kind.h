@@ -84,6 +84,7 @@ const ExpectKind& DraCdiExpectKind();         // expect_dra_cdi.cc: a container'
 const ExpectKind& DraClaimsExpectKind();      // expect_dra_claims.cc: claims
 const ExpectKind& DraCheckpointExpectKind();  // expect_dra_checkpoint.cc: dra_checkpoint
 const ExpectKind& DraCallsExpectKind();       // expect_dra_calls.cc: dra_calls
+const ExpectKind& DraSlicesExpectKind();      // expect_dra_slices.cc: resource_slices
 
 // Shared by the checks.
 void Fail(std::vector<Failure>* out, const Location& loc, std::string what, std::string expected,

@@ -60,6 +60,8 @@ struct Observed {
   std::vector<dra::DriverCallRecord> dra_calls_since_start;
   std::vector<dra::DriverCallRecord> dra_calls_since_step;
   std::optional<std::string> dra_checkpoint_bytes;
+  // Every ResourceSlice in the API store (gathered only when expected).
+  std::vector<nlohmann::json> dra_slices;
   int kubelet_minor = 0;
   // The values captured by earlier steps (name -> device ids, sorted).
   std::map<std::string, std::vector<std::string>> captures;

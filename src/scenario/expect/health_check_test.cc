@@ -122,5 +122,69 @@ TEST(HealthCheckTest, BadInputNamesThePlace) {
               HasSubstr("did you mean 'allocated_resources_status'"));
 }
 
+// A DRA claim's entry (docs/resource-health.md, "DRA devices"): its
+// resource IDs are CDI IDs holding the claim's UID, so the list form
+// matches them by regex, with Unknown allowed and the message checked.
+const std::vector<manager::ResourceHealthStatus> kClaim = {
+    {"example.com/gpu", {{"gpu-0", "Healthy"}}},
+    {"claim:gpu/r",
+     {{"sample.dra.devmgr.io/gpu=5f3a-gpu-0", "Unhealthy", "ECC errors"},
+      {"sample.dra.devmgr.io/gpu=5f3a-gpu-1", "Unknown", std::nullopt}}}};
+
+TEST(HealthCheckTest, ClaimEntriesMatchByRegexWithUnknownAndMessages) {
+  auto e = Parse(
+      "              allocated_resources_status:\n"
+      "                example.com/gpu: {gpu-0: Healthy}\n"
+      "                claim:gpu/r:\n"
+      "                  - {id: {regex: 'gpu-1$'}, health: Unknown}\n"
+      "                  - {id: {regex: 'gpu-0$'}, health: Unhealthy, message: {regex: ECC}}\n");
+  ASSERT_OK(e);
+  EXPECT_THAT(CheckExpectations(*e, World(kClaim)), IsEmpty());
+
+  auto wrong = Parse(
+      "              allocated_resources_status:\n"
+      "                example.com/gpu: {gpu-0: Healthy}\n"
+      "                claim:gpu/r:\n"
+      "                  - {id: {regex: 'gpu-0$'}, health: Healthy}\n"
+      "                  - {id: {regex: 'gpu-1$'}, health: Unknown}\n");
+  ASSERT_OK(wrong);
+  auto f = CheckExpectations(*wrong, World(kClaim));
+  ASSERT_THAT(f, SizeIs(1));
+  EXPECT_EQ(f[0].expected,
+            "[example.com/gpu: gpu-0=Healthy; claim:gpu/r: [regex /gpu-0$/=Healthy regex "
+            "/gpu-1$/=Unknown]]");
+  EXPECT_EQ(f[0].actual,
+            "[claim:gpu/r: sample.dra.devmgr.io/gpu=5f3a-gpu-0=Unhealthy (message \"ECC "
+            "errors\") sample.dra.devmgr.io/gpu=5f3a-gpu-1=Unknown; example.com/gpu: "
+            "gpu-0=Healthy]");
+
+  // Exactly these devices: one missing fails, and so does an entry left out.
+  auto one = Parse(
+      "              allocated_resources_status:\n"
+      "                example.com/gpu: {gpu-0: Healthy}\n"
+      "                claim:gpu/r: [{id: {regex: 'gpu-0$'}, health: Unhealthy}]\n");
+  ASSERT_OK(one);
+  EXPECT_THAT(CheckExpectations(*one, World(kClaim)), SizeIs(1));
+  auto no_claim = Parse(
+      "              allocated_resources_status:\n"
+      "                example.com/gpu: {gpu-0: Healthy}\n");
+  ASSERT_OK(no_claim);
+  EXPECT_THAT(CheckExpectations(*no_claim, World(kClaim)), SizeIs(1));
+
+  // Unknown only for claim entries; the list form names its keys.
+  auto bad = Parse(
+      "              allocated_resources_status:\n"
+      "                claim:gpu/r: [{id: x, health: Sick}]\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("allocated_resources_status['claim:gpu/r']: health must be Healthy or "
+                        "Unhealthy or Unknown, not 'Sick'"));
+  auto key = Parse(
+      "              allocated_resources_status:\n"
+      "                claim:gpu/r: [{id: x, helth: Unknown}]\n");
+  ASSERT_FALSE(key.ok());
+  EXPECT_THAT(std::string(key.status().message()), HasSubstr("did you mean 'health'"));
+}
+
 }  // namespace health_check_test
 }  // namespace devmgr::scenario

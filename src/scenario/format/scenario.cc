@@ -113,7 +113,22 @@ std::string DescribeDraStep(const Step& st) {
   }
 }
 
+// " (its start must fail with /RE/)" for a start expected to fail.
+std::string StartFailing(const Step& st) {
+  if (!st.expect_error) return "";
+  return fmt::format(" (its start must fail with /{}/)", *st.expect_error);
+}
+
+std::string CheckpointWord(const Step& st) {
+  if (st.checkpoint_file == CheckpointFile::kDeviceManager) return "the checkpoint";
+  return CheckpointFileName(st.checkpoint_file);
+}
+
 }  // namespace
+
+const char* CheckpointFileName(CheckpointFile f) {
+  return f == CheckpointFile::kDra ? "dra_manager_state" : "kubelet_internal_checkpoint";
+}
 
 std::string DescribeStep(const Step& st) {
   switch (st.kind) {
@@ -130,13 +145,13 @@ std::string DescribeStep(const Step& st) {
     case StepKind::kRestartContainer:
       return fmt::format("restart container {} of pod {}", st.container, st.pod_ref);
     case StepKind::kRestartKubelet:
-      return "restart the kubelet";
+      return "restart the kubelet" + StartFailing(st);
     case StepKind::kRebootNode:
-      return "reboot the node";
+      return "reboot the node" + StartFailing(st);
     case StepKind::kStopKubelet:
       return "stop the kubelet";
     case StepKind::kStartKubelet:
-      return "start the kubelet";
+      return "start the kubelet" + StartFailing(st);
     case StepKind::kStartPlugin:
       return "start plugin " + st.plugin;
     case StepKind::kStopPlugin:
@@ -168,13 +183,13 @@ std::string DescribeStep(const Step& st) {
     case StepKind::kControl:
       return fmt::format("plugin {}: {}", st.plugin, st.control_line);
     case StepKind::kDeleteCheckpoint:
-      return "delete the checkpoint";
+      return "delete " + CheckpointWord(st);
     case StepKind::kTruncateCheckpoint:
-      return fmt::format("truncate the checkpoint to {} bytes", st.truncate_to);
+      return fmt::format("truncate {} to {} bytes", CheckpointWord(st), st.truncate_to);
     case StepKind::kCorruptCheckpoint:
-      return "corrupt the checkpoint's checksum";
+      return fmt::format("corrupt {}'s checksum", CheckpointWord(st));
     case StepKind::kWriteCheckpoint:
-      if (!st.checkpoint) return "write the checkpoint";
+      if (!st.checkpoint) return "write " + CheckpointWord(st);
       return fmt::format(
           "write a {} checkpoint ({} entries{})", st.checkpoint->v1 ? "V1" : "V2",
           st.checkpoint->entries.size(),
@@ -197,7 +212,7 @@ bool Scenario::UsesDra() const {
   }
   for (const Step& st : steps) {
     if (st.kind == StepKind::kApply || st.kind == StepKind::kDeleteObject ||
-        st.kind == StepKind::kWaitDriver) {
+        st.kind == StepKind::kWaitDriver || st.checkpoint_file == CheckpointFile::kDra) {
       return true;
     }
   }

@@ -383,6 +383,18 @@ struct DraCheckpointExpect {
   std::vector<std::string> pods;
 };
 
+// The ResourceSlices of one DRA driver in the API endpoint (any node; the
+// node's name is checked by node_name).
+struct ResourceSlicesExpect {
+  Location loc;
+  std::string driver;
+  bool absent = false;                            // no slice of the driver
+  std::optional<int64_t> slices;                  // how many slices
+  std::optional<std::vector<std::string>> pools;  // the pools' names, exactly
+  std::optional<SetExpect> devices;               // device names across its slices
+  std::optional<StringMatcher> node_name;         // every slice's spec.nodeName
+};
+
 struct Expectations {
   Location loc;
   std::vector<ResourceExpect> resources;
@@ -399,11 +411,13 @@ struct Expectations {
   std::vector<DraClaimExpect> claims;
   std::vector<DraCallsExpect> dra_calls;
   std::optional<DraCheckpointExpect> dra_checkpoint;
+  std::vector<ResourceSlicesExpect> resource_slices;
   // Real-time budget to keep re-checking until everything holds.
   std::optional<absl::Duration> within;
   bool empty() const {
     return resources.empty() && pods.empty() && !disjoint && !checkpoint && calls.empty() &&
-           !pod_resources && log.empty() && claims.empty() && dra_calls.empty() && !dra_checkpoint;
+           !pod_resources && log.empty() && claims.empty() && dra_calls.empty() &&
+           !dra_checkpoint && resource_slices.empty();
   }
 };
 
@@ -443,6 +457,16 @@ enum class StepKind {
 
 // The step's key in the YAML ("admit", "delete_pod", ...).
 const char* StepKindName(StepKind kind);
+
+// The checkpoint file a checkpoint step (delete_, truncate_, corrupt_,
+// write_checkpoint) edits: the device manager's (default) or the DRA
+// manager's (a DRA step: it turns DRA on for the node).
+enum class CheckpointFile {
+  kDeviceManager,  // kubelet_internal_checkpoint, in the device-plugin dir
+  kDra,            // dra_manager_state, in the kubelet's root dir
+};
+// The file's name ("kubelet_internal_checkpoint", "dra_manager_state").
+const char* CheckpointFileName(CheckpointFile f);
 
 // write_checkpoint from a structured description: entries and registered
 // devices become a kubelet checkpoint with the right checksum.
@@ -501,6 +525,10 @@ struct Step {
   std::string plugin;
   // Plugin (re)starts, kubelet restart, node reboot: wait for registrations.
   bool wait_for_registration = true;
+  // kRestartKubelet, kStartKubelet, kRebootNode: the kubelet's start must
+  // fail with an error this ECMAScript regex finds (the kubelet then stays
+  // stopped, as a kubelet that exits at start); nullopt: it must start.
+  std::optional<std::string> expect_error;
   // kAdvanceClock
   absl::Duration advance = absl::ZeroDuration();
   // kWaitRegistration, kWaitDevices
@@ -515,6 +543,9 @@ struct Step {
   bool wait = true;  // until the kubelet sees it
   // kControl: one control-file line
   std::string control_line;
+  // kDeleteCheckpoint, kTruncateCheckpoint, kCorruptCheckpoint,
+  // kWriteCheckpoint: the file edited.
+  CheckpointFile checkpoint_file = CheckpointFile::kDeviceManager;
   // kTruncateCheckpoint
   int64_t truncate_to = 0;
   // kWriteCheckpoint: raw bytes, or a structured description
@@ -592,7 +623,7 @@ struct Scenario {
   std::vector<Step> steps;
 
   // DRA on the node: a dra_driver plugin or a DRA step (apply,
-  // delete_object, wait_driver). Turns on the API
+  // delete_object, wait_driver, a checkpoint step on dra_manager_state). Turns on the API
   // endpoint and plugins_registry; needs kubelet 1.34 or newer.
   bool UsesDra() const;
 };

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -747,12 +748,7 @@ class Parser : public ScenarioReader {
       case StepKind::kRestartKubelet:
       case StepKind::kStartKubelet:
       case StepKind::kRebootNode:
-        DEVMGR_RETURN_IF_ERROR(OptionalMap(v, {"wait_for_registration"}, where));
-        if (v.IsMap() && v["wait_for_registration"]) {
-          DEVMGR_RETURN_IF_ERROR(Bool(v["wait_for_registration"], "wait_for_registration",
-                                      &step->wait_for_registration));
-        }
-        return absl::OkStatus();
+        return ParseKubeletStart(where, v, step);
       case StepKind::kStartPlugin:
       case StepKind::kRestartPlugin:
         return PluginStep(v, where, sc, step, /*allow_wait=*/true);
@@ -763,9 +759,11 @@ class Parser : public ScenarioReader {
         return PluginStep(v, where, sc, step, /*allow_wait=*/false);
       case StepKind::kAdvanceClock:
         return Duration(v, "advance_clock", &step->advance);
-      case StepKind::kNodeStatus:
       case StepKind::kDeleteCheckpoint:
       case StepKind::kCorruptCheckpoint:
+        DEVMGR_RETURN_IF_ERROR(OptionalMap(v, {"file"}, where));
+        return CheckpointFileKey(v, step);
+      case StepKind::kNodeStatus:
       case StepKind::kCheck:
         if (!v.IsNull()) return Error(v, fmt::format("{} takes no value", where));
         return absl::OkStatus();
@@ -778,11 +776,13 @@ class Parser : public ScenarioReader {
       case StepKind::kControl:
         return ParseControl(where, v, sc, step);
       case StepKind::kTruncateCheckpoint:
-        if (v.IsNull()) return absl::OkStatus();
-        return Int(v, "truncate_checkpoint (bytes to keep)", 0, &step->truncate_to);
+        return ParseTruncateCheckpoint(where, v, step);
       case StepKind::kWriteCheckpoint:
+        if (v.IsMap() && (v["file"] || v["content"])) return ParseWriteContent(where, v, step);
         if (v.IsMap()) return ParseCheckpointSpec(v, step);
-        return String(v, "write_checkpoint (the file's content, or {entries, registered})",
+        return String(v,
+                      "write_checkpoint (the file's content, {file, content}, or {entries, "
+                      "registered})",
                       &step->content);
       case StepKind::kRun:
         return ParseRunStep(where, v, step);
@@ -794,6 +794,66 @@ class Parser : public ScenarioReader {
         return ParseWaitDriver(where, v, sc, step);
     }
     return Error(key, "unhandled step");
+  }
+
+  // restart_kubelet, start_kubelet, reboot_node: nothing, or
+  // {wait_for_registration, expect_error: REGEX}.
+  absl::Status ParseKubeletStart(const std::string& where, const YAML::Node& v, Step* step) const {
+    DEVMGR_RETURN_IF_ERROR(OptionalMap(v, {"wait_for_registration", "expect_error"}, where));
+    if (!v.IsMap()) return absl::OkStatus();
+    if (v["wait_for_registration"]) {
+      DEVMGR_RETURN_IF_ERROR(
+          Bool(v["wait_for_registration"], "wait_for_registration", &step->wait_for_registration));
+    }
+    if (v["expect_error"]) {
+      std::string re;
+      DEVMGR_RETURN_IF_ERROR(
+          NonEmptyString(v["expect_error"], "expect_error (a regular expression)", &re));
+      try {
+        std::regex compiled(re, std::regex::ECMAScript);
+      } catch (const std::regex_error& e) {
+        return Error(v["expect_error"],
+                     fmt::format("expect_error is not a valid regular expression: {}", e.what()));
+      }
+      step->expect_error = std::move(re);
+    }
+    return absl::OkStatus();
+  }
+
+  // The `file` key of a checkpoint step: kubelet_internal_checkpoint
+  // (default) or dra_manager_state.
+  absl::Status CheckpointFileKey(const YAML::Node& v, Step* step) const {
+    if (!v.IsMap() || !v["file"]) return absl::OkStatus();
+    std::string f;
+    DEVMGR_RETURN_IF_ERROR(String(v["file"], "file", &f));
+    static const Keys kFiles = {CheckpointFileName(CheckpointFile::kDeviceManager),
+                                CheckpointFileName(CheckpointFile::kDra)};
+    if (!Contains(kFiles, f)) {
+      return UnknownName(v["file"], fmt::format("unknown checkpoint file '{}'", f), f, kFiles);
+    }
+    step->checkpoint_file = f == kFiles[1] ? CheckpointFile::kDra : CheckpointFile::kDeviceManager;
+    return absl::OkStatus();
+  }
+
+  // truncate_checkpoint: nothing (0), BYTES, or {file, bytes}.
+  absl::Status ParseTruncateCheckpoint(const std::string& where, const YAML::Node& v,
+                                       Step* step) const {
+    if (v.IsNull()) return absl::OkStatus();
+    if (!v.IsMap()) return Int(v, "truncate_checkpoint (bytes to keep)", 0, &step->truncate_to);
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"file", "bytes"}, where));
+    DEVMGR_RETURN_IF_ERROR(CheckpointFileKey(v, step));
+    if (!v["bytes"]) return absl::OkStatus();
+    return Int(v["bytes"], "bytes (to keep)", 0, &step->truncate_to);
+  }
+
+  // write_checkpoint: {file, content}: the file's bytes as given.
+  absl::Status ParseWriteContent(const std::string& where, const YAML::Node& v, Step* step) const {
+    DEVMGR_RETURN_IF_ERROR(CheckKeys(v, {"file", "content"}, where));
+    DEVMGR_RETURN_IF_ERROR(CheckpointFileKey(v, step));
+    if (!v["content"]) {
+      return Error(v, "write_checkpoint with file needs content (the file's bytes, as text)");
+    }
+    return String(v["content"], "content", &step->content);
   }
 
   // ---- DRA steps ----

@@ -462,6 +462,70 @@ TEST(ScenarioParserDra, BadInputHasPositionsAndSuggestions) {
               HasSubstr("a dra_driver plugin needs command"));
 }
 
+TEST(ScenarioParserDra, CheckpointFilesAndFailingStarts) {
+  const std::string text = std::string(kDraDriver) + R"(steps:
+  - stop_kubelet:
+  - corrupt_checkpoint: {file: dra_manager_state}
+  - start_kubelet: {expect_error: 'checkpoint is corrupted$'}
+  - truncate_checkpoint: {file: dra_manager_state}
+  - write_checkpoint: {file: dra_manager_state, content: '{not json'}
+  - delete_checkpoint: {file: dra_manager_state}
+  - restart_kubelet: {wait_for_registration: false, expect_error: x}
+  - truncate_checkpoint: {bytes: 3}
+  - corrupt_checkpoint:
+  - reboot_node: {expect_error: y}
+)";
+  absl::StatusOr<Scenario> s = ParseScenario(text, "d.yaml");
+  ASSERT_OK(s);
+  const std::vector<Step>& st = s->steps;
+  EXPECT_EQ(st[1].checkpoint_file, CheckpointFile::kDra);
+  EXPECT_EQ(DescribeStep(st[1]), "corrupt dra_manager_state's checksum");
+  EXPECT_EQ(st[2].expect_error, "checkpoint is corrupted$");
+  EXPECT_EQ(DescribeStep(st[2]),
+            "start the kubelet (its start must fail with /checkpoint is corrupted$/)");
+  EXPECT_EQ(st[3].checkpoint_file, CheckpointFile::kDra);
+  EXPECT_EQ(st[3].truncate_to, 0);
+  EXPECT_EQ(st[4].content, "{not json");
+  EXPECT_EQ(st[4].checkpoint_file, CheckpointFile::kDra);
+  EXPECT_FALSE(st[4].checkpoint);
+  EXPECT_EQ(DescribeStep(st[5]), "delete dra_manager_state");
+  EXPECT_FALSE(st[6].wait_for_registration);
+  EXPECT_EQ(st[6].expect_error, "x");
+  EXPECT_EQ(st[7].checkpoint_file, CheckpointFile::kDeviceManager);
+  EXPECT_EQ(st[7].truncate_to, 3);
+  EXPECT_EQ(DescribeStep(st[8]), "corrupt the checkpoint's checksum");
+  EXPECT_EQ(st[9].expect_error, "y");
+
+  // An edit of dra_manager_state turns DRA on, as the DRA steps do.
+  absl::StatusOr<Scenario> edit =
+      ParseScenario("steps:\n  - delete_checkpoint: {file: dra_manager_state}\n", "e.yaml");
+  ASSERT_OK(edit);
+  EXPECT_TRUE(edit->UsesDra());
+  absl::StatusOr<Scenario> plain = ParseScenario("steps:\n  - delete_checkpoint:\n", "e.yaml");
+  ASSERT_OK(plain);
+  EXPECT_FALSE(plain->UsesDra());
+}
+
+TEST(ScenarioParserDra, CheckpointFileAndExpectErrorMistakesHavePositions) {
+  EXPECT_THAT(Err("steps:\n  - corrupt_checkpoint: {file: dra_manager_stat}\n"),
+              HasSubstr("s.yaml:2:32: unknown checkpoint file 'dra_manager_stat' (did you mean "
+                        "'dra_manager_state'?)"));
+  EXPECT_THAT(Err("steps:\n  - delete_checkpoint: {fiel: dra_manager_state}\n"),
+              HasSubstr("s.yaml:2:25: unknown key 'fiel' in delete_checkpoint (did you mean "
+                        "'file'?)"));
+  EXPECT_THAT(Err("steps:\n  - write_checkpoint: {file: dra_manager_state}\n"),
+              HasSubstr("s.yaml:2:23: write_checkpoint with file needs content"));
+  EXPECT_THAT(Err("steps:\n  - truncate_checkpoint: {file: dra_manager_state, byte: 2}\n"),
+              HasSubstr("unknown key 'byte' in truncate_checkpoint (did you mean 'bytes'?)"));
+  EXPECT_THAT(Err("steps:\n  - restart_kubelet: {expect_eror: x}\n"),
+              HasSubstr("s.yaml:2:23: unknown key 'expect_eror' in restart_kubelet (did you mean "
+                        "'expect_error'?)"));
+  EXPECT_THAT(Err("steps:\n  - start_kubelet: {expect_error: '(unclosed'}\n"),
+              HasSubstr("s.yaml:2:35: expect_error is not a valid regular expression"));
+  EXPECT_THAT(Err("steps:\n  - reboot_node: {expect_error: ''}\n"),
+              HasSubstr("s.yaml:2:33: expect_error (a regular expression)"));
+}
+
 TEST(VersionMatrixPlan, DraScenariosAreSkippedBefore134) {
   absl::StatusOr<Scenario> s = ParseScenario(
       std::string(kDraDriver) + "steps:\n  - check:\n    expect: {log: [x]}\n", "dra.yaml");

@@ -193,30 +193,34 @@ absl::Status DevmgrBackend::WaitHealthSeen(PluginHost& h, const std::string& dev
                       [&] { return ctx_.ResourceState(res); });
 }
 
-// ---- the checkpoint file ----
+// ---- the checkpoint files ----
 
-std::optional<std::string> DevmgrBackend::ReadCheckpoint() {
-  std::ifstream in(ctx_.CheckpointPath(), std::ios::binary);
+std::string DevmgrBackend::CheckpointPath(CheckpointFile f) {
+  return f == CheckpointFile::kDra ? ctx_.DraCheckpointPath() : ctx_.CheckpointPath();
+}
+
+std::optional<std::string> DevmgrBackend::ReadCheckpoint(CheckpointFile f) {
+  std::ifstream in(CheckpointPath(f), std::ios::binary);
   if (!in) return std::nullopt;
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
 
-absl::Status DevmgrBackend::WriteCheckpoint(const std::string& bytes) {
-  return fs::WriteOutputFile(ctx_.CheckpointPath(), bytes);
+absl::Status DevmgrBackend::WriteCheckpoint(CheckpointFile f, const std::string& bytes) {
+  return fs::WriteOutputFile(CheckpointPath(f), bytes);
 }
 
-absl::Status DevmgrBackend::RemoveCheckpoint() {
-  const std::string path = ctx_.CheckpointPath();
+absl::Status DevmgrBackend::RemoveCheckpoint(CheckpointFile f) {
+  const std::string path = CheckpointPath(f);
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
     return absl::FailedPreconditionError(fmt::format("unlink {}: {}", path, std::strerror(errno)));
   }
   return absl::OkStatus();
 }
 
-absl::Status DevmgrBackend::TruncateCheckpoint(int64_t size) {
-  const std::string path = ctx_.CheckpointPath();
+absl::Status DevmgrBackend::TruncateCheckpoint(CheckpointFile f, int64_t size) {
+  const std::string path = CheckpointPath(f);
   if (truncate(path.c_str(), size) != 0) {
     return absl::FailedPreconditionError(
         fmt::format("truncate {}: {}", path, std::strerror(errno)));

@@ -48,11 +48,11 @@ class DevmgrBackend final : public StepBackend {
   absl::Status WaitHealthSeen(PluginHost& h, const std::string& device, const std::string& health,
                               absl::Duration timeout) override;
 
-  std::string CheckpointPath() override { return ctx_.CheckpointPath(); }
-  std::optional<std::string> ReadCheckpoint() override;
-  absl::Status WriteCheckpoint(const std::string& bytes) override;
-  absl::Status RemoveCheckpoint() override;
-  absl::Status TruncateCheckpoint(int64_t size) override;
+  std::string CheckpointPath(CheckpointFile f) override;
+  std::optional<std::string> ReadCheckpoint(CheckpointFile f) override;
+  absl::Status WriteCheckpoint(CheckpointFile f, const std::string& bytes) override;
+  absl::Status RemoveCheckpoint(CheckpointFile f) override;
+  absl::Status TruncateCheckpoint(CheckpointFile f, int64_t size) override;
 
   absl::StatusOr<CommandResult> RunCommand(const std::string& command,
                                            absl::Duration timeout) override;

@@ -19,6 +19,7 @@
 #include "process/plugin_process.h"
 #include "scenario/expect/expectations.h"
 #include "scenario/run/run_context.h"
+#include "scenario/steps/step_backend.h"
 #include "topology/bitmask.h"
 #include "topology/hint_provider.h"
 #include "topology/topology_manager.h"
@@ -66,6 +67,7 @@ std::string RunContext::DraCheckpointPath() const { return work_dir + "/" + dra:
 
 absl::Status RunContext::StartApi() {
   api = std::make_unique<apiserver::ApiServer>(clock);
+  dra_timers = std::make_unique<dra::ClockTimers>(&clock);
   absl::StatusOr<std::string> url = api->Start(apiserver::kDefaultApiListen);
   if (!url.ok()) {
     return EnvError(fmt::format("the API endpoint for DRA drivers did not start: {}",
@@ -155,7 +157,9 @@ absl::Status RunContext::Setup() {
   node = MakeNode();
   pods = std::make_unique<node::PodManager>(node.get());
   if (absl::Status s = BootNode(pods->MakeStartOptions(/*node_rebooted=*/false)); !s.ok()) {
-    return s;
+    const std::optional<std::string> error = KubeletStartError(s);
+    if (!error) return s;
+    return EnvError(fmt::format("the emulated kubelet did not start: {}", *error));
   }
   return StartPlugins();
 }
@@ -208,6 +212,7 @@ std::unique_ptr<node::Node> RunContext::MakeNode(std::optional<node::NodeResourc
     o.dra.store = &api->store();
     o.dra.node_name = kDraNodeName;
     o.dra.state_dir = work_dir;
+    o.dra.timers = dra_timers.get();
     // A driver in a private mount namespace registers the endpoint it sees
     // inside (/var/lib/kubelet/plugins/...): the node dials its host path.
     if (std::any_of(sc.plugins.begin(), sc.plugins.end(),
@@ -236,9 +241,10 @@ absl::Status RunContext::StartNode(manager::StartOptions start,
 }
 
 absl::Status RunContext::BootNode(manager::StartOptions start) {
+  // The kubelet exits when its start fails (e.g. on a corrupt
+  // dra_manager_state: NewContainerManager's error ends kubelet's run).
   if (absl::Status s = node->Start(std::move(start)); !s.ok()) {
-    return EnvError(
-        fmt::format("the emulated kubelet did not start: {}", std::string(s.message())));
+    return KubeletStartFailed(std::string(s.message()));
   }
   if (opts.metrics != nullptr) opts.metrics->Attach(node.get());
   return StartPodResources();
@@ -287,7 +293,17 @@ absl::Status RunContext::StartKubelet(bool rebooted, const std::vector<PluginHos
   std::unique_ptr<node::Node> old = std::move(node);
   kubelet_stopped_ = false;
   // The Node object outlives the kubelet: the new one starts from it.
-  if (absl::Status s = StartNode(std::move(start), old->node_resources()); !s.ok()) return s;
+  if (absl::Status s = StartNode(std::move(start), old->node_resources()); !s.ok()) {
+    // The new kubelet exited at its start: the node has no running kubelet
+    // (the stopped one keeps the pods' references) until a later start.
+    node = std::move(old);
+    kubelet_stopped_ = true;
+    return s;
+  }
+  // The new kubelet's DRA manager starts its reconcile loop: its first
+  // pass that does anything is one period after the start (the one at the
+  // start finds the pod sources not ready yet).
+  last_dra_reconcile_ = clock.Now();
   for (PluginHost* h : restart) {
     if (absl::Status s = StartHost(*h, wait); !s.ok()) return s;
   }
@@ -327,6 +343,9 @@ absl::Status RunContext::RetryFailedSyncs(absl::Duration timeout) {
 
 absl::Status RunContext::DraPeriodicWork(absl::Duration timeout) {
   if (api == nullptr || !kubelet_running()) return absl::OkStatus();
+  // The slices of drivers without a connected instance for 30 s go (the
+  // callbacks delete them from the store, on this thread).
+  dra_timers->RunDue();
   const absl::Time now = clock.Now();
   const node::PodSyncLoopOptions periods;  // the kubelet's back-off and reconcile periods
   if (now - last_dra_reconcile_ >= periods.reconcile_period) {
@@ -393,6 +412,7 @@ void RunContext::Teardown() {
       worker_->detach();
       (void)pods.release();
       (void)node.release();
+      (void)dra_timers.release();  // the node's DRA handler may still use them
       detached = true;
     }
     worker_.reset();

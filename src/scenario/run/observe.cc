@@ -42,7 +42,8 @@ std::optional<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
-// The DRA part: claims, the claim-info cache, driver calls, the checkpoint.
+// The DRA part: claims, the claim-info cache, driver calls, the checkpoint,
+// the ResourceSlices.
 void ObserveDra(const Expectations& e, const ObserveContext& ctx, Observed* o) {
   o->kubelet_minor = ctx.kubelet_minor;
   if (ctx.dra_store == nullptr) return;
@@ -60,6 +61,11 @@ void ObserveDra(const Expectations& e, const ObserveContext& ctx, Observed* o) {
                                    ctx.dra_calls.end());
   }
   if (e.dra_checkpoint) o->dra_checkpoint_bytes = ReadFile(ctx.dra_checkpoint_path);
+  if (!e.resource_slices.empty()) {
+    apiserver::ApiOr<apiserver::Store::ListResult> l =
+        ctx.dra_store->List(apiserver::ResourceSlices(), "", apiserver::FieldSelector{});
+    if (l.ok()) o->dra_slices = std::move(l.value.items);
+  }
 }
 
 }  // namespace

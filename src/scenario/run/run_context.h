@@ -28,6 +28,7 @@
 #include "apiserver/server.h"
 #include "common/clock.h"
 #include "dra/driver_calls.h"
+#include "dra/timers.h"
 #include "kubelet/profile.h"
 #include "manager/manager.h"
 #include "node/node.h"
@@ -94,6 +95,9 @@ class RunContext {
   // node allocates from. It outlives kubelet restarts and reboots, as the
   // API server outlives a kubelet. Null without DRA.
   std::unique_ptr<apiserver::ApiServer> api;
+  // DRA: the timers of the 30 s ResourceSlice wiping delay, on the virtual
+  // clock (run on advance_clock). Outlive every node. Null without DRA.
+  std::unique_ptr<dra::ClockTimers> dra_timers;
   // How many driver calls were recorded when the current step began.
   size_t dra_calls_mark = 0;
 
@@ -145,9 +149,10 @@ class RunContext {
                              PluginHost* host);
   // "d: 1 registration(s), connected, 4 device(s) in 1 slice(s)".
   std::string DraDriverState(const std::string& driver);
-  // The pod worker's periodic DRA work the virtual clock made due: the
-  // retry of failed pod syncs (every 10 s) and the DRA manager's reconcile
-  // loop (every 60 s), within `timeout`.
+  // The periodic DRA work the virtual clock made due: the ResourceSlice
+  // wipes of drivers gone for 30 s, the pod worker's retry of failed pod
+  // syncs (every 10 s) and the DRA manager's reconcile loop (every 60 s),
+  // within `timeout`.
   absl::Status DraPeriodicWork(absl::Duration timeout);
   // Every call the node made to a DRA driver, in order, across restarts.
   std::vector<dra::DriverCallRecord> DraCalls() const;

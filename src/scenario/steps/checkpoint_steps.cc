@@ -10,14 +10,20 @@
 
 namespace devmgr::scenario {
 
+// The last digit goes down by one (0 becomes 1), so the number stays in
+// the range of its type: dra_manager_state's checksum is a uint32, and a
+// larger number would be a JSON error, not "checkpoint is corrupted".
 std::string CorruptCheckpointBytes(std::string text) {
   const size_t k = text.find("\"Checksum\":");
   bool changed = false;
   if (k != std::string::npos) {
     size_t i = k + 11;
     while (i < text.size() && text[i] == ' ') ++i;
-    if (i < text.size() && isdigit(static_cast<unsigned char>(text[i]))) {
-      text[i] = text[i] == '9' ? '1' : static_cast<char>(text[i] + 1);
+    size_t end = i;
+    while (end < text.size() && isdigit(static_cast<unsigned char>(text[end]))) ++end;
+    if (end > i) {
+      char& last = text[end - 1];
+      last = last == '0' ? '1' : static_cast<char>(last - 1);
       changed = true;
     }
   }

@@ -26,6 +26,7 @@
 #include "nlohmann/json.hpp"
 #include "node/status_file.h"
 #include "pod/pod.h"
+#include "scenario/format/scenario.h"
 #include "scenario/run/plugin_host.h"
 
 namespace devmgr::scenario {
@@ -34,6 +35,14 @@ namespace devmgr::scenario {
 absl::Status Refused(const std::string& reason);
 // The reason of a Refused status; nullopt for any other status.
 std::optional<std::string> RefusalReason(const absl::Status& s);
+
+// The status a backend returns when the kubelet it starts fails its start
+// (as a real kubelet exits: e.g. on a corrupt dra_manager_state), with the
+// kubelet's error; the kubelet is then stopped. A step failure unless the
+// step expects it (expect_error).
+absl::Status KubeletStartFailed(const std::string& kubelet_error);
+// The kubelet's error of a KubeletStartFailed status; nullopt for any other.
+std::optional<std::string> KubeletStartError(const absl::Status& s);
 
 // What wait_for_devices waits for: the resource with these counts (unset:
 // any).
@@ -60,6 +69,8 @@ class StepBackend {
   virtual bool KubeletRunning() const = 0;
   // Stops the kubelet; its pods and directory stay.
   virtual absl::Status StopKubelet() = 0;
+  // The kubelet starts below (StartKubelet, RestartKubelet, RebootNode)
+  // return KubeletStartFailed when the new kubelet fails its start.
   // Starts the stopped kubelet (FailedPrecondition when it is running);
   // `wait`: until the plugins have registered again.
   virtual absl::Status StartKubelet(bool wait, absl::Duration timeout) = 0;
@@ -109,14 +120,14 @@ class StepBackend {
   virtual absl::Status WaitHealthSeen(PluginHost& h, const std::string& device,
                                       const std::string& health, absl::Duration timeout) = 0;
 
-  // ---- the device manager's checkpoint file ----
-  virtual std::string CheckpointPath() = 0;
+  // ---- the checkpoint files (the device manager's; dra_manager_state) ----
+  virtual std::string CheckpointPath(CheckpointFile f) = 0;
   // The file's bytes; nullopt when it cannot be read.
-  virtual std::optional<std::string> ReadCheckpoint() = 0;
-  virtual absl::Status WriteCheckpoint(const std::string& bytes) = 0;
+  virtual std::optional<std::string> ReadCheckpoint(CheckpointFile f) = 0;
+  virtual absl::Status WriteCheckpoint(CheckpointFile f, const std::string& bytes) = 0;
   // A missing file is no error.
-  virtual absl::Status RemoveCheckpoint() = 0;
-  virtual absl::Status TruncateCheckpoint(int64_t size) = 0;
+  virtual absl::Status RemoveCheckpoint(CheckpointFile f) = 0;
+  virtual absl::Status TruncateCheckpoint(CheckpointFile f, int64_t size) = 0;
 
   // ---- DRA (docs/dra.md) ----
   // Creates each object (ResourceClaim, ResourceClaimTemplate, DeviceClass)

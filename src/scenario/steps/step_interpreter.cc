@@ -12,6 +12,8 @@ namespace {
 
 // Marks a Refused status (its code alone could be any primitive's).
 constexpr char kRefusedPayload[] = "devmgr.scenario/step-refused";
+// Marks a KubeletStartFailed status.
+constexpr char kStartFailedPayload[] = "devmgr.scenario/kubelet-start-failed";
 
 // The step kinds that act on a live kubelet fail while it is stopped.
 absl::Status NeedKubelet(const StepBackend& b, const char* what) {
@@ -117,15 +119,17 @@ absl::Status WaitDevices(Env& e) {
 }
 
 absl::Status CorruptCheckpoint(Env& e) {
-  std::optional<std::string> bytes = e.b.ReadCheckpoint();
+  const CheckpointFile f = e.st.checkpoint_file;
+  std::optional<std::string> bytes = e.b.ReadCheckpoint(f);
   if (!bytes) {
-    return absl::FailedPreconditionError("no checkpoint to corrupt at " + e.b.CheckpointPath());
+    return absl::FailedPreconditionError(
+        fmt::format("no {} to corrupt at {}", CheckpointFileName(f), e.b.CheckpointPath(f)));
   }
-  return e.b.WriteCheckpoint(CorruptCheckpointBytes(*std::move(bytes)));
+  return e.b.WriteCheckpoint(f, CorruptCheckpointBytes(*std::move(bytes)));
 }
 
 absl::Status WriteCheckpoint(Env& e) {
-  if (!e.st.checkpoint) return e.b.WriteCheckpoint(e.st.content);
+  if (!e.st.checkpoint) return e.b.WriteCheckpoint(e.st.checkpoint_file, e.st.content);
   // Pod refs name pods the scenario admitted; anything else is a UID.
   StepBackend& b = e.b;
   auto uid = [&b](const std::string& ref) { return b.PodUidOr(ref); };
@@ -133,7 +137,7 @@ absl::Status WriteCheckpoint(Env& e) {
   if (!bytes.ok()) return bytes.status();
   const checkpoint::VerifyResult v = checkpoint::Verify(*bytes);
   e.r->notes.push_back(fmt::format("checksum {} ({})", v.stored, v.valid ? "valid" : "invalid"));
-  return e.b.WriteCheckpoint(*bytes);
+  return e.b.WriteCheckpoint(CheckpointFile::kDeviceManager, *bytes);
 }
 
 absl::Status RunCommand(Env& e) {
@@ -158,6 +162,39 @@ absl::Status WaitDriver(Env& e) {
     h = *found;
   }
   return e.b.WaitDriver(e.st.driver, e.st.min_devices, h, e.WaitTimeout());
+}
+
+// restart_kubelet, start_kubelet, reboot_node. With expect_error the
+// start must fail with a matching kubelet error: that passes (noted), a
+// start that succeeds or fails otherwise fails the step at its line.
+absl::Status KubeletStart(Env& e) {
+  const Step& st = e.st;
+  absl::Status s;
+  if (st.kind == StepKind::kRebootNode) {
+    s = RebootNode(e);
+  } else if (st.kind == StepKind::kStartKubelet) {
+    s = e.b.StartKubelet(st.wait_for_registration, e.StepTimeout());
+  } else {
+    s = e.b.RestartKubelet(st.wait_for_registration, e.StepTimeout());
+  }
+  const std::optional<std::string> error = KubeletStartError(s);
+  if (!st.expect_error) {
+    if (!error) return s;
+    return absl::FailedPreconditionError(
+        fmt::format("the kubelet did not start: {} (expect it with expect_error: REGEX)", *error));
+  }
+  if (!s.ok() && !error) return s;  // refused, the environment, a timeout
+  const StringMatcher want{*st.expect_error, /*regex=*/true};
+  const std::string actual = error ? *error : "the kubelet started";
+  if (error && want.Matches(*error)) {
+    e.r->notes.push_back("the kubelet did not start, as expected: " + *error);
+    return absl::OkStatus();
+  }
+  e.r->failures.push_back(Failure{st.loc, "the kubelet's start error", want.Describe(), actual});
+  return absl::FailedPreconditionError(
+      error ? fmt::format("the kubelet's start failed otherwise than expected: {}", *error)
+            : fmt::format("the kubelet started; its start was expected to fail with /{}/",
+                          *st.expect_error));
 }
 
 // The steps that act on the plugin the step names.
@@ -202,6 +239,17 @@ std::optional<std::string> RefusalReason(const absl::Status& s) {
   return std::string(s.message());
 }
 
+absl::Status KubeletStartFailed(const std::string& kubelet_error) {
+  absl::Status s = absl::FailedPreconditionError(kubelet_error);
+  s.SetPayload(kStartFailedPayload, absl::Cord(kubelet_error));
+  return s;
+}
+
+std::optional<std::string> KubeletStartError(const absl::Status& s) {
+  if (s.ok() || !s.GetPayload(kStartFailedPayload).has_value()) return std::nullopt;
+  return std::string(s.message());
+}
+
 // Every step kind has its case (-Wswitch names a missing one;
 // step_interpreter_test runs each on a recording backend).
 absl::Status InterpretStep(const Step& st, const Timeouts& timeouts, StepBackend& backend,
@@ -217,13 +265,11 @@ absl::Status InterpretStep(const Step& st, const Timeouts& timeouts, StepBackend
     case StepKind::kRestartContainer:
       return RestartContainer(e);
     case StepKind::kRestartKubelet:
-      return backend.RestartKubelet(st.wait_for_registration, e.StepTimeout());
     case StepKind::kRebootNode:
-      return RebootNode(e);
+    case StepKind::kStartKubelet:
+      return KubeletStart(e);
     case StepKind::kStopKubelet:
       return StopKubelet(e);
-    case StepKind::kStartKubelet:
-      return backend.StartKubelet(st.wait_for_registration, e.StepTimeout());
     case StepKind::kStartPlugin:
     case StepKind::kStopPlugin:
     case StepKind::kKillPlugin:
@@ -242,9 +288,9 @@ absl::Status InterpretStep(const Step& st, const Timeouts& timeouts, StepBackend
     case StepKind::kWaitDevices:
       return WaitDevices(e);
     case StepKind::kDeleteCheckpoint:
-      return backend.RemoveCheckpoint();
+      return backend.RemoveCheckpoint(st.checkpoint_file);
     case StepKind::kTruncateCheckpoint:
-      return backend.TruncateCheckpoint(st.truncate_to);
+      return backend.TruncateCheckpoint(st.checkpoint_file, st.truncate_to);
     case StepKind::kCorruptCheckpoint:
       return CorruptCheckpoint(e);
     case StepKind::kWriteCheckpoint:

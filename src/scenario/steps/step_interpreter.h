@@ -29,7 +29,8 @@ absl::StatusOr<std::string> EncodeCheckpointSpec(
     const CheckpointSpec& spec, const std::function<std::string(const std::string&)>& uid);
 
 // corrupt_checkpoint's edit of a checkpoint's bytes: the stored checksum's
-// first digit changes (the JSON stays valid), else the middle byte flips.
+// last digit goes down by one, 0 up to 1 (the JSON stays valid, the number
+// in range), else the middle byte flips.
 std::string CorruptCheckpointBytes(std::string bytes);
 
 }  // namespace devmgr::scenario

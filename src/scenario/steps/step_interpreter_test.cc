@@ -22,6 +22,9 @@ class RecordingBackend final : public StepBackend {
 
   std::vector<std::string> calls;
   std::string refuse;
+  // The kubelet start primitive (StartKubelet, RestartKubelet, RebootNode)
+  // whose kubelet fails its start.
+  std::string fail_start;
   bool running = true;
 
   bool KubeletRunning() const override { return running; }
@@ -82,18 +85,22 @@ class RecordingBackend final : public StepBackend {
                               absl::Duration) override {
     return Record("WaitHealthSeen", h.spec().name + " " + device + " " + health);
   }
-  std::string CheckpointPath() override { return "/cp"; }
-  std::optional<std::string> ReadCheckpoint() override {
-    calls.push_back("ReadCheckpoint");
+  std::string CheckpointPath(CheckpointFile f) override {
+    return f == CheckpointFile::kDra ? "/dra" : "/cp";
+  }
+  std::optional<std::string> ReadCheckpoint(CheckpointFile f) override {
+    calls.push_back(std::string("ReadCheckpoint ") + CheckpointFileName(f));
     return checkpoint;
   }
-  absl::Status WriteCheckpoint(const std::string& bytes) override {
+  absl::Status WriteCheckpoint(CheckpointFile f, const std::string& bytes) override {
     written = bytes;
-    return Record("WriteCheckpoint");
+    return Record("WriteCheckpoint", CheckpointFileName(f));
   }
-  absl::Status RemoveCheckpoint() override { return Record("RemoveCheckpoint"); }
-  absl::Status TruncateCheckpoint(int64_t size) override {
-    return Record("TruncateCheckpoint", std::to_string(size));
+  absl::Status RemoveCheckpoint(CheckpointFile f) override {
+    return Record("RemoveCheckpoint", CheckpointFileName(f));
+  }
+  absl::Status TruncateCheckpoint(CheckpointFile f, int64_t size) override {
+    return Record("TruncateCheckpoint", fmt::format("{} {}", CheckpointFileName(f), size));
   }
   absl::StatusOr<CommandResult> RunCommand(const std::string& command, absl::Duration) override {
     DEVMGR_RETURN_IF_ERROR(Record("RunCommand", command));
@@ -125,6 +132,7 @@ class RecordingBackend final : public StepBackend {
   absl::Status Record(const std::string& name, const std::string& args = "") {
     calls.push_back(args.empty() ? name : name + " " + args);
     if (name == refuse) return Refused("cannot " + name);
+    if (name == fail_start) return KubeletStartFailed("checkpoint is corrupted");
     return absl::OkStatus();
   }
 
@@ -262,11 +270,14 @@ TEST_F(StepInterpreterTest, RebootNodeStopsTheRunningPluginsFirst) {
 
 TEST_F(StepInterpreterTest, CheckpointEditsAreComputedOnceAndWrittenThroughTheBackend) {
   ASSERT_TRUE(Interpret(Of(StepKind::kCorruptCheckpoint)).ok());
-  EXPECT_EQ(backend_->written, "{\"Checksum\":27}");
+  EXPECT_EQ(backend_->written, "{\"Checksum\":16}");
   backend_->checkpoint.reset();
   absl::Status s = Interpret(Of(StepKind::kCorruptCheckpoint));
-  EXPECT_EQ(s.message(), "no checkpoint to corrupt at /cp");
-  EXPECT_EQ(CorruptCheckpointBytes("{\"Checksum\": 93}"), "{\"Checksum\": 13}");
+  EXPECT_EQ(s.message(), "no kubelet_internal_checkpoint to corrupt at /cp");
+  EXPECT_EQ(CorruptCheckpointBytes("{\"Checksum\": 93}"), "{\"Checksum\": 92}");
+  // Never past the range of a uint32 (dra_manager_state): 4294967295 goes down.
+  EXPECT_EQ(CorruptCheckpointBytes("{\"Checksum\":4294967295}"), "{\"Checksum\":4294967294}");
+  EXPECT_EQ(CorruptCheckpointBytes("{\"Checksum\":4294967290}"), "{\"Checksum\":4294967291}");
   EXPECT_EQ(CorruptCheckpointBytes("abc"), "aBc");
 
   Step st = Of(StepKind::kWriteCheckpoint);
@@ -277,6 +288,82 @@ TEST_F(StepInterpreterTest, CheckpointEditsAreComputedOnceAndWrittenThroughTheBa
   EXPECT_NE(backend_->written.find("uid-of-web"), std::string::npos) << backend_->written;
   ASSERT_EQ(r_.notes.size(), 1u);
   EXPECT_NE(r_.notes[0].find("(valid)"), std::string::npos) << r_.notes[0];
+}
+
+TEST_F(StepInterpreterTest, CheckpointStepsEditTheFileTheyName) {
+  for (StepKind kind : {StepKind::kDeleteCheckpoint, StepKind::kTruncateCheckpoint,
+                        StepKind::kCorruptCheckpoint, StepKind::kWriteCheckpoint}) {
+    Step st = Of(kind);
+    st.checkpoint_file = CheckpointFile::kDra;
+    st.truncate_to = 4;
+    st.content = "{not json";
+    ASSERT_TRUE(Interpret(st).ok()) << StepKindName(kind);
+  }
+  EXPECT_EQ(backend_->calls, (std::vector<std::string>{
+                                 "RemoveCheckpoint dra_manager_state",
+                                 "TruncateCheckpoint dra_manager_state 4",
+                                 "ReadCheckpoint dra_manager_state",
+                                 "WriteCheckpoint dra_manager_state",
+                                 "WriteCheckpoint dra_manager_state",
+                             }));
+  EXPECT_EQ(backend_->written, "{not json");
+  backend_->checkpoint.reset();
+  Step st = Of(StepKind::kCorruptCheckpoint);
+  st.checkpoint_file = CheckpointFile::kDra;
+  EXPECT_EQ(Interpret(st).message(), "no dra_manager_state to corrupt at /dra");
+}
+
+// A kubelet start that fails is a step failure naming expect_error; with
+// expect_error it passes when the error matches, and fails at the step's
+// line when it does not, or when the kubelet starts.
+TEST_F(StepInterpreterTest, AFailedKubeletStartIsExpectedWithExpectError) {
+  EXPECT_EQ(KubeletStartError(KubeletStartFailed("boom")), "boom");
+  EXPECT_EQ(KubeletStartError(absl::FailedPreconditionError("boom")), std::nullopt);
+  EXPECT_EQ(KubeletStartError(absl::OkStatus()), std::nullopt);
+
+  backend_->fail_start = "RestartKubelet";
+  Step st = Of(StepKind::kRestartKubelet);
+  st.loc = Location{"s.yaml", 7, 5};
+  absl::Status s = Interpret(st);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(),
+            "the kubelet did not start: checkpoint is corrupted (expect it with expect_error: "
+            "REGEX)");
+
+  st.expect_error = "is corrupted$";
+  ASSERT_TRUE(Interpret(st).ok());
+  EXPECT_EQ(r_.notes.back(), "the kubelet did not start, as expected: checkpoint is corrupted");
+  EXPECT_TRUE(r_.failures.empty());
+
+  st.expect_error = "unexpected end of JSON";
+  s = Interpret(st);
+  EXPECT_EQ(s.message(),
+            "the kubelet's start failed otherwise than expected: checkpoint is corrupted");
+  ASSERT_EQ(r_.failures.size(), 1u);
+  EXPECT_EQ(r_.failures[0].loc.ToString(), "s.yaml:7:5");
+  EXPECT_EQ(r_.failures[0].expected, "regex /unexpected end of JSON/");
+  EXPECT_EQ(r_.failures[0].actual, "checkpoint is corrupted");
+
+  // start_kubelet and reboot_node take expect_error the same way.
+  backend_->fail_start = "StartKubelet";
+  Step start = Of(StepKind::kStartKubelet);
+  start.expect_error = "corrupted";
+  EXPECT_TRUE(Interpret(start).ok());
+  backend_->fail_start = "RebootNode";
+  Step reboot = Of(StepKind::kRebootNode);
+  reboot.expect_error = "corrupted";
+  EXPECT_TRUE(Interpret(reboot).ok());
+
+  backend_->fail_start.clear();
+  r_.failures.clear();
+  s = Interpret(start);
+  EXPECT_EQ(s.message(), "the kubelet started; its start was expected to fail with /corrupted/");
+  ASSERT_EQ(r_.failures.size(), 1u);
+  EXPECT_EQ(r_.failures[0].actual, "the kubelet started");
+
+  // Other errors stay what they are.
+  backend_->refuse = "RestartKubelet";
+  EXPECT_EQ(RefusalReason(Interpret(st)), "cannot RestartKubelet");
 }
 
 TEST_F(StepInterpreterTest, ACommandsExitCodeIsCheckedAndItsOutputNoted) {
