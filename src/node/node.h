@@ -76,6 +76,14 @@ struct NodeDraOptions {
   // DRA manager makes (dra::ObservedDriverCalls), on the calling thread;
   // empty: none. `devmgr run` records them for `dra_calls` expectations.
   std::function<void(const dra::DriverCallRecord&)> on_driver_call;
+  // The kubelet's DRA metrics: each pod's PrepareResources /
+  // UnprepareResources (DraPods' DraOperationObserver) and each gRPC call to
+  // a driver (dra::DraClientOptions::on_rpc). Empty: none.
+  std::function<void(const std::string& operation, bool failed, absl::Duration duration)>
+      on_operation;
+  std::function<void(const std::string& driver, const std::string& method, const std::string& code,
+                     absl::Duration duration)>
+      on_rpc;
 };
 
 struct NodeOptions {
@@ -201,7 +209,12 @@ class Node {
                                                                  const std::string& container);
   // A pod is gone (deleted or terminated): its claims are unprepared and
   // released (DraPods::Unprepare).
-  absl::Status DraPodGone(const std::string& pod_uid);
+  // `observe`: false where the kubelet unprepares without timing the
+  // operation (its reconcile loop, a pod whose termination was synced).
+  absl::Status DraPodGone(const std::string& pod_uid, bool observe = true);
+  // Prepared claims per driver, and under "<any>" all of them (the
+  // kubelet's dra_resource_claims_in_use); {"<any>": 0} while DRA is off.
+  std::map<std::string, int64_t> DraClaimsInUse() const;
   // DRA device health (KEP-4680, docs/resource-health.md "DRA devices"):
   // with the ResourceHealthStatus gate on, the DRA manager's health cache
   // (dra_health_state in NodeDraOptions::state_dir; timeouts on the node's
