@@ -26,6 +26,7 @@ template <typename Service, typename PrepReq, typename PrepResp, typename Unprep
           typename UnprepResp>
 struct ApiTypes {
   using Stub = typename Service::Stub;
+  static constexpr std::string_view kService = Service::service_full_name();
   static std::unique_ptr<Stub> NewStub(const std::shared_ptr<grpc::Channel>& ch) {
     return Service::NewStub(ch);
   }
@@ -292,6 +293,13 @@ absl::StatusOr<std::map<std::string, std::string>> DraClient::CallNodeUnprepareR
                                      : RawUnprepare<V1beta1Api>(claims);
 }
 
+void DraClient::ObserveRpc(std::string_view service, std::string_view rpc, const grpc::Status& s,
+                           absl::Time start) const {
+  if (!opts_.on_rpc) return;
+  opts_.on_rpc(driver_, fmt::format("/{}/{}", service, rpc),
+               transport::GoCodeName(static_cast<int>(s.error_code())), absl::Now() - start);
+}
+
 template <typename Api>
 absl::StatusOr<typename Api::PrepareResponse> DraClient::PrepareCall(
     const std::vector<Claim>& claims) {
@@ -299,11 +307,13 @@ absl::StatusOr<typename Api::PrepareResponse> DraClient::PrepareCall(
   FillClaims(claims, &req);
   typename Api::PrepareResponse resp;
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + opts_.call_timeout));
+  const absl::Time start = absl::Now();
+  ctx.set_deadline(absl::ToChronoTime(start + opts_.call_timeout));
   grpc::Status s = Api::NewStub(channel_)->NodePrepareResources(&ctx, req, &resp);
   if (s.ok() && opts_.validate_utf8 && !PrepareResponseValidUtf8(resp)) {
     s = transport::ClientInvalidUtf8Status();
   }
+  ObserveRpc(Api::kService, "NodePrepareResources", s, start);
   if (!s.ok()) return CallStatus(s);
   return resp;
 }
@@ -315,11 +325,13 @@ absl::StatusOr<typename Api::UnprepareResponse> DraClient::UnprepareCall(
   FillClaims(claims, &req);
   typename Api::UnprepareResponse resp;
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + opts_.call_timeout));
+  const absl::Time start = absl::Now();
+  ctx.set_deadline(absl::ToChronoTime(start + opts_.call_timeout));
   grpc::Status s = Api::NewStub(channel_)->NodeUnprepareResources(&ctx, req, &resp);
   if (s.ok() && opts_.validate_utf8 && !UnprepareResponseValidUtf8(resp)) {
     s = transport::ClientInvalidUtf8Status();
   }
+  ObserveRpc(Api::kService, "NodeUnprepareResources", s, start);
   if (!s.ok()) return CallStatus(s);
   return resp;
 }

@@ -6,6 +6,7 @@
 #ifndef DEVMGR_DRA_DRA_CLIENT_H_
 #define DEVMGR_DRA_DRA_CLIENT_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -72,6 +73,16 @@ struct DraClientOptions {
   // 120 s max, as grpc-go's). Tests shorten them.
   absl::Duration initial_reconnect_backoff = absl::ZeroDuration();
   absl::Duration max_reconnect_backoff = absl::ZeroDuration();
+  // Called after each NodePrepareResources / NodeUnprepareResources call, as
+  // the kubelet's unary client interceptor observes it for
+  // dra_grpc_operations_duration_seconds (k8s.io/kubernetes v1.34.4-v1.37.2,
+  // pkg/kubelet/cm/dra/plugin/dra_plugin.go, newMetricsInterceptor): the
+  // driver name, the full method ("/<package>.DRAPlugin/<RPC>"), grpc-go's
+  // code name ("OK" also when entries carry errors; "Internal" for a reply
+  // that does not unmarshal) and the call's duration. Empty: none.
+  std::function<void(const std::string& driver, const std::string& method, const std::string& code,
+                     absl::Duration duration)>
+      on_rpc;
 };
 
 // How the client reads a response, from the bytes of the message gRPC
@@ -133,6 +144,9 @@ class DraClient {
       const std::vector<Claim>& claims);
 
  private:
+  // Hands a finished call to opts_.on_rpc.
+  void ObserveRpc(std::string_view service, std::string_view rpc, const grpc::Status& s,
+                  absl::Time start) const;
   template <typename Api>
   absl::StatusOr<typename Api::PrepareResponse> PrepareCall(const std::vector<Claim>& claims);
   template <typename Api>

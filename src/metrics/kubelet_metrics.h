@@ -1,7 +1,8 @@
 // The kubelet metrics devmgr reproduces, with the kubelet's names, labels,
 // HELP texts, stability levels and buckets (pkg/kubelet/metrics/metrics.go): device-plugin
 // registrations and Allocate durations, the PodResources endpoint counters, and the topology
-// manager's admission metrics.
+// manager's admission metrics, and the DRA manager's (1.34+: operation and gRPC durations,
+// claims in use, 1.37's skip counters).
 #ifndef DEVMGR_METRICS_KUBELET_METRICS_H_
 #define DEVMGR_METRICS_KUBELET_METRICS_H_
 
@@ -9,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "kubelet/profile.h"
@@ -36,6 +38,18 @@ inline constexpr char kTopologyAdmissionDuration[] =
     "kubelet_topology_manager_admission_duration_ms";
 inline constexpr char kAlignedComputeResources[] =
     "kubelet_container_aligned_compute_resources_count";
+// The DRA metrics have the subsystem "dra" and no "kubelet_" prefix.
+inline constexpr char kDraOperationsDuration[] = "dra_operations_duration_seconds";
+inline constexpr char kDraGrpcOperationsDuration[] = "dra_grpc_operations_duration_seconds";
+inline constexpr char kDraResourceClaimsInUse[] = "dra_resource_claims_in_use";
+inline constexpr char kDraNodePrepareSkips[] = "dra_node_prepare_skips_total";
+inline constexpr char kDraNodeUnprepareSkips[] = "dra_node_unprepare_skips_total";
+// The driver_name of dra_resource_claims_in_use that counts every claim.
+inline constexpr char kDraAnyDriver[] = "<any>";
+
+// DRADurationBuckets: ExponentialBucketsRange(.1, 40, 15) as Go computes it
+// (pkg/kubelet/metrics/metrics.go, v1.34.4-v1.37.2).
+std::vector<double> DraDurationBuckets();
 
 enum class PodResourcesMethod { kList, kGetAllocatableResources, kGet };
 
@@ -45,6 +59,15 @@ struct KubeletMetricsOptions {
   bool pod_resources_get = false;
   // 1.32+: kubelet_container_aligned_compute_resources_count exists.
   bool aligned_compute_resources = true;
+  // The DRA metrics: registered by the kubelet while the DynamicResourceAllocation
+  // gate is on (GA from 1.34; devmgr emulates DRA from 1.34).
+  bool dra = false;
+  // 1.34 and 1.35 label dra_operations_duration_seconds' is_error with
+  // strconv.FormatBool(err == nil): "true" for an operation that succeeded.
+  // 1.36 fixed it (isError := err != nil).
+  bool dra_is_error_inverted = false;
+  // 1.37+: dra_node_prepare_skips_total and dra_node_unprepare_skips_total.
+  bool dra_skip_counters = false;
 };
 
 // The metric families `profile`'s kubelet registers, with the
@@ -89,6 +112,21 @@ class KubeletMetrics {
   // own counters), scope -> count with boundary "numa_node", at every render.
   void SetAlignedComputeResourcesSource(std::function<std::map<std::string, int64_t>()> source);
 
+  // ---- DRA manager (no-ops while opts.dra is off) ----
+  // The kubelet's PrepareResources / UnprepareResources of one pod (its
+  // PrepareDynamicResources at each sandbox creation, UnprepareDynamicResources
+  // when the pod's termination is synced): `operation` is "PrepareResources"
+  // or "UnprepareResources".
+  void ObserveDraOperation(const std::string& operation, bool failed, absl::Duration d);
+  // One unary gRPC call to a driver, as the kubelet's client interceptor
+  // observes it: the full method ("/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/
+  // NodePrepareResources") and grpc-go's code name ("OK", "DeadlineExceeded").
+  void ObserveDraGrpc(const std::string& driver, const std::string& method, const std::string& code,
+                      absl::Duration d);
+  // Claims prepared per driver name, plus kDraAnyDriver for all, read at
+  // every render (the kubelet's claimInfoCollector). Empty function: none.
+  void SetDraClaimsInUseSource(std::function<std::map<std::string, int64_t>()> source);
+
   Registry& registry() { return registry_; }
   // The text exposition format (what /metrics serves).
   std::string Render() const { return registry_.Render(); }
@@ -98,6 +136,8 @@ class KubeletMetrics {
   uint64_t AllocCount(const std::string& resource) const;
 
  private:
+  void AddDraFamilies();
+
   const KubeletMetricsOptions opts_;
   Registry registry_;
   CounterVec* registration_;
@@ -113,9 +153,13 @@ class KubeletMetrics {
   CounterVec* topo_errors_;
   HistogramVec* topo_duration_;
   CounterVec* aligned_ = nullptr;
+  HistogramVec* dra_operations_ = nullptr;
+  HistogramVec* dra_grpc_ = nullptr;
+  GaugeVec* dra_claims_in_use_ = nullptr;
   absl::Mutex source_mu_;
   std::function<std::map<std::string, int64_t>()> registration_source_ ABSL_GUARDED_BY(source_mu_);
   std::function<std::map<std::string, int64_t>()> aligned_source_ ABSL_GUARDED_BY(source_mu_);
+  std::function<std::map<std::string, int64_t>()> dra_claims_source_ ABSL_GUARDED_BY(source_mu_);
 };
 
 // A process-wide instance (the kubelet's legacy registry), created on first

@@ -1,5 +1,9 @@
 #include "metrics/kubelet_metrics.h"
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -138,6 +142,101 @@ TEST(KubeletMetricsTest, PodAdmissionAndMirroredAlignedCounts) {
   EXPECT_THAT(text, HasSubstr("kubelet_container_aligned_compute_resources_count{boundary=\"numa_"
                               "node\",scope=\"pod\"} 2\n"));
   EXPECT_THAT(text, Not(HasSubstr("scope=\"container\"")));
+}
+
+KubeletMetricsOptions DraOptions(int minor) {
+  KubeletMetricsOptions o;
+  o.dra = true;
+  o.dra_is_error_inverted = minor <= 35;
+  o.dra_skip_counters = minor >= 37;
+  return o;
+}
+
+TEST(KubeletMetricsTest, NoDraFamiliesWhileDraIsOff) {
+  KubeletMetrics m;
+  m.ObserveDraOperation("PrepareResources", false, absl::Milliseconds(5));
+  m.ObserveDraGrpc("d", "/m", "OK", absl::Milliseconds(5));
+  EXPECT_THAT(m.Render(), Not(HasSubstr("dra_")));
+}
+
+TEST(KubeletMetricsTest, DraClaimsInUseAlwaysCountsAnyDriver) {
+  KubeletMetrics m(DraOptions(34));
+  EXPECT_THAT(m.Render(),
+              HasSubstr("# HELP dra_resource_claims_in_use [ALPHA] The number of ResourceClaims "
+                        "that are currently in use on the node, by driver name (driver_name label "
+                        "value) and across all drivers (special value <any> for driver_name)."));
+  EXPECT_THAT(m.Render(), HasSubstr("# TYPE dra_resource_claims_in_use gauge\n"
+                                    "dra_resource_claims_in_use{driver_name=\"<any>\"} 0\n"));
+  std::map<std::string, int64_t> counts{{"<any>", 2}, {"a.example.com", 2}, {"b.example.com", 1}};
+  m.SetDraClaimsInUseSource([&] { return counts; });
+  EXPECT_THAT(m.Render(),
+              HasSubstr("dra_resource_claims_in_use{driver_name=\"<any>\"} 2\n"
+                        "dra_resource_claims_in_use{driver_name=\"a.example.com\"} 2\n"
+                        "dra_resource_claims_in_use{driver_name=\"b.example.com\"} 1\n"));
+  // A driver with no claim left is not rendered (the collector's map is made anew).
+  counts = {{"<any>", 0}};
+  EXPECT_THAT(m.Render(), Not(HasSubstr("a.example.com")));
+}
+
+TEST(KubeletMetricsTest, DraOperationIsErrorLabelPerRelease) {
+  // 1.34 and 1.35 pass strconv.FormatBool(err == nil) as is_error.
+  KubeletMetrics old(DraOptions(35));
+  old.ObserveDraOperation("PrepareResources", /*failed=*/false, absl::Milliseconds(120));
+  EXPECT_THAT(old.Render(),
+              HasSubstr("dra_operations_duration_seconds_count{is_error=\"true\",operation_name="
+                        "\"PrepareResources\"} 1\n"));
+  KubeletMetrics fixed(DraOptions(36));
+  fixed.ObserveDraOperation("PrepareResources", /*failed=*/false, absl::Milliseconds(120));
+  fixed.ObserveDraOperation("UnprepareResources", /*failed=*/true, absl::Seconds(50));
+  const std::string text = fixed.Render();
+  EXPECT_THAT(text, HasSubstr("dra_operations_duration_seconds_count{is_error=\"false\","
+                              "operation_name=\"PrepareResources\"} 1\n"));
+  // 120 ms is above the first bound (0.1), within the second.
+  EXPECT_THAT(text, HasSubstr("dra_operations_duration_seconds_bucket{is_error=\"false\","
+                              "operation_name=\"PrepareResources\",le=\"0.1\"} 0\n"
+                              "dra_operations_duration_seconds_bucket{is_error=\"false\","
+                              "operation_name=\"PrepareResources\",le=\"0.1534127404634391\"} "
+                              "1\n"));
+  EXPECT_THAT(text, HasSubstr("dra_operations_duration_seconds_bucket{is_error=\"true\","
+                              "operation_name=\"UnprepareResources\",le=\"39.99999999999997\"} 0\n"
+                              "dra_operations_duration_seconds_bucket{is_error=\"true\","
+                              "operation_name=\"UnprepareResources\",le=\"+Inf\"} 1\n"));
+}
+
+TEST(KubeletMetricsTest, DraGrpcDurationPerDriverMethodAndCode) {
+  KubeletMetrics m(DraOptions(37));
+  m.ObserveDraGrpc("gpu.example.com",
+                   "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources",
+                   "DeadlineExceeded", absl::Seconds(45));
+  const std::string text = m.Render();
+  EXPECT_THAT(text, HasSubstr("# HELP dra_grpc_operations_duration_seconds [ALPHA] Duration in "
+                              "seconds of the DRA gRPC operations\n"));
+  EXPECT_THAT(text, HasSubstr("dra_grpc_operations_duration_seconds_count{driver_name=\"gpu."
+                              "example.com\",grpc_status_code=\"DeadlineExceeded\",method_name="
+                              "\"/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources\"} "
+                              "1\n"));
+  // 1.37's skip counters have no series: devmgr skips no call.
+  EXPECT_THAT(text, Not(HasSubstr("skips_total")));
+}
+
+TEST(KubeletMetricsTest, DraBucketsAreGosExponentialBucketsRange) {
+  const std::vector<double> b = DraDurationBuckets();
+  ASSERT_EQ(b.size(), 15u);
+  // Go's values: min * growth^i with growth = (40/.1)^(1/14); the last one
+  // is not exactly 40.
+  EXPECT_EQ(b.front(), 0.1);
+  EXPECT_EQ(b[7], 1.9999999999999993);
+  EXPECT_LT(b.back(), 40.0);
+  for (size_t i = 1; i < b.size(); ++i) EXPECT_NEAR(b[i] / b[i - 1], 1.534127404634391, 1e-12);
+}
+
+TEST(KubeletMetricsTest, DraOptionsFollowTheProfile) {
+  for (int minor : {33, 34, 35, 36, 37}) {
+    const KubeletMetricsOptions o = KubeletMetricsOptionsFor(ProfileForMinor(minor), false);
+    EXPECT_EQ(o.dra, minor >= 34) << minor;
+    EXPECT_EQ(o.dra_is_error_inverted, minor <= 35) << minor;
+    EXPECT_EQ(o.dra_skip_counters, minor >= 37) << minor;
+  }
 }
 
 }  // namespace

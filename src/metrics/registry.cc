@@ -98,6 +98,20 @@ void Header(std::string* out, const MetricOpts& o, const char* type) {
   *out += fmt::format("# TYPE {} {}\n", o.name, type);
 }
 
+// A counter or gauge family; "" when it has no series to render.
+std::string ScalarFamily(const MetricOpts& o, std::map<std::vector<std::string>, double> values,
+                         const char* type) {
+  if (o.labels.empty() && values.empty()) values[{}] = 0;
+  if (values.empty()) return "";
+  const auto order = NameOrder(o.labels);
+  std::string out;
+  Header(&out, o, type);
+  for (const auto* kv : SortedSeries(values, order)) {
+    out += o.name + LabelSet(o.labels, order, kv->first) + " " + FormatGoFloat(kv->second) + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<double> DefBuckets() { return {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}; }
@@ -124,6 +138,20 @@ void CounterVec::Set(const std::vector<std::string>& label_values, double value)
 }
 
 double CounterVec::Value(const std::vector<std::string>& label_values) const {
+  absl::MutexLock l(mu_);
+  auto it = values_.find(label_values);
+  return it == values_.end() ? 0 : it->second;
+}
+
+void GaugeVec::ReplaceAll(const std::map<std::vector<std::string>, double>& series) {
+  absl::MutexLock l(mu_);
+  values_.clear();
+  for (const auto& [labels, value] : series) {
+    if (labels.size() == opts_.labels.size()) values_[labels] = value;
+  }
+}
+
+double GaugeVec::Value(const std::vector<std::string>& label_values) const {
   absl::MutexLock l(mu_);
   auto it = values_.find(label_values);
   return it == values_.end() ? 0 : it->second;
@@ -173,6 +201,12 @@ HistogramVec* Registry::AddHistogram(MetricOpts opts, std::vector<double> bucket
   return histograms_.back().get();
 }
 
+GaugeVec* Registry::AddGauge(MetricOpts opts) {
+  absl::MutexLock l(&mu_);
+  gauges_.push_back(std::unique_ptr<GaugeVec>(new GaugeVec(std::move(opts), &mu_)));
+  return gauges_.back().get();
+}
+
 void Registry::AddCollectHook(std::function<void()> hook) {
   absl::MutexLock l(&mu_);
   hooks_.push_back(std::move(hook));
@@ -190,18 +224,14 @@ std::string Registry::Render() const {
   // name -> rendered family
   std::map<std::string, std::string> families;
   for (const auto& c : counters_) {
-    const MetricOpts& o = c->opts_;
     c->mu_->AssertHeld();  // every family shares the registry's mu_
-    std::map<std::vector<std::string>, double> values = c->values_;
-    if (o.labels.empty() && values.empty()) values[{}] = 0;
-    if (values.empty()) continue;
-    const auto order = NameOrder(o.labels);
-    std::string out;
-    Header(&out, o, "counter");
-    for (const auto* kv : SortedSeries(values, order)) {
-      out += o.name + LabelSet(o.labels, order, kv->first) + " " + FormatGoFloat(kv->second) + "\n";
-    }
-    families[o.name] = std::move(out);
+    std::string out = ScalarFamily(c->opts_, c->values_, "counter");
+    if (!out.empty()) families[c->opts_.name] = std::move(out);
+  }
+  for (const auto& g : gauges_) {
+    g->mu_->AssertHeld();
+    std::string out = ScalarFamily(g->opts_, g->values_, "gauge");
+    if (!out.empty()) families[g->opts_.name] = std::move(out);
   }
   for (const auto& h : histograms_) {
     const MetricOpts& o = h->opts_;

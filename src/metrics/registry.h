@@ -1,4 +1,4 @@
-// A small metrics registry: counters and histograms with labels, rendered in
+// A small metrics registry: counters, gauges and histograms with labels, rendered in
 // the Prometheus text exposition format (0.0.4) the way the kubelet's
 // component-base registry renders them: families sorted by name, a
 // "[ALPHA] " (etc.) stability prefix on HELP, series sorted by label
@@ -56,6 +56,24 @@ class CounterVec {
   std::map<std::vector<std::string>, double> values_ ABSL_GUARDED_BY(*mu_);
 };
 
+// A gauge family whose series are replaced as a whole, as a Go collector's
+// const metrics are made anew at every collect (a label value absent from the
+// last ReplaceAll is not rendered). Thread-safe; owned by its Registry.
+class GaugeVec {
+ public:
+  // Label values (one per label name; others ignored) -> value.
+  void ReplaceAll(const std::map<std::vector<std::string>, double>& series);
+  // 0 for a series not set.
+  double Value(const std::vector<std::string>& label_values) const;
+
+ private:
+  friend class Registry;
+  GaugeVec(MetricOpts opts, absl::Mutex* mu) : opts_(std::move(opts)), mu_(mu) {}
+  const MetricOpts opts_;
+  absl::Mutex* const mu_;
+  std::map<std::vector<std::string>, double> values_ ABSL_GUARDED_BY(*mu_);
+};
+
 // A histogram family. Thread-safe; owned by its Registry.
 class HistogramVec {
  public:
@@ -88,6 +106,7 @@ class Registry {
 
   CounterVec* AddCounter(MetricOpts opts);
   HistogramVec* AddHistogram(MetricOpts opts, std::vector<double> buckets);
+  GaugeVec* AddGauge(MetricOpts opts);
   // Runs (without the registry's lock) before every Render, e.g. to mirror
   // counts kept elsewhere.
   void AddCollectHook(std::function<void()> hook);
@@ -99,6 +118,7 @@ class Registry {
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<CounterVec>> counters_;
   std::vector<std::unique_ptr<HistogramVec>> histograms_;
+  std::vector<std::unique_ptr<GaugeVec>> gauges_;
   std::vector<std::function<void()>> hooks_;
 };
 

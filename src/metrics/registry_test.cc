@@ -106,6 +106,24 @@ TEST(RegistryTest, CollectHooksRunBeforeRender) {
   EXPECT_NE(r.Render().find("m_total{l=\"a\"} 2\n"), std::string::npos);
 }
 
+TEST(RegistryTest, GaugeSeriesAreReplacedAsAWhole) {
+  Registry r;
+  GaugeVec* g = r.AddGauge({"g_in_use", "G.", Stability::kAlpha, {"driver_name"}});
+  EXPECT_EQ(r.Render(), "");                                 // labelled, no series yet
+  g->ReplaceAll({{{"b"}, 1}, {{"a"}, 2}, {{"x", "y"}, 9}});  // the last has too many labels
+  EXPECT_EQ(r.Render(),
+            "# HELP g_in_use [ALPHA] G.\n"
+            "# TYPE g_in_use gauge\n"
+            "g_in_use{driver_name=\"a\"} 2\n"
+            "g_in_use{driver_name=\"b\"} 1\n");
+  g->ReplaceAll({{{"a"}, 0}});
+  EXPECT_EQ(g->Value({"b"}), 0);
+  EXPECT_EQ(r.Render(),
+            "# HELP g_in_use [ALPHA] G.\n"
+            "# TYPE g_in_use gauge\n"
+            "g_in_use{driver_name=\"a\"} 0\n");
+}
+
 TEST(BucketsTest, DefAndExponential) {
   EXPECT_EQ(DefBuckets(), (std::vector<double>{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}));
   EXPECT_EQ(ExponentialBuckets(1, 2, 4), (std::vector<double>{1, 2, 4, 8}));

@@ -43,8 +43,12 @@ topology::AdmitResult Rejected(const char* reason, std::string message) {
 }  // namespace
 
 topology::AdmitResult DraPods::Prepare(const pod::Pod& pod) {
+  const absl::Time start = absl::Now();
   nlohmann::json manifest = ManifestWithClaims(pod);
-  if (manifest.is_null()) return {};
+  if (manifest.is_null()) {
+    Observe("PrepareResources", absl::OkStatus(), start);
+    return {};
+  }
   absl::MutexLock op(&op_mu_);
   {
     // Known before anything is created for it, so that a deletion finds the
@@ -74,7 +78,10 @@ topology::AdmitResult DraPods::Prepare(const pod::Pod& pod) {
   // The kubelet's pod sync: PrepareDynamicResources before the containers.
   std::vector<nlohmann::json> claims;
   for (const dra::ResolvedClaim& c : resolution->claims) claims.push_back(c.claim);
-  if (absl::Status s = manager_->PrepareResources(manifest, claims); !s.ok()) {
+  const absl::Time prepare_start = absl::Now();
+  absl::Status prepared = manager_->PrepareResources(manifest, claims);
+  Observe("PrepareResources", prepared, prepare_start);
+  if (absl::Status s = std::move(prepared); !s.ok()) {
     DM_ERROR(std::string(s.message()), "Failed to prepare dynamic resources",
              {"pod", pod.namespace_ + "/" + pod.name});
     return Rejected(kDraPrepareFailed,
@@ -83,16 +90,27 @@ topology::AdmitResult DraPods::Prepare(const pod::Pod& pod) {
   return {};
 }
 
-absl::Status DraPods::Unprepare(const std::string& pod_uid) {
+void DraPods::Observe(const std::string& operation, const absl::Status& result,
+                      absl::Time start) const {
+  if (on_operation_) on_operation_(operation, !result.ok(), absl::Now() - start);
+}
+
+absl::Status DraPods::Unprepare(const std::string& pod_uid, bool observe) {
+  const absl::Time start = absl::Now();
   absl::MutexLock op(&op_mu_);
   nlohmann::json manifest;
   {
     absl::MutexLock l(&mu_);
     auto it = pods_.find(pod_uid);
-    if (it == pods_.end()) return absl::OkStatus();
+    if (it == pods_.end()) {
+      if (observe) Observe("UnprepareResources", absl::OkStatus(), start);
+      return absl::OkStatus();
+    }
     manifest = it->second;
   }
-  if (absl::Status s = manager_->UnprepareResources(manifest); !s.ok()) {
+  absl::Status unprepared = manager_->UnprepareResources(manifest);
+  if (observe) Observe("UnprepareResources", unprepared, start);
+  if (absl::Status s = std::move(unprepared); !s.ok()) {
     DM_ERROR(std::string(s.message()), "Failed to unprepare dynamic resources",
              {"podUID", pod_uid});
     return s;

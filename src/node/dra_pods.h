@@ -6,6 +6,7 @@
 #ifndef DEVMGR_NODE_DRA_PODS_H_
 #define DEVMGR_NODE_DRA_PODS_H_
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "apiserver/store.h"
 #include "dra/dra_plugin_handler.h"
 #include "dra/health_info.h"
@@ -30,11 +32,25 @@ namespace devmgr::node {
 inline constexpr char kDraSchedulingFailed[] = "FailedScheduling";
 inline constexpr char kDraPrepareFailed[] = "FailedPrepareDynamicResources";
 
+// Observes one of the kubelet's DRA operations of a pod ("PrepareResources",
+// "UnprepareResources"): whether it failed, and how long it took.
+using DraOperationObserver =
+    std::function<void(const std::string& operation, bool failed, absl::Duration duration)>;
+
 // Thread-safe. `store` and `manager` (not owned) must outlive it.
 class DraPods {
  public:
-  DraPods(apiserver::Store* store, std::string node_name, dra::Manager* manager)
-      : store_(store), node_name_(std::move(node_name)), manager_(manager) {}
+  // `on_operation` (may be empty) sees each PrepareResources and
+  // UnprepareResources the kubelet would time for
+  // dra_operations_duration_seconds: every pod's, claims or not (its
+  // PrepareDynamicResources before the sandbox, UnprepareDynamicResources
+  // in syncTerminatedPod).
+  DraPods(apiserver::Store* store, std::string node_name, dra::Manager* manager,
+          DraOperationObserver on_operation = {})
+      : store_(store),
+        node_name_(std::move(node_name)),
+        manager_(manager),
+        on_operation_(std::move(on_operation)) {}
 
   // Before the pod's containers start: its claims resolved (template claims
   // created), allocated on this node and reserved for the pod, then
@@ -49,8 +65,10 @@ class DraPods {
   // UnprepareResources) and then released (ReleasePodClaims: reservedFor
   // dropped, the claims made for it deleted). On an unprepare error the
   // pod is kept (a later call retries, as the kubelet keeps the pod
-  // Terminating). Unknown pods: OK.
-  absl::Status Unprepare(const std::string& pod_uid) ABSL_LOCKS_EXCLUDED(mu_, op_mu_);
+  // Terminating). Unknown pods: OK. `observe`: false for the kubelet's
+  // reconcile loop, which unprepares without the operation's metric.
+  absl::Status Unprepare(const std::string& pod_uid, bool observe = true)
+      ABSL_LOCKS_EXCLUDED(mu_, op_mu_);
 
   // The pod is gone while the kubelet is down: only the API side happens
   // (the claim controller releases its claims, ReleasePodClaims); no driver
@@ -88,9 +106,13 @@ class DraPods {
       ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // Hands an operation that began at `start` to on_operation_.
+  void Observe(const std::string& operation, const absl::Status& result, absl::Time start) const;
+
   apiserver::Store* const store_;
   const std::string node_name_;
   dra::Manager* const manager_;
+  const DraOperationObserver on_operation_;
 
   // ReleasePodClaims for the gone pod, retried on conflicts; failures logged.
   void ReleaseClaims(const std::string& pod_uid, const nlohmann::json& manifest);

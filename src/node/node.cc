@@ -218,6 +218,7 @@ absl::Status Node::StartDra() {
   ho.wiping_delay = d.wiping_delay;
   ho.timers = d.timers;
   ho.client.call_timeout = d.call_timeout;
+  ho.client.on_rpc = d.on_rpc;
   ho.endpoint_binds = d.endpoint_binds;
   ho.on_wipe = [this](const std::string& driver) { WipeSlices(driver); };
   StartDraHealth(&ho);
@@ -242,7 +243,7 @@ absl::Status Node::StartDra() {
   // At start the kubelet deletes every ResourceSlice of its node: the
   // drivers publish theirs again once registered.
   WipeSlices("");
-  dra_pods_ = std::make_unique<DraPods>(d.store, d.node_name, dra_manager_.get());
+  dra_pods_ = std::make_unique<DraPods>(d.store, d.node_name, dra_manager_.get(), d.on_operation);
   return plugin_manager_->AddHandler(pluginmanager::kDRAPluginType, dra_handler_.get());
 }
 
@@ -336,7 +337,7 @@ absl::StatusOr<std::vector<dra::ClaimInfoState>> Node::DraClaimInfos(const std::
   return dra_pods_->ContainerClaimInfos(pod_uid, container);
 }
 
-absl::Status Node::DraPodGone(const std::string& pod_uid) {
+absl::Status Node::DraPodGone(const std::string& pod_uid, bool observe) {
   if (dra_pods_ == nullptr) return absl::OkStatus();
   bool running;
   {
@@ -346,14 +347,29 @@ absl::Status Node::DraPodGone(const std::string& pod_uid) {
   // A stopped kubelet calls no driver: the claims stay in dra_manager_state
   // for the reconcile loop of the next kubelet (DraReconcile).
   if (!running) return dra_pods_->Release(pod_uid);
-  return dra_pods_->Unprepare(pod_uid);
+  return dra_pods_->Unprepare(pod_uid, observe);
+}
+
+std::map<std::string, int64_t> Node::DraClaimsInUse() const {
+  // The kubelet's claimsInUse (cm/dra/claiminfo.go): prepared claims only,
+  // each counted once per driver of its allocation.
+  std::map<std::string, int64_t> counts{{"<any>", 0}};
+  if (dra_manager_ == nullptr) return counts;
+  for (const auto& [uid, info] : dra_manager_->ClaimInfos()) {
+    if (!info.prepared) continue;
+    ++counts["<any>"];
+    if (!info.state.driver_state.has_value()) continue;
+    for (const auto& [driver, state] : *info.state.driver_state) ++counts[driver];
+  }
+  return counts;
 }
 
 std::vector<std::string> Node::DraReconcile(const std::vector<std::string>& active) {
   if (dra_pods_ == nullptr) return {};
   const std::set<std::string> keep(active.begin(), active.end());
   for (const std::string& uid : dra_pods_->PodUids()) {
-    if (keep.count(uid) == 0) (void)dra_pods_->Unprepare(uid);
+    // The reconcile loop unprepares without the operation's metric.
+    if (keep.count(uid) == 0) (void)dra_pods_->Unprepare(uid, /*observe=*/false);
   }
   return dra_pods_->ReconcileOrphans(active);
 }

@@ -81,6 +81,14 @@ struct NodeDraOptions {
   // DRA manager makes (dra::ObservedDriverCalls), on the calling thread;
   // empty: none. `devmgr run` records them for `dra_calls` expectations.
   std::function<void(const dra::DriverCallRecord&)> on_driver_call;
+  // The kubelet's DRA metrics: each pod's PrepareResources /
+  // UnprepareResources (DraPods' DraOperationObserver) and each gRPC call to
+  // a driver (dra::DraClientOptions::on_rpc). Empty: none.
+  std::function<void(const std::string& operation, bool failed, absl::Duration duration)>
+      on_operation;
+  std::function<void(const std::string& driver, const std::string& method, const std::string& code,
+                     absl::Duration duration)>
+      on_rpc;
 };
 
 struct NodeOptions {
@@ -206,7 +214,12 @@ class Node {
                                                                  const std::string& container);
   // A pod is gone (deleted or terminated): its claims are unprepared and
   // released (DraPods::Unprepare).
-  absl::Status DraPodGone(const std::string& pod_uid);
+  // `observe`: false where the kubelet unprepares without timing the
+  // operation (its reconcile loop, a pod whose termination was synced).
+  absl::Status DraPodGone(const std::string& pod_uid, bool observe = true);
+  // Prepared claims per driver, and under "<any>" all of them (the
+  // kubelet's dra_resource_claims_in_use); {"<any>": 0} while DRA is off.
+  std::map<std::string, int64_t> DraClaimsInUse() const;
   // One pass of the DRA manager's reconcile loop (every 60 s on the
   // kubelet): the claims of pods not in `active` are unprepared, those of
   // pods this node synced (DraPods::Unprepare, which also releases them)

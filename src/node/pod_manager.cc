@@ -252,11 +252,13 @@ void PodManager::ReconcileDra() {
 absl::Status PodManager::DeletePod(const std::string& uid) {
   Node* node;
   std::string pod_uid;
+  bool terminated = false;
   {
     absl::MutexLock l(&mu_);
     SlotIt slot = FindSlotLocked(uid);
     if (slot == pods_.end()) return absl::NotFoundError(fmt::format("no pod {}", uid));
     PodRecord* rec = &slot->rec;
+    terminated = rec->phase == pod::Phase::kSucceeded || rec->phase == pod::Phase::kFailed;
     rec->deleted = true;
     UpdateActiveLocked(slot);
     for (ContainerRecord& c : rec->containers) c.running = false;
@@ -264,18 +266,20 @@ absl::Status PodManager::DeletePod(const std::string& uid) {
     DropDeletedLocked(slot);
     node = node_;
   }
-  ForgetOnNode(node, pod_uid);
+  // A pod whose termination was synced already (SetPhase) is not
+  // terminated again: no second UnprepareResources is timed.
+  ForgetOnNode(node, pod_uid, /*terminated_before=*/terminated);
   return absl::OkStatus();
 }
 
-void PodManager::ForgetOnNode(Node* node, const std::string& uid) {
+void PodManager::ForgetOnNode(Node* node, const std::string& uid, bool terminated_before) {
   // The kubelet drops a deleted pod's status (the status manager's orphan
   // cleanup) and its containers' topology hints (as they are removed).
   node->pod_status().PodDeleted(uid);
   node->topology_manager()->RemovePod(uid);
   // The kubelet unprepares a pod's claims when the pod terminates; an error
   // is logged, and the claims stay prepared until a later try succeeds.
-  (void)node->DraPodGone(uid);
+  (void)node->DraPodGone(uid, /*observe=*/!terminated_before);
 }
 
 absl::Status PodManager::SetPhase(const std::string& uid, pod::Phase phase) {

@@ -136,7 +136,7 @@ class PodManager {
   // What the node keeps per pod and forgets when the pod is deleted: its
   // device-health status and its topology hints; its DRA claims are
   // unprepared.
-  static void ForgetOnNode(Node* node, const std::string& uid);
+  static void ForgetOnNode(Node* node, const std::string& uid, bool terminated_before = false);
   std::string NewContainerId(const std::string& uid, const std::string& name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A record in admission order, with its admission sequence number.

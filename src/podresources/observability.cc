@@ -28,6 +28,11 @@ void HookKubeletMetrics(metrics::KubeletMetrics* m, node::NodeOptions* o) {
   o->on_pod_admission = [m](const topology::AdmitResult& r, absl::Duration d) {
     m->ObservePodAdmission(r.admitted, d);
   };
+  o->dra.on_operation = [m](const std::string& operation, bool failed, absl::Duration d) {
+    m->ObserveDraOperation(operation, failed, d);
+  };
+  o->dra.on_rpc = [m](const std::string& driver, const std::string& method, const std::string& code,
+                      absl::Duration d) { m->ObserveDraGrpc(driver, method, code, d); };
 }
 
 absl::StatusOr<std::unique_ptr<Observability>> Observability::Create(const Profile& profile,
@@ -50,6 +55,7 @@ Observability::~Observability() {
   // The node may be gone by now: do not read its counts.
   metrics_->SetRegistrationCountsSource(nullptr);
   metrics_->SetAlignedComputeResourcesSource(nullptr);
+  metrics_->SetDraClaimsInUseSource(nullptr);
   (void)Stop();
 }
 
@@ -58,6 +64,7 @@ absl::Status Observability::Start(const std::string& plugin_dir, node::Node* nod
   metrics_->SetRegistrationCountsSource([node] { return node->RegistrationCounts(); });
   metrics_->SetAlignedComputeResourcesSource(
       [node] { return node->AlignedComputeResourceCounts(); });
+  metrics_->SetDraClaimsInUseSource([node] { return node->DraClaimsInUse(); });
 
   if (opts_.pod_resources_socket != kOff) {
     socket_ = opts_.pod_resources_socket.empty() ? DefaultSocketPath(plugin_dir)
@@ -126,6 +133,7 @@ absl::Status Observability::Stop() {
   // Freeze the mirrored counts: the node may go away next.
   metrics_->SetRegistrationCountsSource(nullptr);
   metrics_->SetAlignedComputeResourcesSource(nullptr);
+  metrics_->SetDraClaimsInUseSource(nullptr);
   if (!opts_.metrics_file.empty()) {
     absl::Status s = fs::WriteOutputFile(opts_.metrics_file, text);
     if (!s.ok()) {

@@ -7,7 +7,10 @@
 # its claim in the PodResources answers (List and Get, table and JSON). A
 # restarted serve (the API objects and dra_manager_state kept, as a cluster
 # keeps them across a kubelet restart) prepares the claim again; deleting the
-# pod unprepares it and deletes the claim.
+# pod unprepares it and deletes the claim. At each stage serve's /metrics has
+# the kubelet's DRA metrics: claims in use per driver, the pod's
+# PrepareResources / UnprepareResources, and one gRPC observation per
+# NodePrepareResources / NodeUnprepareResources the driver logged.
 #
 # DRA_DRIVER=upstream runs the same flow with the e2e DRA test driver of
 # Kubernetes from ${PEERS_DIR} (skipped, 77, when it is not built), release
@@ -87,7 +90,8 @@ serve() {
     --api-listen 127.0.0.1:0 --kubeconfig-out "$tmp/kubeconfig" --node-name node-1 \
     --plugins-registry-dir "$root/plugins_registry" --pod-manifest-path "$tmp/pods" \
     --pod-manifest-poll 0.2 --node-status-interval 0.2 --status-file "$tmp/status.json" \
-    --pod-resources-socket "$sock" "${serve_flags[@]}" --plugin "$plugin" 2> "$tmp/serve.err" &
+    --pod-resources-socket "$sock" --metrics-address 127.0.0.1:0 "${serve_flags[@]}" \
+    --plugin "$plugin" 2> "$tmp/serve.err" &
   pid=$!
 }
 stop_serve() {
@@ -154,6 +158,43 @@ if what == "unprepared":
 sys.exit(2)
 PY
 }
+# check_metrics STAGE: serve's DRA metrics at STAGE (prepared, unprepared), with
+# the gRPC observations counted against the driver's calls in serve's log.
+check_metrics() {
+  local url
+  url=$(sed -n 's/.*devmgr is serving metrics.* url="\([^"]*\)".*/\1/p' "$tmp/serve.err" | tail -1)
+  [[ -n "$url" ]] || fail "serve printed no metrics URL"
+  python3 - "$1" "$url" "$driver" "$kubelet_version" "$tmp/serve.err" <<'PY' || fail "metrics ($1)"
+import re, sys, urllib.request
+stage, url, driver, kubelet, log = sys.argv[1:6]
+text = urllib.request.urlopen(url, timeout=10).read().decode()
+values = {}
+for line in text.splitlines():
+    if line and not line.startswith("#"):
+        name, value = line.rsplit(" ", 1)
+        values[name] = float(value)
+def get(name):
+    return values.get(name, 0)
+in_use = 1 if stage == "prepared" else 0
+assert get('dra_resource_claims_in_use{driver_name="<any>"}') == in_use, text
+assert get('dra_resource_claims_in_use{driver_name="%s"}' % driver) == in_use, text
+# 1.34 and 1.35 label a success is_error="true" (FormatBool(err == nil)).
+ok = "true" if int(kubelet.split(".")[1]) <= 35 else "false"
+def ops(op):
+    return get('dra_operations_duration_seconds_count{is_error="%s",operation_name="%s"}' % (ok, op))
+assert ops("PrepareResources") >= 1, text
+if stage == "unprepared":
+    assert ops("UnprepareResources") >= 1, text
+# This serve's calls (its log starts anew at each start): one observation each.
+calls = open(log).read()
+for rpc in ("NodePrepareResources", "NodeUnprepareResources"):
+    logged = len(re.findall(r"^\[plugin\] .*" + rpc, calls, re.M))
+    observed = sum(v for k, v in values.items()
+                   if k.startswith("dra_grpc_operations_duration_seconds_count{driver_name=\"%s\"," % driver)
+                   and k.endswith('method_name="/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/%s"}' % rpc))
+    assert observed >= 1 if logged else observed == 0, (rpc, logged, observed, text)
+PY
+}
 post() {  # post PATH JSON: creates an object through the API endpoint
   python3 - "$tmp/kubeconfig" "$1" "$2" <<'PY' || fail "POST $1"
 import json, sys, urllib.request
@@ -211,6 +252,7 @@ EOF
 wait_for "the claim to be prepared" check prepared
 first=$(check verify) || fail "prepared state: $first"
 claim_uid=${first%% *}
+check_metrics prepared
 grep -q "$claim_uid" "$root/dra_manager_state" || fail "dra_manager_state lacks claim $claim_uid"
 # check_podresources: the pod's claim as the PodResources API lists it.
 check_podresources() {
@@ -253,6 +295,7 @@ wait_for "the claim to be prepared again" check prepared
 second=$(check verify) || fail "prepared state after the restart: $second"
 [[ "$second" == "$first" ]] || fail "after the restart: $second, before: $first"
 check_podresources
+check_metrics prepared
 grep -q '^\[plugin\] .*NodePrepareResources' "$tmp/serve.err" ||
   fail "the driver got no NodePrepareResources after the restart"
 
@@ -261,6 +304,7 @@ rm "$tmp/pods/example-dra-pod.yaml"
 wait_for "the claim to be unprepared" check unprepared
 grep -q '^\[plugin\] .*NodeUnprepareResources' "$tmp/serve.err" ||
   fail "the driver got no NodeUnprepareResources"
+check_metrics unprepared
 if [[ $mode == sample ]]; then
   python3 - "$root/plugins/$driver/prepared-claims.json" <<'PY' || fail "the driver still holds the claim"
 import json, sys

@@ -18,6 +18,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,10 +32,13 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/kubelet/cm/dra"
 	draplugin "k8s.io/kubernetes/pkg/kubelet/cm/dra/plugin"
 	"k8s.io/kubernetes/pkg/kubelet/config"
+	kubeletmetrics "k8s.io/kubernetes/pkg/kubelet/metrics"
 )
 
 const (
@@ -92,6 +97,43 @@ type draOracle struct {
 
 var draSide = &draOracle{pods: map[string]*v1.Pod{}}
 
+// The kubelet registers its metrics once per process (metrics.Register,
+// the DRA histograms with the DynamicResourceAllocation gate) and the DRA
+// manager's claims-in-use collector once (container_manager_linux.go,
+// RegisterCollectors). A restart here makes a new manager in the same
+// process, so the collector registered is one that asks the current one.
+var registerDRAMetrics sync.Once
+
+type currentClaimsCollector struct {
+	metrics.BaseStableCollector
+	d *draOracle
+}
+
+func (c *currentClaimsCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
+	ch <- kubeletmetrics.DRAResourceClaimsInUseDesc
+}
+
+func (c *currentClaimsCollector) CollectWithStability(ch chan<- metrics.Metric) {
+	if mgr := c.d.mgr; mgr != nil {
+		mgr.NewMetricsCollector().CollectWithStability(ch)
+	}
+}
+
+// draMetrics is what the kubelet's /metrics serves of the DRA families
+// (names starting with "dra_"), in the text format.
+func draMetrics() string {
+	rec := httptest.NewRecorder()
+	legacyregistry.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(rec.Body.String(), "\n") {
+		name := strings.TrimPrefix(strings.TrimPrefix(line, "# HELP "), "# TYPE ")
+		if strings.HasPrefix(name, "dra_") {
+			out.WriteString(line)
+		}
+	}
+	return out.String()
+}
+
 func isDRAOp(op string) bool { return strings.HasPrefix(op, "dra_") }
 
 func handleDRA(line []byte) map[string]any {
@@ -141,6 +183,10 @@ func (d *draOracle) start() error {
 		return fmt.Errorf("Start: %w", err)
 	}
 	d.mgr, d.cancel = mgr, cancel
+	registerDRAMetrics.Do(func() {
+		kubeletmetrics.Register()
+		kubeletmetrics.RegisterCollectors(&currentClaimsCollector{d: d})
+	})
 	d.handler = newDRAHandler(ctx, mgr.GetWatcherHandler())
 	return nil
 }
@@ -251,10 +297,12 @@ func (d *draOracle) handle(r *draRequest) map[string]any {
 		return map[string]any{"ok": true, "exists": true, "bytes": b}
 	case "dra_api_calls":
 		return map[string]any{"ok": true, "calls": d.apiCalls()}
+	case "dra_metrics":
+		return map[string]any{"ok": true, "text": draMetrics()}
 	case "dra_restart":
 		return d.restart(r)
 	}
-	return fail("unknown op %q (dra_start, dra_register, dra_deregister, dra_put_claim, dra_delete_claim, dra_prepare, dra_unprepare, dra_get_resources, dra_health_status, dra_checkpoint, dra_write_checkpoint, dra_api_calls, dra_restart)", r.Op)
+	return fail("unknown op %q (dra_start, dra_register, dra_deregister, dra_put_claim, dra_delete_claim, dra_prepare, dra_unprepare, dra_get_resources, dra_health_status, dra_checkpoint, dra_write_checkpoint, dra_api_calls, dra_metrics, dra_restart)", r.Op)
 }
 
 func (d *draOracle) putClaim(r *draRequest) map[string]any {

@@ -101,6 +101,7 @@ def exp_basic(binary):
         run.call("dra_put_claim", claim=c)
         prep = run.call("dra_prepare", pod=p)
         after_prepare = calls_of(d)
+        metrics_prepared = run.call("dra_metrics")["text"]
         raw, outer = checkpoint_json(run)
         res = {name: run.call("dra_get_resources", uid="uid-pod-1", container=name)
                for name in ("ctr-a", "ctr-b", "ctr-all")}
@@ -109,6 +110,7 @@ def exp_basic(binary):
         after_again = calls_of(d)
         unprep = run.call("dra_unprepare", uid="uid-pod-1")
         after_unprepare = calls_of(d)
+        metrics_unprepared = run.call("dra_metrics")["text"]
         raw2, outer2 = checkpoint_json(run)
         return {
             "prepared": prep.get("prepared"), "prepare_error": prep.get("error"),
@@ -122,6 +124,7 @@ def exp_basic(binary):
             "checksum_is_crc32_of_data": outer is not None and
             outer["Checksum"] == zlib.crc32(outer["Data"].encode()),
             "checkpoint_after_unprepare": raw2.decode() if raw2 else None,
+            "metrics_prepared": metrics_prepared, "metrics_unprepared": metrics_unprepared,
         }
     finally:
         run.close()
@@ -315,6 +318,58 @@ EXPERIMENTS = {
 }
 
 
+def metric_values(text):
+    """Series -> value of a text exposition, and the HELP/TYPE lines."""
+    values, meta = {}, []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            meta.append(line)
+        elif line:
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    return values, meta
+
+
+# The DRA histograms' bucket bounds as the kubelet's /metrics prints them
+# (ExponentialBucketsRange(.1, 40, 15)); devmgr's DraDurationBuckets.
+DRA_LE = ["0.1", "0.1534127404634391", "0.23535468936502524", "0.36106407876409946",
+          "0.5539182980610752", "0.849781240983936", "1.303672689737678", "1.9999999999999993",
+          "3.0682548092687805", "4.7070937873005025", "7.221281575281985", "11.078365961221499",
+          "16.995624819678714", "26.07345379475354", "39.99999999999997", "+Inf"]
+
+
+def check_metrics(profile, r, expect):
+    """The DRA metrics of exp_basic: two PrepareResources (the second a
+    no-op) and one UnprepareResources, each RPC once, claims in use."""
+    prepared, _ = metric_values(r["metrics_prepared"])
+    after, meta = metric_values(r["metrics_unprepared"])
+    expect("claims in use after prepare",
+           {k: v for k, v in prepared.items() if k.startswith("dra_resource_claims_in_use")},
+           {'dra_resource_claims_in_use{driver_name="<any>"}': 1.0,
+            'dra_resource_claims_in_use{driver_name="%s"}' % D1: 1.0})
+    expect("claims in use after unprepare",
+           {k: v for k, v in after.items() if k.startswith("dra_resource_claims_in_use")},
+           {'dra_resource_claims_in_use{driver_name="<any>"}': 0.0})
+    # 1.34 and 1.35 label a success is_error="true" (strconv.FormatBool(err == nil)).
+    ok = "true" if minor(profile) <= 35 else "false"
+    ops = {k: v for k, v in after.items() if k.startswith("dra_operations_duration_seconds_count")}
+    expect("operations", ops, {
+        'dra_operations_duration_seconds_count{is_error="%s",operation_name="PrepareResources"}' % ok: 2.0,
+        'dra_operations_duration_seconds_count{is_error="%s",operation_name="UnprepareResources"}' % ok: 1.0})
+    method = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
+    rpcs = {k: v for k, v in after.items() if k.startswith("dra_grpc_operations_duration_seconds_count")}
+    expect("gRPC calls", rpcs, {
+        'dra_grpc_operations_duration_seconds_count{driver_name="%s",grpc_status_code="OK",method_name="%s%s"}'
+        % (D1, method, rpc): 1.0 for rpc in ("NodePrepareResources", "NodeUnprepareResources")})
+    les = [k.split('le="')[1].split('"')[0] for k in after
+           if k.startswith("dra_operations_duration_seconds_bucket") and "UnprepareResources" in k]
+    expect("bucket bounds", les, DRA_LE)
+    types = sorted(m for m in meta if m.startswith("# TYPE"))
+    expect("families", types, ["# TYPE dra_grpc_operations_duration_seconds histogram",
+                               "# TYPE dra_operations_duration_seconds histogram",
+                               "# TYPE dra_resource_claims_in_use gauge"])
+
+
 def check(profile, binary):
     """The ctest: the basic sequence against the test driver."""
     r = exp_basic(binary)
@@ -353,10 +408,12 @@ def check(profile, binary):
                 ("dev-1", ["gpu-b"], ["gpu.example.com/gpu=dev-1", "gpu.example.com/gpu=common"])])
     after = json.loads(json.loads(r["checkpoint_after_unprepare"] or '{"Data":"{}"}')["Data"])
     expect("checkpoint after unprepare", after.get("ClaimInfoStateList"), [])
+    check_metrics(profile, r, expect)
     for p in problems:
         print("FAIL %s: %s" % (profile, p))
     if not problems:
-        print("ok   %s: register, put claim, prepare (1 v1 call), CDI IDs per request, unprepare, checkpoint" % profile)
+        print("ok   %s: register, put claim, prepare (1 v1 call), CDI IDs per request, unprepare, checkpoint, "
+              "DRA metrics" % profile)
     return not problems
 
 

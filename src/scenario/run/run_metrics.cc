@@ -25,11 +25,18 @@ RunMetrics::RunMetrics(const Profile& profile, bool pod_resources_get)
     if (node_ != nullptr) Add(node_->AlignedComputeResourceCounts(), &out);
     return out;
   });
+  // A gauge of the running kubelet: nothing carries over a restart (the
+  // restored claims are not prepared).
+  metrics_.SetDraClaimsInUseSource([this] {
+    absl::MutexLock l(&mu_);
+    return node_ != nullptr ? node_->DraClaimsInUse() : std::map<std::string, int64_t>{};
+  });
 }
 
 RunMetrics::~RunMetrics() {
   metrics_.SetRegistrationCountsSource(nullptr);
   metrics_.SetAlignedComputeResourcesSource(nullptr);
+  metrics_.SetDraClaimsInUseSource(nullptr);
 }
 
 void RunMetrics::Hook(node::NodeOptions* o) { podresources::HookKubeletMetrics(&metrics_, o); }
