@@ -2,8 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <memory>
 #include <regex>
 #include <set>
+
+#include "absl/base/attributes.h"
+#include "absl/synchronization/mutex.h"
 
 namespace devmgr::apiserver {
 namespace {
@@ -57,8 +62,21 @@ std::string MaxLenError(int n) {
   return "must be no more than " + std::to_string(n) + " characters";
 }
 
+// `pattern` compiled once per process: compiling a std::regex costs far more than matching
+// one (each bracket expression builds a 256-entry table), and these checks run for every claim
+// of every pod the DRA manager prepares (ParsePodClaims). Compiling on every call took a quarter
+// of the dra_replies fuzz target's time (docs/reliability.md, "Fuzzing").
+const std::regex& Compiled(const std::string& pattern) {
+  ABSL_CONST_INIT static absl::Mutex mu(absl::kConstInit);
+  static auto* const cache = new std::map<std::string, std::unique_ptr<const std::regex>>;
+  absl::MutexLock l(&mu);
+  std::unique_ptr<const std::regex>& re = (*cache)[pattern];
+  if (re == nullptr) re = std::make_unique<const std::regex>(pattern);
+  return *re;  // never erased: the reference stays valid; matching a const regex is thread-safe
+}
+
 bool FullMatch(const std::string& value, const std::string& pattern) {
-  return std::regex_match(value, std::regex(pattern));
+  return std::regex_match(value, Compiled(pattern));
 }
 
 std::string Lower(std::string s) {

@@ -16,6 +16,7 @@
 
 #include "checkpoint/file_store.h"
 #include "common/fs_testutil.h"
+#include "common/memory_fs.h"
 #include "common/source_dir_testutil.h"
 #include "common/status_testutil.h"
 #include "common/temp_dir_testutil.h"
@@ -462,6 +463,33 @@ TEST_F(ManagerTest, FailedCheckpointWriteLeavesNothingRecorded) {
   EXPECT_FALSE(m.UnprepareResources(pod_).ok());
   EXPECT_EQ(m.ClaimInfos().size(), 1u);
   EXPECT_EQ(CheckpointBytes(), Golden("oracle-1.37-two-devices.json"));
+}
+
+// The checkpoint through an in-memory filesystem (what the dra_replies fuzz target runs on):
+// the kubelet's bytes, in a directory the manager makes, nothing on disk, and a manager
+// restarted on the same filesystem restores the claim.
+TEST_F(ManagerTest, CheckpointOnAnInMemoryFilesystem) {
+  fs::MemoryFilesystem memory;
+  const ManagerOptions opts{"/var/lib/kubelet-in-memory", 37, true, &memory};
+  SetUpOracleClaim();
+  {
+    Manager m(&drivers_, opts);
+    ASSERT_OK(m.Start());
+    ASSERT_OK(m.PrepareResources(pod_, {claim_}));
+  }
+  EXPECT_EQ(*memory.ReadFile("/var/lib/kubelet-in-memory/dra_manager_state"),
+            Golden("oracle-1.37-two-devices.json"));
+  EXPECT_EQ(memory.ListDir("/var/lib/kubelet-in-memory")->size(), 1u);  // no temp file left
+  EXPECT_FALSE(CheckpointExists());
+  EXPECT_FALSE(std::filesystem::exists("/var/lib/kubelet-in-memory"));
+
+  Manager restarted(&drivers_, opts);
+  ASSERT_OK(restarted.Start());
+  EXPECT_FALSE(restarted.ClaimInfos().at("uid-claim-1").prepared);
+  EXPECT_EQ(restarted.ContainerCdiIds(pod_, "ctr")->size(), 3u);
+  ASSERT_OK(restarted.UnprepareResources(pod_));
+  EXPECT_EQ(*memory.ReadFile("/var/lib/kubelet-in-memory/dra_manager_state"),
+            Golden("oracle-1.37-empty.json"));
 }
 
 class ManagerLayoutTest : public ManagerTest, public testing::WithParamInterface<int> {};

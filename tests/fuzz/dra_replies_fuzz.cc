@@ -8,14 +8,17 @@
 // Properties, after every step:
 //  - no crash, no hang, no leak;
 //  - a failed PrepareResources or UnprepareResources changes nothing in the claim-info cache;
-//  - the checkpoint on disk is readable: a new manager on the same directory starts and restores
+//  - the checkpoint written is readable: a new manager on the same directory starts and restores
 //    the same claims (UIDs, pods, device counts per driver), every one not prepared — whatever
 //    bytes the driver put in the device names and CDI IDs (control bytes, invalid UTF-8);
 //  - the CDI IDs of a container come from devices of the pod's claims.
+// The checkpoint goes through the filesystem seam (ManagerOptions::filesystem) to an in-memory
+// filesystem (common/memory_fs.h), new for each input and shared by the manager and every
+// manager restarted after it: the same bytes, the same atomic write and rename, no disk I/O
+// and no state left between inputs.
 // See docs/dra.md and docs/reliability.md ("Fuzzing").
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "common/memory_fs.h"
 #include "dra/dra_client.h"
 #include "dra/handler_driver_calls.h"
 #include "dra/manager.h"
@@ -31,7 +35,6 @@
 #include "dra/v1beta1/api.pb.h"
 #include "fuzz_check.h"
 #include "fuzz_script.h"
-#include "fuzz_temp_dir.h"
 #include "nlohmann/json.hpp"
 
 namespace dra = devmgr::dra;
@@ -39,14 +42,8 @@ using nlohmann::json;
 
 namespace {
 
-const std::string& Dir() {
-  static const std::string* dir = [] {
-    auto* d = new std::string(FuzzTempDir("devmgr-fuzz-dra-replies"));
-    devmgr::log::SetConsoleOutput(false);
-    return d;
-  }();
-  return *dir;
-}
+// The kubelet root directory inside each input's in-memory filesystem.
+constexpr char kDir[] = "/fuzz/kubelet";
 
 constexpr char kGpu[] = "gpu.example.com";
 constexpr char kNic[] = "nic.example.com";
@@ -216,9 +213,14 @@ Restorable Summary(const std::map<std::string, dra::ClaimInfo>& cache) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const bool quiet = [] {
+    devmgr::log::SetConsoleOutput(false);
+    return true;
+  }();
+  (void)quiet;
   FuzzScript in(data, size);
   const World& world = TheWorld();
-  std::filesystem::remove(Dir() + "/" + dra::kCheckpointName);
+  devmgr::fs::MemoryFilesystem disk;  // empty: no checkpoint yet
   const int minor = 34 + in.Byte() % 4;
   // Every release 1.34-1.37 serves both (the driver's first listed service is taken).
   const dra::DraService service =
@@ -227,7 +229,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opts.validate_utf8 = minor >= 35;
   opts.read_share_id = minor >= 35;
   ScriptedDrivers drivers(&in, service, opts);
-  const dra::ManagerOptions mopts{Dir(), minor, /*fsync=*/false, nullptr};
+  // fsync costs nothing in memory: the write takes the path production takes.
+  const dra::ManagerOptions mopts{kDir, minor, /*fsync=*/true, &disk};
   auto m = std::make_unique<dra::Manager>(&drivers, mopts);
   FUZZ_CHECK(m->Start().ok(), "the manager does not start on its own empty checkpoint");
 
