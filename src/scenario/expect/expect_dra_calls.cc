@@ -91,19 +91,10 @@ absl::Status Parse(const ExpectReader& r, const YAML::Node& expect, Expectations
   if (!expect["dra_calls"]) return absl::OkStatus();
   const YAML::Node n = expect["dra_calls"];
   DEVMGR_RETURN_IF_ERROR(r.ExpectMap(n, "expect.dra_calls (driver -> calls)"));
-  Keys drivers;
-  for (const PluginSpec& p : r.scenario().plugins) {
-    if (!p.dra_driver.empty()) drivers.push_back(p.dra_driver);
-  }
   for (auto it = n.begin(); it != n.end(); ++it) {
     DraCallsExpect c;
     c.loc = r.Loc(it->first);
-    DEVMGR_RETURN_IF_ERROR(r.NonEmptyString(it->first, "driver name", &c.driver));
-    if (!Contains(drivers, c.driver)) {
-      return r.UnknownName(it->first,
-                           fmt::format("no plugin of the scenario is DRA driver '{}'", c.driver),
-                           c.driver, drivers);
-    }
+    DEVMGR_RETURN_IF_ERROR(r.DraDriverKey(it->first, &c.driver));
     DEVMGR_RETURN_IF_ERROR(ParseDriver(r, it->second, &c));
     e->dra_calls.push_back(std::move(c));
   }

@@ -14,8 +14,6 @@
 namespace devmgr::scenario {
 namespace {
 
-using yaml::Contains;
-
 const Keys kKeys = {"slices", "pools", "devices", "node_name"};
 
 absl::Status ParseDriver(const ExpectReader& r, const YAML::Node& v, ResourceSlicesExpect* c) {
@@ -42,19 +40,10 @@ absl::Status Parse(const ExpectReader& r, const YAML::Node& expect, Expectations
   if (!expect["resource_slices"]) return absl::OkStatus();
   const YAML::Node n = expect["resource_slices"];
   DEVMGR_RETURN_IF_ERROR(r.ExpectMap(n, "expect.resource_slices (driver -> its slices)"));
-  Keys drivers;
-  for (const PluginSpec& p : r.scenario().plugins) {
-    if (!p.dra_driver.empty()) drivers.push_back(p.dra_driver);
-  }
   for (auto it = n.begin(); it != n.end(); ++it) {
     ResourceSlicesExpect c;
     c.loc = r.Loc(it->first);
-    DEVMGR_RETURN_IF_ERROR(r.NonEmptyString(it->first, "driver name", &c.driver));
-    if (!Contains(drivers, c.driver)) {
-      return r.UnknownName(it->first,
-                           fmt::format("no plugin of the scenario is DRA driver '{}'", c.driver),
-                           c.driver, drivers);
-    }
+    DEVMGR_RETURN_IF_ERROR(r.DraDriverKey(it->first, &c.driver));
     DEVMGR_RETURN_IF_ERROR(ParseDriver(r, it->second, &c));
     e->resource_slices.push_back(std::move(c));
   }

@@ -142,6 +142,17 @@ absl::Status ExpectReader::OptSet(const YAML::Node& n, const std::string& where,
   return absl::OkStatus();
 }
 
+absl::Status ExpectReader::DraDriverKey(const YAML::Node& key, std::string* driver) const {
+  DEVMGR_RETURN_IF_ERROR(NonEmptyString(key, "driver name", driver));
+  Keys drivers;
+  for (const PluginSpec& p : sc_.plugins) {
+    if (!p.dra_driver.empty()) drivers.push_back(p.dra_driver);
+  }
+  if (Contains(drivers, *driver)) return absl::OkStatus();
+  return UnknownName(key, fmt::format("no plugin of the scenario is DRA driver '{}'", *driver),
+                     *driver, drivers);
+}
+
 absl::Status ExpectReader::Device(const YAML::Node& k, const YAML::Node& v, DeviceExpect* d) const {
   DEVMGR_RETURN_IF_ERROR(NonEmptyString(k, "resource name", &d->resource));
   d->loc = Loc(k);

@@ -42,6 +42,9 @@ class ExpectReader : public ScenarioReader {
   // `resource: set`, where the set's mapping may also give `numa` (the
   // NUMA nodes of the devices' topology).
   absl::Status Device(const YAML::Node& k, const YAML::Node& v, DeviceExpect* d) const;
+  // The key of a per-driver expectation: the name of a DRA driver one of
+  // the scenario's plugins is (with "did you mean" when it is none).
+  absl::Status DraDriverKey(const YAML::Node& key, std::string* driver) const;
 
  private:
   absl::Status SetOf(const YAML::Node& n, const std::string& where, const Keys& keys,
