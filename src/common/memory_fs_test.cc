@@ -89,7 +89,7 @@ TEST_F(MemoryFsTest, AFailedRenameLeavesTheTargetAndRemovesTheTempFile) {
   ASSERT_OK(fs_.Mkdir("/d/state", 0755));  // a directory where the file should go
   absl::Status s = Store("/d/state", "x");
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
-  EXPECT_THAT(s.message(), StartsWith("rename /d/."));
+  EXPECT_THAT(std::string(s.message()), StartsWith("rename /d/."));
   EXPECT_THAT(std::string(s.message()), ::testing::EndsWith(" /d/state: is a directory"));
   EXPECT_THAT(Names("/d"), ElementsAre("state/"));
 }
