@@ -17,6 +17,8 @@ deps:
 # ccache's base directory makes objects reusable across clones and worktrees.
 export CCACHE_BASEDIR ?= $(abspath $(CURDIR)/..)
 export CCACHE_NOHASHDIR ?= 1
+# Room for the gcc, ASan and TSan objects of a few clones (ccache's default is 5 GB).
+export CCACHE_MAXSIZE ?= 20G
 configure: deps
 	@if [ -f $(BUILD_DIR)/CMakeCache.txt ]; then \
 	  cmake -S . -B $(BUILD_DIR) >/dev/null; \
