@@ -7,7 +7,7 @@ PACKAGES=(
   cmake g++ make ninja-build ccache pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-  libtinyxml2-dev libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
+  libtinyxml2-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev
   python3 python3-grpcio util-linux procps yamllint
 )
 # Extra groups: `deps.sh package`, `deps.sh image` (distribution targets), `deps.sh clang`

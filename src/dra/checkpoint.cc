@@ -1,6 +1,7 @@
 #include "dra/checkpoint.h"
 
-#include <array>
+#include <zlib.h>
+
 #include <string>
 #include <utility>
 
@@ -9,18 +10,6 @@
 
 namespace devmgr::dra {
 namespace {
-
-struct Crc32Table {
-  std::array<uint32_t, 256> t{};
-  constexpr Crc32Table() {
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-  }
-};
-constexpr Crc32Table kCrc32;
 
 // The kubelet's error chain around a failed read of the file, as
 // dra.NewManager returns it (manager.go "create ResourceClaim cache",
@@ -34,9 +23,9 @@ std::string GetOrCreateError(std::string_view cause) {
 }  // namespace
 
 uint32_t Crc32Ieee(std::string_view bytes) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (const char ch : bytes) c = kCrc32.t[(c ^ static_cast<unsigned char>(ch)) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
+  // zlib's crc32 is the IEEE polynomial, as Go's crc32.ChecksumIEEE.
+  return static_cast<uint32_t>(
+      crc32_z(crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
 }
 
 Checkpoint NewCheckpoint(const ClaimInfoStateList& list, StateLayout layout) {

@@ -32,6 +32,9 @@ uint32_t Crc32Ieee(std::string_view bytes);
 // the Go structs, map keys sorted, Go's string escaping, nil as null).
 std::string EncodeData(const CheckpointData& data, StateLayout layout);
 
+// json.Marshal of one ClaimInfoState (an element of Data's list).
+void AppendClaim(std::string* out, const ClaimInfoState& c, StateLayout layout);
+
 // state.NewCheckpoint: Data is EncodeData of the list with the kubelet's
 // kind and API version, Checksum its CRC32.
 Checkpoint NewCheckpoint(const ClaimInfoStateList& list, StateLayout layout);

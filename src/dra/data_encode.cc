@@ -56,6 +56,8 @@ void AppendDriverState(std::string* out, const DriverState& s, StateLayout layou
   out->push_back('}');
 }
 
+}  // namespace
+
 void AppendClaim(std::string* out, const ClaimInfoState& c, StateLayout layout) {
   out->append("{\"ClaimUID\":");
   AppendGoJsonString(out, c.claim_uid);
@@ -94,8 +96,6 @@ void AppendClaim(std::string* out, const ClaimInfoState& c, StateLayout layout) 
   }
   out->push_back('}');
 }
-
-}  // namespace
 
 std::string EncodeData(const CheckpointData& data, StateLayout layout) {
   std::string out;

@@ -195,7 +195,8 @@ Manager::Manager(DriverCalls* drivers, ManagerOptions options)
     : drivers_(drivers),
       options_(std::move(options)),
       layout_(LayoutForMinor(options_.kubelet_minor)),
-      store_(options_.state_dir, options_.fsync, options_.filesystem) {}
+      store_(options_.state_dir, options_.fsync, options_.filesystem),
+      encoder_(layout_) {}
 
 absl::Status Manager::Start() {
   absl::MutexLock op(&op_mu_);
@@ -410,10 +411,11 @@ absl::Status Manager::Commit(Cache cache) {
   // syncToCheckpoint: every entry, as a list that is never nil (an empty
   // cache is written as [], profiles.md "Empty list after the last
   // unprepare").
-  std::vector<ClaimInfoState> list;
-  list.reserve(cache.size());
-  for (const auto& [uid, info] : cache) list.push_back(info.state);
-  const std::string bytes = EncodeFile(NewCheckpoint(std::move(list), layout_));
+  // Only the claims that changed are encoded again (CheckpointEncoder).
+  std::vector<const ClaimInfoState*> states;
+  states.reserve(cache.size());
+  for (const auto& [uid, info] : cache) states.push_back(&info.state);
+  const std::string_view bytes = encoder_.Encode(states);
   DEVMGR_RETURN_IF_ERROR(
       Prefixed(store_.Write(kCheckpointName, bytes), "checkpoint ResourceClaim state: "));
   absl::MutexLock lock(&mu_);

@@ -45,6 +45,7 @@
 #include "absl/synchronization/mutex.h"
 #include "checkpoint/file_store.h"
 #include "common/fs.h"
+#include "dra/checkpoint_encoder.h"
 #include "dra/driver_calls.h"
 #include "dra/pod_claims.h"
 #include "dra/state.h"
@@ -192,6 +193,7 @@ class Manager {
 
   // Serialises Start, PrepareResources and UnprepareResources.
   absl::Mutex op_mu_;
+  CheckpointEncoder encoder_ ABSL_GUARDED_BY(op_mu_);
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(op_mu_);
   Cache cache_ ABSL_GUARDED_BY(mu_);
 };
