@@ -7,6 +7,9 @@
 //   perf_bench p2 --devmgr BIN [--oracle BIN]  checkpoint verify vs the Go tool
 //   perf_bench p3 --devmgr BIN [--n DEVICES]   1M-device update, allocation, RSS
 //   perf_bench p4 --devmgr BIN [--n CYCLES]    admit/delete churn over real sockets
+//   perf_bench p5 [--dra-driver BIN] [--kubelet-oracle BIN] [--n N]
+//                 a claim's prepare vs a bare NodePrepareResources; the
+//                 1,000-claim dra_manager_state rewrite vs its floor
 //   perf_bench scaling                    in-process cost vs devices and entries
 //
 // Each part prints its figures and, with --json FILE, writes them as one
@@ -30,8 +33,9 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(
         stderr,
-        "usage: perf_bench p1|p2|p3|p4|scaling [--tmp DIR] [--disk DIR] [--json FILE] [--n N]\n"
+        "usage: perf_bench p1|p2|p3|p4|p5|scaling [--tmp DIR] [--disk DIR] [--json FILE] [--n N]\n"
         "                  [--devmgr BIN] [--oracle BIN] [--peer BIN] [--kubelet-oracle BIN]\n"
+        "                  [--dra-driver BIN]\n"
         "Measures devmgr beside its floors; see docs/performance.md.\n");
     return 2;
   }
@@ -57,6 +61,8 @@ int main(int argc, char** argv) {
       a.peer = v;
     else if (k == "--kubelet-oracle")
       a.kubelet_oracle = v;
+    else if (k == "--dra-driver")
+      a.dra_driver = v;
     else
       Die("unknown flag " + k);
   }
@@ -74,6 +80,8 @@ int main(int argc, char** argv) {
     perf_bench::RunP3(a, res);
   else if (a.part == "p4")
     perf_bench::RunP4(a, res);
+  else if (a.part == "p5")
+    perf_bench::RunP5(a, res);
   else if (a.part == "scaling")
     perf_bench::RunScaling(a, res);
   else

@@ -7,6 +7,9 @@
 #   P3  1,000,000-device ListAndWatch update, 1-device allocation vs hashing and
 #       writing that checkpoint, peak RSS
 #   P4  10,000 admit/delete cycles over real sockets
+#   P5  DRA: a pod's claim prepared vs a bare NodePrepareResources to the same
+#       driver (devmgr and the kubelet's own DRA manager), and the
+#       dra_manager_state rewrite for 1,000 prepared claims vs its floor
 #   scaling: cost vs devices and entries (for the plot)
 # Set-up (as root, when missing): python3-matplotlib for the plot. Go: `go` on
 # PATH, else /usr/local/go/bin/go, with the Go module proxy (or warm module
@@ -77,15 +80,28 @@ if [ -n "$GO" ]; then
   fi
 fi
 
+# P5's driver: the project's test DRA driver (tests/dra-driver, grpc-go, no API
+# server needed); `make test` builds it too. Without it P5's prepare figures
+# are reported as not measured.
+DRA_DRIVER=""
+if [ -n "$GO" ]; then
+  if GO="$GO" OUT="$ROOT/$BUILD_DIR/dra-driver" bash "$ROOT/tests/dra-driver/build.sh"; then
+    DRA_DRIVER=$ROOT/$BUILD_DIR/dra-driver/dra-driver
+  else
+    echo "bench set-up: building the test DRA driver failed; P5's prepare figures not measured"
+  fi
+fi
+
 # ---- the run ---------------------------------------------------------------
 BENCH=$ROOT/$BUILD_DIR/perf_bench
 DEVMGR=$ROOT/$BUILD_DIR/devmgr
 LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
-for part in p1 p2 p3 p4 scaling; do
+for part in p1 p2 p3 p4 p5 scaling; do
   printf '\n== %s\n' "$part"
   "$BENCH" "$part" --tmp "$TMP_ROOT" --disk "$DISK_ROOT" --devmgr "$DEVMGR" --oracle "$ORACLE" \
-    --peer "$PEER" --kubelet-oracle "$KUBELET_ORACLE" --json "$PARTS_DIR/$part.json"
+    --peer "$PEER" --kubelet-oracle "$KUBELET_ORACLE" --dra-driver "$DRA_DRIVER" \
+    --json "$PARTS_DIR/$part.json"
 done
 
 python3 - "$OUT" "$PARTS_DIR" "$LOAD_START" <<'PY'
@@ -93,7 +109,7 @@ import json, os, sys, time
 out, parts, load_start = sys.argv[1], sys.argv[2], float(sys.argv[3])
 res = {"generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
        "cores": os.cpu_count(), "load_avg_start": load_start, "load_avg_end": os.getloadavg()[0]}
-for p in ("p1", "p2", "p3", "p4", "scaling"):
+for p in ("p1", "p2", "p3", "p4", "p5", "scaling"):
     with open(os.path.join(parts, p + ".json")) as f:
         res.update(json.load(f))
 # results.json is committed: descriptive values only, never a path of this machine.
@@ -124,9 +140,17 @@ rows = [
     ("P3 1-device allocation / floor", fmt(res["p3_alloc_floor_ratio"], ".2f", "x"), "<= 1.5x"),
     ("P3 peak RSS", fmt(res["p3_peak_rss_mib"], ".0f", " MiB"), "< 1024 MiB"),
     ("P4 10,000 admit/delete cycles", fmt(res["p4_cycles_s"], ".2f", " s"), "< 10 s"),
+    ("P5 verdict: devmgr's prepare ratio / the kubelet's", fmt(res.get("p5_ratio_vs_kubelet"),
+                                                              ".2f"), "<= 0.8"),
+    ("P5 claim prepare p50 / bare NodePrepareResources p50", fmt(res.get("p5_ratio"), ".2f", "x"),
+     None),
+    ("P5 the kubelet's own prepare / its bare RPC", fmt(res.get("p5_kubelet_ratio"), ".2f", "x"),
+     None),
+    ("P5 1,000-claim dra_manager_state rewrite / floor",
+     fmt(res.get("p5_rewrite_floor_ratio"), ".2f", "x"), "<= 1.5x"),
 ]
 for name, value, target in rows:
-    print(f"  {name:49s} {value:>10s}   " + (f"target {target}" if target else "(no target)"))
+    print(f"  {name:54s} {value:>10s}   " + (f"target {target}" if target else "(no target)"))
 print(f"wrote {out}")
 PY
 

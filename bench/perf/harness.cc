@@ -4,12 +4,14 @@
 #include <sys/resource.h>
 #include <sys/vfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
 
+#include "process/plugin_process.h"
 #include "scenario/run/plugin_host.h"
 
 namespace perf_bench {
@@ -112,6 +114,15 @@ devmgr::pod::Pod OneDevicePod(const std::string& uid, const std::string& resourc
   c.requests[resource] = 1;
   p.containers.push_back(c);
   return p;
+}
+
+std::string WhyNotRunnable(const std::string& binary, const std::string& missing) {
+  if (binary.empty()) return missing;
+  if (::access(binary.c_str(), X_OK) != 0) return binary + " is not an executable";
+  if (absl::Status s = devmgr::node::CheckPrivateMountSupported(); !s.ok()) {
+    return std::string(s.message());
+  }
+  return "";
 }
 
 }  // namespace perf_bench

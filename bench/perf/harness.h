@@ -84,6 +84,8 @@ struct Args {
   // The kubelet's own device manager (tests/kubelet-oracle), for P1's
   // figure of what the kubelet itself takes.
   std::string kubelet_oracle;
+  // The DRA test driver (tests/dra-driver), for P5.
+  std::string dra_driver;
   int n = 0;
 };
 
@@ -93,6 +95,10 @@ std::string SamplePluginCommand(const std::string& devmgr, const std::string& co
 
 // The type of the filesystem `path` is on ("tmpfs", "ext4", ...).
 std::string FsType(const std::string& path);
+
+// Why a Go binary that runs in a private mount namespace (a peer plugin,
+// the kubelet oracle) cannot run here, or "": `missing` when none was given.
+std::string WhyNotRunnable(const std::string& binary, const std::string& missing);
 
 // CPU time of this whole process (all threads), in seconds.
 double ProcessCpuSeconds();
@@ -134,11 +140,12 @@ class Notifications {
 devmgr::pod::Pod OneDevicePod(const std::string& uid, const std::string& resource);
 
 // The parts, one per process (perf_bench PART): p1.cc, p2.cc, p3.cc, p4.cc,
-// scaling.cc.
+// p5.cc, scaling.cc.
 void RunP1(const Args& a, Results& res);
 void RunP2(const Args& a, Results& res);
 void RunP3(const Args& a, Results& res);
 void RunP4(const Args& a, Results& res);
+void RunP5(const Args& a, Results& res);
 void RunScaling(const Args& a, Results& res);
 
 }  // namespace perf_bench

@@ -196,17 +196,6 @@ void NotMeasured(Results& res, const std::string& key, const std::string& why) {
   res.Str(key, why);
 }
 
-// Why a Go binary that runs in a private mount namespace (a peer plugin,
-// the kubelet oracle) cannot run here, or "": `missing` when none was given.
-std::string WhyNotRunnable(const std::string& binary, const std::string& missing) {
-  if (binary.empty()) return missing;
-  if (::access(binary.c_str(), X_OK) != 0) return binary + " is not an executable";
-  if (absl::Status s = devmgr::node::CheckPrivateMountSupported(); !s.ok()) {
-    return std::string(s.message());
-  }
-  return "";
-}
-
 // P1 again with a real Go plugin (the kubernetes e2e sample device plugin):
 // grpc-go's server, fsnotify's watch of the directory. Skipped, with the
 // reason in the JSON, when the binary or a private mount namespace is

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# perf_bench end to end, small: P1 (its headline pair with the reference plugin in a process of
+# perf_bench end to end, small: P5 (DRA, with the test DRA driver and the kubelet's own DRA
+# manager when built), P1 (its headline pair with the reference plugin in a process of
 # its own, the in-process pair, the real Go plugin when tests/peers built it, the kubelet's own
 # device manager when tests/kubelet-oracle built it, GetPreferredAllocation, ext4 figures) and P4, in a private temp directory. Checks that every figure `make bench`
 # reports is in the JSON as a positive number, that the plugin processes are gone afterwards,
@@ -39,6 +40,35 @@ mkdir -p "$root/tmp" "$root/disk"
   exit 1
 }
 
+# P5 (DRA) with the test DRA driver, when `make test` built it (tests/dra-driver/build.sh).
+driver=$(dirname "$bench")/dra-driver/dra-driver
+driver_args=()
+[ -x "$driver" ] && driver_args=(--dra-driver "$driver")
+"$bench" p5 --n 20 --tmp "$root/tmp" "${driver_args[@]}" "${kubelet_args[@]}" \
+  --json "$root/p5.json" >"$root/p5.out" 2>"$root/p5.err" || {
+  cat "$root/p5.out" "$root/p5.err"
+  exit 1
+}
+python3 - "$root/p5.json" "${driver_args[1]:-}" "${kubelet_args[1]:-}" <<'PY'
+import json, sys
+p5 = json.load(open(sys.argv[1]))
+driver, kubelet = sys.argv[2:4]
+keys = ["p5_rewrite_p50_us", "p5_rewrite_encode_p50_us", "p5_rewrite_floor_us",
+        "p5_rewrite_floor_ratio", "p5_rewrite_scratch_encode_p50_us"]
+if driver:
+    keys += ["p5_prepare_p50_us", "p5_prepare_p99_us", "p5_floor_p50_us", "p5_ratio",
+             "p5_own_rpc_p50_us"]
+    skipped = p5.get("p5_kubelet_skipped", "")
+    if kubelet and "private mount namespace" not in skipped:
+        keys += ["p5_kubelet_prepare_p50_us", "p5_kubelet_floor_p50_us", "p5_kubelet_ratio"]
+        if p5.get("p5_fs") == "tmpfs":
+            keys.append("p5_ratio_vs_kubelet")
+elif "no --dra-driver binary" not in p5.get("p5_skipped", ""):
+    sys.exit(f"p5_skipped: {p5.get('p5_skipped')!r}")
+bad = [k for k in keys if not isinstance(p5.get(k), (int, float)) or p5[k] <= 0]
+if bad:
+    sys.exit(f"P5 figures missing or not positive: {bad}")
+PY
 python3 - "$root/p1.json" "$root/p4.json" "${peer_args[1]:-}" "${kubelet_args[1]:-}" <<'PY'
 import json, sys
 p1, p4 = (json.load(open(f)) for f in sys.argv[1:3])
@@ -101,7 +131,7 @@ grep -q "reference plugin in its own process" "$root/p1.out"
 
 # The plugin processes ran with their config under $root/tmp, the kubelet oracle with its
 # directory there: none may outlive the bench.
-for what in "--config $root/" "--dir $root/"; do
+for what in "--config $root/" "--dir $root/" "--socket $root/"; do
   if pgrep -f -- "$what" >/dev/null; then
     echo "processes left running:" >&2
     pgrep -af -- "$what" >&2

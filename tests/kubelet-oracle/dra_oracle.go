@@ -74,6 +74,9 @@ type draRequest struct {
 	Reregister *bool `json:"reregister"`
 	// dra_write_checkpoint: the file's new content.
 	Bytes []byte `json:"bytes"`
+	// dra_bench_prepare (dra_bench.go): timed pods and untimed ones first.
+	Count  int `json:"count"`
+	Warmup int `json:"warmup"`
 }
 
 type draRegistration struct {
@@ -301,8 +304,10 @@ func (d *draOracle) handle(r *draRequest) map[string]any {
 		return map[string]any{"ok": true, "text": draMetrics()}
 	case "dra_restart":
 		return d.restart(r)
+	case "dra_bench_prepare":
+		return d.benchPrepare(r)
 	}
-	return fail("unknown op %q (dra_start, dra_register, dra_deregister, dra_put_claim, dra_delete_claim, dra_prepare, dra_unprepare, dra_get_resources, dra_health_status, dra_checkpoint, dra_write_checkpoint, dra_api_calls, dra_metrics, dra_restart)", r.Op)
+	return fail("unknown op %q (dra_start, dra_register, dra_deregister, dra_put_claim, dra_delete_claim, dra_prepare, dra_unprepare, dra_get_resources, dra_health_status, dra_checkpoint, dra_write_checkpoint, dra_api_calls, dra_metrics, dra_restart, dra_bench_prepare)", r.Op)
 }
 
 func (d *draOracle) putClaim(r *draRequest) map[string]any {
