@@ -12,8 +12,8 @@
 #include <memory>
 #include <string>
 
-#include "cli/commands.h"
 #include "apiserver/faults.h"
+#include "cli/commands.h"
 #include "common/fs.h"
 #include "common/logging.h"
 #include "conformance/dra_runner.h"

@@ -99,7 +99,8 @@ absl::StatusOr<RunReport> RunDraConformance(
                     opts.profile.name));
   }
   for (const std::string& spec : opts.api_faults) {
-    if (absl::StatusOr<apiserver::Fault> f = apiserver::ParseFault(spec); !f.ok()) return f.status();
+    if (absl::StatusOr<apiserver::Fault> f = apiserver::ParseFault(spec); !f.ok())
+      return f.status();
   }
   DraRunner runner(target, opts);
   CoreOptions core{opts.focus,

@@ -39,7 +39,7 @@ grep -qF "fired in step 4" "$WORK/run.xml" || fail "the JUnit system-out lacks t
 # --- a bad SPEC is a load error with its position ---------------------------
 sed 's/,error=500$/,error=5000/' "$SRC/scenarios/dra/api-fault.yaml" >"$WORK/bad.yaml"
 run 2 "$BIN" run "$WORK/bad.yaml"
-expect "bad.yaml:38:16: api_fault: --api-fault"
+expect "bad.yaml:40:16: api_fault: --api-fault"
 
 # --- conformance: the driver's slice POST answered 500 ----------------------
 driver="$BIN sample-dra-driver --node-name \"\$DEVMGR_NODE_NAME\" \

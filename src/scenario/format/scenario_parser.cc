@@ -27,7 +27,7 @@ namespace {
 
 using yaml::Contains;
 
-const Keys kTopKeys = {"name",    "description", "applies_to", "node",
+const Keys kTopKeys = {"name",     "description", "applies_to", "node",
                        "timeouts", "plugins",     "api_faults", "steps"};
 const Keys kNodeKeys = {
     "kubelet_version",   "kubelet_versions", "dir",          "plugins_registry", "fsync",

@@ -438,12 +438,14 @@ steps:
                                              "f.yaml");
   ASSERT_OK(s);
   EXPECT_TRUE(s->UsesDra());  // the faults need the API endpoint
-  EXPECT_THAT(s->api_faults, ::testing::ElementsAre(
-                                 "method=POST,path=/apis/resource.k8s.io/v1/resourceslices,error=409"));
+  EXPECT_THAT(
+      s->api_faults,
+      ::testing::ElementsAre("method=POST,path=/apis/resource.k8s.io/v1/resourceslices,error=409"));
   EXPECT_EQ(s->steps[0].kind, StepKind::kApiFault);
   EXPECT_THAT(s->steps[0].api_faults, ::testing::ElementsAre("method=GET,error=500,times=2"));
   EXPECT_EQ(DescribeStep(s->steps[0]), "inject API fault(s) [method=GET,error=500,times=2]");
-  EXPECT_THAT(s->steps[1].api_faults, ::testing::ElementsAre("delay=1s", "watch=true,drop-watch=2s"));
+  EXPECT_THAT(s->steps[1].api_faults,
+              ::testing::ElementsAre("delay=1s", "watch=true,drop-watch=2s"));
   ASSERT_TRUE(s->steps[1].expect.api_requests);
   EXPECT_EQ(s->steps[1].expect.api_requests->sequence.size(), 1u);
 

@@ -49,17 +49,17 @@ std::vector<ApiFaultFiring> FindApiFaultFirings(
 
 std::vector<std::string> ApiFaultLines(const ApiFaultFiring& f) {
   std::vector<std::string> lines;
-  lines.push_back(fmt::format("API fault '{}' fired in step {} at {}: {} {} answered {} (client {})",
-                              f.fault, f.step, TimeOf(f.call.time), f.call.method, f.call.target,
-                              f.call.status,
-                              f.call.user_agent.empty() ? "without User-Agent" : f.call.user_agent));
+  lines.push_back(
+      fmt::format("API fault '{}' fired in step {} at {}: {} {} answered {} (client {})", f.fault,
+                  f.step, TimeOf(f.call.time), f.call.method, f.call.target, f.call.status,
+                  f.call.user_agent.empty() ? "without User-Agent" : f.call.user_agent));
   if (f.later == 0) {
     lines.push_back("  then: no further request from this client");
     return lines;
   }
   for (const ApiCall& c : f.after) {
-    lines.push_back(fmt::format("  then +{} ms: {} {} {}{}", Millis(c.time - f.call.time),
-                                c.method, c.target, c.status,
+    lines.push_back(fmt::format("  then +{} ms: {} {} {}{}", Millis(c.time - f.call.time), c.method,
+                                c.target, c.status,
                                 SameCall(c, f.call) ? " (the same call again)" : ""));
   }
   if (!f.repeated) {

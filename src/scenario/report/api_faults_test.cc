@@ -64,15 +64,14 @@ TEST(ApiFaultReport, TheFailedCallAndTheSameClientsNextRequests) {
 }
 
 TEST(ApiFaultReport, AClientThatNeverCameBackOrDidOtherThings) {
-  std::vector<ApiFaultFiring> f = FindApiFaultFirings(
-      {Req(1, "POST", kSlices, 409, "a", 0, "method=POST,error=409"),
-       Req(4, "POST", kSlices, 500, "b", 10, "method=POST,error=500,skip=1"),
-       Req(5, "GET", kSlices, 200, "b", 30)},
-      StepOf);
+  std::vector<ApiFaultFiring> f =
+      FindApiFaultFirings({Req(1, "POST", kSlices, 409, "a", 0, "method=POST,error=409"),
+                           Req(4, "POST", kSlices, 500, "b", 10, "method=POST,error=500,skip=1"),
+                           Req(5, "GET", kSlices, 200, "b", 30)},
+                          StepOf);
   ASSERT_EQ(f.size(), 2u);
-  EXPECT_THAT(ApiFaultLines(f[0]),
-              ElementsAre(::testing::HasSubstr("fired in step 1"),
-                          "  then: no further request from this client"));
+  EXPECT_THAT(ApiFaultLines(f[0]), ElementsAre(::testing::HasSubstr("fired in step 1"),
+                                               "  then: no further request from this client"));
   EXPECT_EQ(f[1].step, 2);
   EXPECT_FALSE(f[1].repeated);
   EXPECT_THAT(

@@ -146,14 +146,13 @@ class Run {
   // The injected API faults that fired and what their clients did next.
   void CollectApiFaults() {
     if (ctx_.api == nullptr) return;
-    result_.api_faults =
-        FindApiFaultFirings(ctx_.api->Requests(), [this](uint64_t seq) {
-          int step = 0;  // the set-up
-          for (const auto& [mark, index] : step_marks_) {
-            if (seq > mark) step = index;
-          }
-          return step;
-        });
+    result_.api_faults = FindApiFaultFirings(ctx_.api->Requests(), [this](uint64_t seq) {
+      int step = 0;  // the set-up
+      for (const auto& [mark, index] : step_marks_) {
+        if (seq > mark) step = index;
+      }
+      return step;
+    });
   }
 
   // ---- set-up ----
