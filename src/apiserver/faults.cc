@@ -101,8 +101,19 @@ ApiError InjectedError(int code, const std::string& method, const std::string& p
   auto [reason, message] = ReasonFor(code);
   if (code == 500) message = "Internal error occurred: injected by devmgr";
   return ApiError{code, reason,
-                  fmt::format("{} (devmgr --api-fault on {} {})", message, method, path),
+                  fmt::format("{} (a fault devmgr injected on {} {})", message, method, path),
                   nlohmann::json::object()};
+}
+
+absl::Status AddFaultSpecs(FaultInjector& faults, const std::vector<std::string>& specs) {
+  std::vector<Fault> parsed;
+  for (const std::string& spec : specs) {
+    absl::StatusOr<Fault> f = ParseFault(spec);
+    if (!f.ok()) return f.status();
+    parsed.push_back(*std::move(f));
+  }
+  for (Fault& f : parsed) faults.Add(std::move(f));
+  return absl::OkStatus();
 }
 
 void FaultInjector::Add(Fault f) {

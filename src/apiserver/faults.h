@@ -48,6 +48,11 @@ struct Fault {
 // InvalidArgument naming the key or value at fault.
 absl::StatusOr<Fault> ParseFault(const std::string& spec);
 
+class FaultInjector;
+// Parses every SPEC and, when all are valid, adds them to `faults` in order;
+// else adds none and returns the first ParseFault error.
+absl::Status AddFaultSpecs(FaultInjector& faults, const std::vector<std::string>& specs);
+
 // The error a fault with `error=code` answers: the reason and message a real
 // server gives for that code, marked as injected.
 ApiError InjectedError(int code, const std::string& method, const std::string& path);

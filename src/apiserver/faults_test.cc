@@ -101,7 +101,8 @@ TEST_F(FaultServerTest, AnInjectedErrorIsAStatusAndIsRecorded) {
   EXPECT_EQ(status["kind"], "Status");
   EXPECT_EQ(status["reason"], "ServiceUnavailable");
   EXPECT_EQ(status["code"], 503);
-  EXPECT_THAT(status["message"].get<std::string>(), HasSubstr("devmgr --api-fault"));
+  EXPECT_THAT(status["message"].get<std::string>(),
+              HasSubstr("a fault devmgr injected on GET /apis/resource.k8s.io/v1/resourceslices"));
   res = c.Get(kSlices);  // fired once
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
@@ -109,6 +110,22 @@ TEST_F(FaultServerTest, AnInjectedErrorIsAStatusAndIsRecorded) {
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0].fault, "method=GET,error=503");
   EXPECT_EQ(r[1].fault, "");
+  // Numbered in order, with the (real) time each arrived.
+  EXPECT_EQ(r[0].seq, 1u);
+  EXPECT_EQ(r[1].seq, 2u);
+  EXPECT_EQ(server_.RequestsRecorded(), 2u);
+  EXPECT_LE(r[0].time, r[1].time);
+  EXPECT_GT(r[0].time, absl::Now() - absl::Minutes(1));
+}
+
+TEST(AddFaultSpecsTest, AddsAllOrNone) {
+  FaultInjector faults;
+  absl::Status s = AddFaultSpecs(faults, {"method=GET,error=500", "method=GET"});
+  EXPECT_THAT(std::string(s.message()), HasSubstr("--api-fault \"method=GET\""));
+  EXPECT_EQ(faults.Decide("GET", kSlices, false, "", 1).fired, "");  // none added
+  ASSERT_TRUE(AddFaultSpecs(faults, {"method=POST,error=409", "method=GET,delay=1ms"}).ok());
+  EXPECT_EQ(faults.Decide("GET", kSlices, false, "", 1).fired, "method=GET,delay=1ms");
+  EXPECT_EQ(faults.Decide("POST", kSlices, false, "", 1).fired, "method=POST,error=409");
 }
 
 TEST_F(FaultServerTest, ADroppedWatchEndsAfterItsTime) {

@@ -41,6 +41,7 @@ void ApiServer::Record(RequestRecord record) {
            {"contentType", record.content_type}, {"accept", record.accept},
            {"userAgent", record.user_agent}, {"status", record.status});
   absl::MutexLock lock(&mu_);
+  record.seq = ++recorded_;
   if (requests_.size() >= kMaxRecords) requests_.erase(requests_.begin());
   requests_.push_back(std::move(record));
 }
@@ -48,6 +49,11 @@ void ApiServer::Record(RequestRecord record) {
 std::vector<RequestRecord> ApiServer::Requests() const {
   absl::MutexLock lock(&mu_);
   return requests_;
+}
+
+uint64_t ApiServer::RequestsRecorded() const {
+  absl::MutexLock lock(&mu_);
+  return recorded_;
 }
 
 bool ApiServer::WaitForRequest(const std::function<bool(const RequestRecord&)>& pred,
@@ -63,6 +69,7 @@ void ApiServer::Serve(const httplib::Request& req, httplib::Response& res) {
   ApiRequest request{req.method, req.path, {}, req.get_header_value("Content-Type"), req.body};
   for (const auto& [k, v] : req.params) request.params.emplace(k, v);
   const std::string watch = req.get_param_value("watch");
+  const absl::Time arrived = absl::Now();
   FaultDecision fault =
       faults_.Decide(req.method, req.path, watch == "true" || watch == "1",
                      req.get_param_value("resourceVersion"), store_.ResourceVersion());
@@ -77,7 +84,7 @@ void ApiServer::Serve(const httplib::Request& req, httplib::Response& res) {
   }
   Record(RequestRecord{req.method, req.target, req.body.empty() ? "" : request.content_type,
                        req.get_header_value("Accept"), req.get_header_value("User-Agent"),
-                       response.status, fault.fired});
+                       response.status, fault.fired, arrived});
   if (!fault.fired.empty()) {
     DM_INFO("API fault injected", {"fault", fault.fired}, {"method", req.method},
             {"target", req.target}, {"status", response.status});

@@ -4,6 +4,7 @@
 #ifndef DEVMGR_APISERVER_SERVER_H_
 #define DEVMGR_APISERVER_SERVER_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "apiserver/faults.h"
 #include "apiserver/store.h"
 #include "common/clock.h"
@@ -38,6 +40,8 @@ struct RequestRecord {
   std::string user_agent;
   int status = 0;
   std::string fault;  // the --api-fault spec that fired on it ("" none)
+  absl::Time time;    // when it arrived (the real clock: a driver's retries run on it)
+  uint64_t seq = 0;   // 1, 2, ... in the order recorded (set by the server)
 };
 
 // Thread-safe. Start/Stop once each; Stop is idempotent, safe before Start
@@ -62,6 +66,8 @@ class ApiServer {
   FaultInjector& faults() { return faults_; }
   // Every request served so far (the last 10,000), oldest first.
   std::vector<RequestRecord> Requests() const ABSL_LOCKS_EXCLUDED(mu_);
+  // How many requests were recorded so far (the seq of the last one).
+  uint64_t RequestsRecorded() const ABSL_LOCKS_EXCLUDED(mu_);
   // Waits until a request matching `pred` has been recorded (a request is
   // recorded after the store has changed, so a store watcher can see a
   // change before its request is here). False on timeout.
@@ -79,6 +85,7 @@ class ApiServer {
   std::thread thread_;
   mutable absl::Mutex mu_;
   std::vector<RequestRecord> requests_ ABSL_GUARDED_BY(mu_);
+  uint64_t recorded_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Creates the Node `name` in `store` (what a driver GETs for its owner

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "apiserver/faults.h"
 #include "cli/commands.h"
 #include "common/fs.h"
 #include "common/logging.h"
@@ -66,6 +67,7 @@ struct ConformanceOptions {
   double call_timeout = 45;
   double publish_timeout = 30;
   double health_timeout = 30;
+  std::vector<std::string> api_faults;  // --api-fault
 };
 
 absl::Duration Secs(double s) { return absl::Milliseconds(static_cast<int64_t>(s * 1000)); }
@@ -119,6 +121,10 @@ int RunOptionsFromFlags(const ConformanceOptions& o, bool quiet_notice,
   }
   if (o.private_mount && o.plugin.empty()) {
     std::cerr << "devmgr conformance: --private-mount needs --plugin\n";
+    return kExitUsage;
+  }
+  if (!o.api_faults.empty()) {
+    std::cerr << "devmgr conformance: --api-fault needs --dra (device plugins use no API server)\n";
     return kExitUsage;
   }
   absl::StatusOr<Profile> profile = ProfileForVersion(o.kubelet_version);
@@ -208,6 +214,13 @@ int DraRunOptionsFromFlags(const ConformanceOptions& o, conformance::DraRunOptio
       return kExitEnvironment;
     }
   }
+  for (const std::string& spec : o.api_faults) {
+    if (absl::StatusOr<apiserver::Fault> f = apiserver::ParseFault(spec); !f.ok()) {
+      std::cerr << "devmgr conformance: " << f.status().message() << "\n";
+      return kExitUsage;
+    }
+  }
+  ro->api_faults = o.api_faults;
   ro->profile = *profile;
   ro->dir = o.dir.empty() ? "" : Absolute(o.dir);
   ro->focus = o.focus;
@@ -384,6 +397,11 @@ void AddConformanceCommand(CLI::App& app, int* exit_code) {
                 "KUBECONFIG (the tester's API endpoint), DEVMGR_NODE_NAME, DEVMGR_REGISTRY_DIR "
                 "(plugins_registry), DEVMGR_PLUGINS_DIR, DEVMGR_CDI_DIR and DEVMGR_KUBELET_DIR "
                 "set; with --list, list the DRA catalogue");
+  cmd->add_option("--api-fault", o->api_faults,
+                  "--dra: inject a fault into the tester's API endpoint, in every session "
+                  "(repeatable; off by default; docs/api-server.md, \"Fault injection\"): "
+                  "comma-separated method=, path=PREFIX, watch=, one of error=CODE, "
+                  "delay=DURATION, drop-watch=DURATION, expire=true, and times=N, skip=N");
   cmd->add_option("--socket", o->socket,
                   "Test an already running plugin's socket (no registration or restart checks)");
   cmd->add_option("--resource", o->resource,

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <utility>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "apiserver/field_selector.h"
 #include "apiserver/resource_type.h"
 #include "apiserver/validation.h"
@@ -62,7 +64,8 @@ nlohmann::json ApiStatusSection(const ServeApi& api) {
                     {"target", r.target},
                     {"status", r.status},
                     {"contentType", r.content_type},
-                    {"userAgent", r.user_agent}});
+                    {"userAgent", r.user_agent},
+                    {"time", absl::FormatTime(absl::RFC3339_full, r.time, absl::UTCTimeZone())}});
   }
   return {{"api",
            {{"url", api.url},

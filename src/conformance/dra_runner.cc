@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "apiserver/faults.h"
 #include "dra/services.h"
 #include "fmt/format.h"
 
@@ -33,6 +34,7 @@ class DraRunner : public CheckRunner<DraCheckInfo> {
     so.dir = dir;
     so.timeouts = opts_.timeouts;
     so.profile = opts_.profile;
+    so.api_faults = opts_.api_faults;
     auto s = std::make_unique<DriverSession>(this, &target_, std::move(so));
     s->shared = !rows.empty() && rows.front()->session == SessionUse::kShared;
     if (absl::Status st = s->session.Begin(); !st.ok()) return st;
@@ -95,6 +97,10 @@ absl::StatusOr<RunReport> RunDraConformance(
     return absl::InvalidArgumentError(
         fmt::format("the DRA catalogue needs kubelet 1.{} or newer (got {})", dra::kOldestDraMinor,
                     opts.profile.name));
+  }
+  for (const std::string& spec : opts.api_faults) {
+    if (absl::StatusOr<apiserver::Fault> f = apiserver::ParseFault(spec); !f.ok())
+      return f.status();
   }
   DraRunner runner(target, opts);
   CoreOptions core{opts.focus,

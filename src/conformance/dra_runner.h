@@ -30,6 +30,9 @@ struct DraRunOptions {
   // As RunOptions: ECMAScript regular expressions over "<id> <title> <tags>".
   std::string focus;
   std::string skip;
+  // Fault SPECs (apiserver/faults.h) every session's API endpoint gets
+  // before the driver starts (--api-fault); counted per session.
+  std::vector<std::string> api_faults;
 };
 
 // The selected checks, in catalogue order. InvalidArgument for a bad regular

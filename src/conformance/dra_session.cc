@@ -67,6 +67,9 @@ absl::Status DraSession::PrepareRoot() {
 
 absl::Status DraSession::StartApi() {
   api_ = std::make_unique<apiserver::ApiServer>(RealClock::Get());
+  if (absl::Status s = apiserver::AddFaultSpecs(api_->faults(), opts_.api_faults); !s.ok()) {
+    return s;
+  }
   absl::StatusOr<std::string> url = api_->Start(apiserver::kDefaultApiListen);
   if (!url.ok()) return absl::FailedPreconditionError(url.status().message());
   if (absl::Status s = apiserver::CreateNode(api_->store(), env_.node_name); !s.ok()) return s;

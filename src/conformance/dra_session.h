@@ -56,6 +56,8 @@ struct DraSessionOptions {
   DraTimeouts timeouts;
   Profile profile = DefaultProfile();
   std::string node_name = "devmgr-conformance-node";
+  // Fault SPECs for the API endpoint (--api-fault), already checked.
+  std::vector<std::string> api_faults;
 };
 
 // One registration attempt as the plugin manager made it.

@@ -28,6 +28,13 @@ std::string StatusMessage(const std::string& body) {
   return body;
 }
 
+// Accept: application/json, and the User-Agent when there is one.
+httplib::Headers JsonHeaders(const std::string& user_agent) {
+  httplib::Headers h = {{"Accept", "application/json"}};
+  if (!user_agent.empty()) h.emplace("User-Agent", user_agent);
+  return h;
+}
+
 // The JSON body of a 2xx answer, or the error of `res`.
 absl::StatusOr<json> Decode(const httplib::Result& res, const std::string& what) {
   if (!res) {
@@ -54,7 +61,7 @@ absl::StatusOr<json> ApiClient::GetClaim(const std::string& ns, const std::strin
   const std::string path =
       fmt::format("/apis/resource.k8s.io/v1/namespaces/{}/resourceclaims/{}", ns, name);
   httplib::Client c = NewClient(server_);
-  return Decode(c.Get(path, {{"Accept", "application/json"}}), "GET " + path);
+  return Decode(c.Get(path, JsonHeaders(user_agent_)), "GET " + path);
 }
 
 absl::StatusOr<std::vector<json>> ApiClient::ListSlices(const std::string& driver,
@@ -63,7 +70,7 @@ absl::StatusOr<std::vector<json>> ApiClient::ListSlices(const std::string& drive
                            httplib::detail::encode_query_param(
                                fmt::format("spec.driver={},spec.nodeName={}", driver, node));
   httplib::Client c = NewClient(server_);
-  absl::StatusOr<json> list = Decode(c.Get(path, {{"Accept", "application/json"}}), "GET " + path);
+  absl::StatusOr<json> list = Decode(c.Get(path, JsonHeaders(user_agent_)), "GET " + path);
   if (!list.ok()) return list.status();
   std::vector<json> items;
   if (list->contains("items") && (*list)["items"].is_array()) {
@@ -75,14 +82,15 @@ absl::StatusOr<std::vector<json>> ApiClient::ListSlices(const std::string& drive
 absl::Status ApiClient::DeleteSlice(const std::string& name) const {
   const std::string path = std::string(kSlices) + "/" + name;
   httplib::Client c = NewClient(server_);
-  absl::StatusOr<json> res = Decode(c.Delete(path), "DELETE " + path);
+  absl::StatusOr<json> res = Decode(c.Delete(path, JsonHeaders(user_agent_)), "DELETE " + path);
   if (absl::IsNotFound(res.status())) return absl::OkStatus();
   return res.status();
 }
 
 absl::StatusOr<json> ApiClient::CreateSlice(const json& slice) const {
   httplib::Client c = NewClient(server_);
-  return Decode(c.Post(kSlices, slice.dump(), "application/json"), std::string("POST ") + kSlices);
+  return Decode(c.Post(kSlices, JsonHeaders(user_agent_), slice.dump(), "application/json"),
+                std::string("POST ") + kSlices);
 }
 
 }  // namespace devmgr::draplugin

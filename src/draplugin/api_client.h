@@ -16,8 +16,11 @@ namespace devmgr::draplugin {
 // Thread-safe (each call opens its own connection).
 class ApiClient {
  public:
-  // `server` is "http://host:port" (a kubeconfig's cluster server).
-  explicit ApiClient(std::string server) : server_(std::move(server)) {}
+  // `server` is "http://host:port" (a kubeconfig's cluster server); every
+  // request says `user_agent` in its User-Agent header (as client-go sends
+  // its program's name), or cpp-httplib's default when it is empty.
+  explicit ApiClient(std::string server, std::string user_agent = "")
+      : server_(std::move(server)), user_agent_(std::move(user_agent)) {}
 
   // GET /apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}.
   // NotFound on 404; Unavailable when the server cannot be reached; other
@@ -34,6 +37,7 @@ class ApiClient {
 
  private:
   const std::string server_;
+  const std::string user_agent_;
 };
 
 }  // namespace devmgr::draplugin

@@ -69,7 +69,9 @@ std::string SampleDraDriver::dra_socket() const {
 absl::Status SampleDraDriver::Start() {
   absl::StatusOr<std::string> server = KubeconfigServer(options_.kubeconfig);
   if (!server.ok()) return server.status();
-  api_ = std::make_unique<ApiClient>(*server);
+  // Its User-Agent names the driver, so the endpoint's request record (and
+  // a scenario's api_requests) tells two sample drivers apart.
+  api_ = std::make_unique<ApiClient>(*server, "devmgr-sample-dra-driver/" + config_.driver);
   const std::string driver_dir = options_.plugin_dir + "/" + config_.driver;
   absl::Status s = fs::MkdirAll(*fs::Default(), driver_dir, 0750);
   if (s.ok()) s = fs::MkdirAll(*fs::Default(), options_.registry_dir, 0750);

@@ -445,6 +445,7 @@ class OracleSide final : public StepBackend {
 
   // DRA compare runs are not built: the oracle is the device manager only.
   absl::Status ApplyObjects(const std::vector<nlohmann::json>&) override { return Refused(kNoDra); }
+  absl::Status InjectApiFaults(const std::vector<std::string>&) override { return Refused(kNoDra); }
   absl::Status DeleteObject(const std::string&, const std::string&, const std::string&) override {
     return Refused(kNoDra);
   }

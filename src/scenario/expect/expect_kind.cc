@@ -20,7 +20,8 @@ const std::vector<const ExpectKind*>& ExpectKinds() {
   // The order is that of the failures of a step: node resources, pods (and,
   // per container, devices, runtime, topology, health, DRA CDI IDs; then a
   // pod's own topology), disjoint devices, the checkpoint, calls, DRA claims,
-  // dra_manager_state, DRA driver calls, ResourceSlices, PodResources, logs.
+  // dra_manager_state, DRA driver calls, ResourceSlices, API requests,
+  // PodResources, logs.
   static const std::vector<const ExpectKind*> kKinds = {
       &NodeExpectKind(),           // resources
       &PodsExpectKind(),           // pods (and the pod and container kinds below)
@@ -35,6 +36,7 @@ const std::vector<const ExpectKind*>& ExpectKinds() {
       &DraCheckpointExpectKind(),  // dra_checkpoint
       &DraCallsExpectKind(),       // dra_calls
       &DraSlicesExpectKind(),      // resource_slices
+      &ApiRequestsExpectKind(),    // api_requests
       &PodResourcesExpectKind(),   // pod_resources
       &LogExpectKind(),            // log
   };

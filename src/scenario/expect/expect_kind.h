@@ -85,6 +85,7 @@ const ExpectKind& DraClaimsExpectKind();      // expect_dra_claims.cc: claims
 const ExpectKind& DraCheckpointExpectKind();  // expect_dra_checkpoint.cc: dra_checkpoint
 const ExpectKind& DraCallsExpectKind();       // expect_dra_calls.cc: dra_calls
 const ExpectKind& DraSlicesExpectKind();      // expect_dra_slices.cc: resource_slices
+const ExpectKind& ApiRequestsExpectKind();    // expect_api_requests.cc: api_requests
 
 // Shared by the checks.
 void Fail(std::vector<Failure>* out, const Location& loc, std::string what, std::string expected,

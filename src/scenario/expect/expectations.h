@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "apiserver/server.h"
 #include "dra/driver_calls.h"
 #include "dra/manager.h"
 #include "manager/manager.h"
@@ -62,6 +63,10 @@ struct Observed {
   std::optional<std::string> dra_checkpoint_bytes;
   // Every ResourceSlice in the API store (gathered only when expected).
   std::vector<nlohmann::json> dra_slices;
+  // The requests to the API endpoint since it started and since the step
+  // began, oldest first (gathered only when expected).
+  std::vector<apiserver::RequestRecord> api_requests_since_start;
+  std::vector<apiserver::RequestRecord> api_requests_since_step;
   int kubelet_minor = 0;
   // The values captured by earlier steps (name -> device ids, sorted).
   std::map<std::string, std::vector<std::string>> captures;

@@ -86,6 +86,8 @@ const char* StepKindName(StepKind kind) {
       return "delete_object";
     case StepKind::kWaitDriver:
       return "wait_driver";
+    case StepKind::kApiFault:
+      return "api_fault";
     case StepKind::kCheck:
       return "check";
   }
@@ -108,6 +110,8 @@ std::string DescribeDraStep(const Step& st) {
       return fmt::format("delete {} {}{}", st.object_kind,
                          st.object_namespace.empty() ? "" : st.object_namespace + "/",
                          st.object_name);
+    case StepKind::kApiFault:
+      return "inject API fault(s) " + ListString(st.api_faults);
     default:  // kWaitDriver
       return fmt::format("wait for DRA driver {} and its slices", st.driver);
   }
@@ -199,6 +203,7 @@ std::string DescribeStep(const Step& st) {
     case StepKind::kApply:
     case StepKind::kDeleteObject:
     case StepKind::kWaitDriver:
+    case StepKind::kApiFault:
       return DescribeDraStep(st);
     case StepKind::kCheck:
       return "check";
@@ -207,12 +212,14 @@ std::string DescribeStep(const Step& st) {
 }
 
 bool Scenario::UsesDra() const {
+  if (!api_faults.empty()) return true;
   for (const PluginSpec& p : plugins) {
     if (!p.dra_driver.empty()) return true;
   }
   for (const Step& st : steps) {
     if (st.kind == StepKind::kApply || st.kind == StepKind::kDeleteObject ||
-        st.kind == StepKind::kWaitDriver || st.checkpoint_file == CheckpointFile::kDra) {
+        st.kind == StepKind::kWaitDriver || st.kind == StepKind::kApiFault ||
+        st.checkpoint_file == CheckpointFile::kDra) {
       return true;
     }
   }

@@ -395,6 +395,28 @@ struct ResourceSlicesExpect {
   std::optional<StringMatcher> node_name;         // every slice's spec.nodeName
 };
 
+// One request to the API endpoint (expect.api_requests): each field that is
+// set must match.
+struct ApiRequestExpect {
+  Location loc;
+  std::optional<std::string> method;  // GET, POST, PUT, DELETE, PATCH
+  // The request's path without its query ({regex} allowed).
+  std::optional<StringMatcher> path;
+  std::optional<StringMatcher> user_agent;  // the client's User-Agent header
+  std::optional<int64_t> code;              // the HTTP status answered
+  std::optional<bool> fault;                // whether an injected fault fired on it
+  std::optional<bool> watch;                // a watch request (?watch=true)
+  int64_t count = -1;                       // counts entries: how many (>= 0)
+};
+
+// The requests the drivers made to the API endpoint.
+struct ApiRequestsExpect {
+  Location loc;
+  bool since_start = false;                // default: since the step began
+  std::vector<ApiRequestExpect> sequence;  // in this order, others between
+  std::vector<ApiRequestExpect> counts;    // each: `count` requests match
+};
+
 struct Expectations {
   Location loc;
   std::vector<ResourceExpect> resources;
@@ -412,12 +434,13 @@ struct Expectations {
   std::vector<DraCallsExpect> dra_calls;
   std::optional<DraCheckpointExpect> dra_checkpoint;
   std::vector<ResourceSlicesExpect> resource_slices;
+  std::optional<ApiRequestsExpect> api_requests;
   // Real-time budget to keep re-checking until everything holds.
   std::optional<absl::Duration> within;
   bool empty() const {
     return resources.empty() && pods.empty() && !disjoint && !checkpoint && calls.empty() &&
            !pod_resources && log.empty() && claims.empty() && dra_calls.empty() &&
-           !dra_checkpoint && resource_slices.empty();
+           !dra_checkpoint && resource_slices.empty() && !api_requests;
   }
 };
 
@@ -452,6 +475,7 @@ enum class StepKind {
   kApply,         // DRA: create or replace API objects
   kDeleteObject,  // DRA: delete an API object
   kWaitDriver,    // DRA: a driver registered, its slices published
+  kApiFault,      // DRA: faults for the API endpoint, from this step on
   kCheck,         // expectations only
 };
 
@@ -565,6 +589,9 @@ struct Step {
   // devices its slices for the node must list at least (default 1).
   std::string driver;
   int64_t min_devices = 1;
+  // kApiFault: fault SPECs of the API endpoint (apiserver/faults.h), each
+  // checked by the parser; added after the scenario's and earlier steps'.
+  std::vector<std::string> api_faults;
 
   Expectations expect;
   // The expectations must hold continuously for this long (from the end of
@@ -621,10 +648,14 @@ struct Scenario {
   Timeouts timeouts;
   std::vector<PluginSpec> plugins;
   std::vector<Step> steps;
+  // api_faults: fault SPECs (apiserver/faults.h) the API endpoint has from
+  // its start, before any plugin starts; checked by the parser.
+  std::vector<std::string> api_faults;
 
-  // DRA on the node: a dra_driver plugin or a DRA step (apply,
-  // delete_object, wait_driver, a checkpoint step on dra_manager_state). Turns on the API
-  // endpoint and plugins_registry; needs kubelet 1.34 or newer.
+  // DRA on the node: a dra_driver plugin, api_faults or a DRA step (apply,
+  // delete_object, wait_driver, api_fault, a checkpoint step on
+  // dra_manager_state). Turns on the API endpoint and plugins_registry;
+  // needs kubelet 1.34 or newer.
   bool UsesDra() const;
 };
 

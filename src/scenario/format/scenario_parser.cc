@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "apiserver/faults.h"
 #include "common/status_util.h"
 #include "fmt/format.h"
 #include "kubelet/feature_gates.h"
@@ -26,7 +27,8 @@ namespace {
 
 using yaml::Contains;
 
-const Keys kTopKeys = {"name", "description", "applies_to", "node", "timeouts", "plugins", "steps"};
+const Keys kTopKeys = {"name",     "description", "applies_to", "node",
+                       "timeouts", "plugins",     "api_faults", "steps"};
 const Keys kNodeKeys = {
     "kubelet_version",   "kubelet_versions", "dir",          "plugins_registry", "fsync",
     "max_recv_msg_size", "numa_nodes",       "dial_timeout", "numa_distances",   "topology_manager",
@@ -77,6 +79,7 @@ const Keys kStepActions = {"admit",
                            "apply",
                            "delete_object",
                            "wait_driver",
+                           "api_fault",
                            "check"};
 const StepKind kStepKinds[] = {StepKind::kAdmit,
                                StepKind::kDeletePod,
@@ -106,6 +109,7 @@ const StepKind kStepKinds[] = {StepKind::kAdmit,
                                StepKind::kApply,
                                StepKind::kDeleteObject,
                                StepKind::kWaitDriver,
+                               StepKind::kApiFault,
                                StepKind::kCheck};
 
 Keys Concat(Keys a, const Keys& b) {
@@ -177,6 +181,9 @@ class Parser : public ScenarioReader {
     if (root["node"]) DEVMGR_RETURN_IF_ERROR(ParseNode(root["node"], &sc.node));
     if (root["timeouts"]) DEVMGR_RETURN_IF_ERROR(ParseTimeouts(root["timeouts"], &sc.timeouts));
     if (root["plugins"]) DEVMGR_RETURN_IF_ERROR(ParsePlugins(root["plugins"], sc));
+    if (root["api_faults"]) {
+      DEVMGR_RETURN_IF_ERROR(ApiFaults(root["api_faults"], "api_faults", &sc.api_faults));
+    }
     if (!root["steps"]) return Error(root, "a scenario needs steps:");
     DEVMGR_RETURN_IF_ERROR(ExpectSeq(root["steps"], "steps"));
     for (const YAML::Node& s : root["steps"]) {
@@ -792,6 +799,8 @@ class Parser : public ScenarioReader {
         return ParseDeleteObject(where, v, step);
       case StepKind::kWaitDriver:
         return ParseWaitDriver(where, v, sc, step);
+      case StepKind::kApiFault:
+        return ApiFaults(v, where, &step->api_faults);
     }
     return Error(key, "unhandled step");
   }
@@ -971,6 +980,24 @@ class Parser : public ScenarioReader {
       return Error(v, "wait_driver needs plugin or driver");
     }
     if (v["devices"]) DEVMGR_RETURN_IF_ERROR(Int(v["devices"], "devices", 0, &step->min_devices));
+    return absl::OkStatus();
+  }
+
+  // api_faults, api_fault: a fault SPEC or a list of them, each one that
+  // apiserver::ParseFault takes.
+  absl::Status ApiFaults(const YAML::Node& v, const std::string& where,
+                         std::vector<std::string>* out) const {
+    auto one = [&](const YAML::Node& n) -> absl::Status {
+      std::string spec;
+      DEVMGR_RETURN_IF_ERROR(NonEmptyString(n, where + " (a fault SPEC)", &spec));
+      absl::StatusOr<apiserver::Fault> f = apiserver::ParseFault(spec);
+      if (!f.ok()) return Error(n, fmt::format("{}: {}", where, std::string(f.status().message())));
+      out->push_back(std::move(spec));
+      return absl::OkStatus();
+    };
+    if (!v.IsSequence()) return one(v);
+    if (v.size() == 0) return Error(v, where + " needs at least one fault SPEC");
+    for (const YAML::Node& n : v) DEVMGR_RETURN_IF_ERROR(one(n));
     return absl::OkStatus();
   }
 

@@ -426,6 +426,39 @@ TEST(ScenarioParserDra, DriversStepsAndExpectations) {
   ASSERT_TRUE(e.pods[0].containers[0].dra_cdi_devices);
 }
 
+TEST(ScenarioParserDra, ApiFaultsAtTheTopAndAsAStep) {
+  absl::StatusOr<Scenario> s = ParseScenario(R"(api_faults:
+  - method=POST,path=/apis/resource.k8s.io/v1/resourceslices,error=409
+steps:
+  - api_fault: method=GET,error=500,times=2
+  - api_fault: [delay=1s, "watch=true,drop-watch=2s"]
+    expect:
+      api_requests: [{fault: true}]
+)",
+                                             "f.yaml");
+  ASSERT_OK(s);
+  EXPECT_TRUE(s->UsesDra());  // the faults need the API endpoint
+  EXPECT_THAT(
+      s->api_faults,
+      ::testing::ElementsAre("method=POST,path=/apis/resource.k8s.io/v1/resourceslices,error=409"));
+  EXPECT_EQ(s->steps[0].kind, StepKind::kApiFault);
+  EXPECT_THAT(s->steps[0].api_faults, ::testing::ElementsAre("method=GET,error=500,times=2"));
+  EXPECT_EQ(DescribeStep(s->steps[0]), "inject API fault(s) [method=GET,error=500,times=2]");
+  EXPECT_THAT(s->steps[1].api_faults,
+              ::testing::ElementsAre("delay=1s", "watch=true,drop-watch=2s"));
+  ASSERT_TRUE(s->steps[1].expect.api_requests);
+  EXPECT_EQ(s->steps[1].expect.api_requests->sequence.size(), 1u);
+
+  // A SPEC ParseFault refuses, at its position.
+  EXPECT_THAT(Err("api_faults: [method=GET]\nsteps:\n  - check:\n    expect: {log: [x]}\n"),
+              HasSubstr("s.yaml:1:14: api_faults: --api-fault \"method=GET\": give exactly one "
+                        "of error=, delay=, drop-watch=, expire=true"));
+  EXPECT_THAT(Err("steps:\n  - api_fault: error=5000\n"), HasSubstr("s.yaml:2:16: api_fault: "));
+  EXPECT_THAT(Err("steps:\n  - api_fault: []\n"),
+              HasSubstr("s.yaml:2:16: api_fault needs at least one fault SPEC"));
+  EXPECT_THAT(Err("steps:\n  - api_fault: {error: 500}\n"), HasSubstr("s.yaml:2:16: api_fault"));
+}
+
 TEST(ScenarioParserDra, BadInputHasPositionsAndSuggestions) {
   const std::string steps = std::string(kDraDriver) + "steps:\n";
   EXPECT_THAT(Err(steps + "  - apply:\n      apiVersion: resource.k8s.io/v1\n      kind: "

@@ -4,6 +4,7 @@
 
 #include "common/junit.h"
 #include "fmt/format.h"
+#include "scenario/report/api_faults.h"
 
 namespace devmgr::scenario {
 namespace {
@@ -61,6 +62,9 @@ std::string StepLog(const ScenarioResult& r) {
     s += "\n";
     for (const auto& n : st.notes) s += "    " + n + "\n";
     if (!st.message.empty()) s += "    " + st.message + "\n";
+  }
+  for (const ApiFaultFiring& f : r.api_faults) {
+    for (const std::string& l : ApiFaultLines(f)) s += "    " + l + "\n";
   }
   return s;
 }
@@ -166,6 +170,9 @@ nlohmann::ordered_json ResultsJson(const std::vector<ScenarioResult>& results) {
       steps.push_back(std::move(x));
     }
     s["steps"] = std::move(steps);
+    nlohmann::ordered_json faults = nlohmann::ordered_json::array();
+    for (const ApiFaultFiring& f : r.api_faults) faults.push_back(ApiFaultJson(f));
+    s["apiFaults"] = std::move(faults);
     s["logTail"] = r.log_tail;
     nlohmann::ordered_json po = nlohmann::ordered_json::object();
     for (const auto& [k, v] : r.plugin_output) po[k] = v;

@@ -47,6 +47,29 @@ struct StepResult {
   std::vector<std::string> notes;
 };
 
+// One request to the API endpoint, as the report shows it.
+struct ApiCall {
+  std::string method;
+  std::string target;  // path and query
+  std::string user_agent;
+  int status = 0;
+  absl::Time time;  // when it arrived (real time)
+};
+
+// An injected API fault that fired (docs/api-server.md, "Fault injection")
+// and what the same client (the same User-Agent) did after it: its next
+// requests, up to and including its next one with the same method and path
+// (at most kApiFaultFollowers of them).
+struct ApiFaultFiring {
+  std::string fault;  // the SPEC
+  int step = 0;       // the step it fired in (0: the set-up)
+  ApiCall call;
+  std::vector<ApiCall> after;
+  bool repeated = false;  // after ends with the same method and path
+  size_t later = 0;       // the client's requests after it in all
+};
+inline constexpr size_t kApiFaultFollowers = 8;
+
 struct ScenarioResult {
   std::string name;  // scenario name, plus " [1.31]" when run per version
   std::string file;
@@ -59,6 +82,8 @@ struct ScenarioResult {
   std::vector<std::string> log_tail;
   std::map<std::string, std::vector<std::string>> plugin_output;
   std::string work_dir;  // kept with --keep-dir
+  // Every injected API fault that fired, in order.
+  std::vector<ApiFaultFiring> api_faults;
 };
 
 }  // namespace devmgr::scenario

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "apiserver/faults.h"
 #include "apiserver/resource_type.h"
 #include "common/fs.h"
 #include "common/status_util.h"
@@ -271,6 +272,11 @@ absl::Status DevmgrBackend::ApplyObjects(const std::vector<nlohmann::json>& obje
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status DevmgrBackend::InjectApiFaults(const std::vector<std::string>& specs) {
+  if (ctx_.api == nullptr) return NoDra(ctx_, "api_fault");
+  return apiserver::AddFaultSpecs(ctx_.api->faults(), specs);
 }
 
 absl::Status DevmgrBackend::DeleteObject(const std::string& kind, const std::string& ns,

@@ -58,6 +58,7 @@ class DevmgrBackend final : public StepBackend {
                                            absl::Duration timeout) override;
 
   absl::Status ApplyObjects(const std::vector<nlohmann::json>& objects) override;
+  absl::Status InjectApiFaults(const std::vector<std::string>& specs) override;
   absl::Status DeleteObject(const std::string& kind, const std::string& ns,
                             const std::string& name) override;
   absl::Status WaitDriver(const std::string& driver, int64_t min_devices, PluginHost* h,

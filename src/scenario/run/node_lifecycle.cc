@@ -68,6 +68,8 @@ std::string RunContext::DraCheckpointPath() const { return work_dir + "/" + dra:
 absl::Status RunContext::StartApi() {
   api = std::make_unique<apiserver::ApiServer>(clock);
   dra_timers = std::make_unique<dra::ClockTimers>(&clock);
+  // The parser checked every SPEC.
+  if (absl::Status s = apiserver::AddFaultSpecs(api->faults(), sc.api_faults); !s.ok()) return s;
   absl::StatusOr<std::string> url = api->Start(apiserver::kDefaultApiListen);
   if (!url.ok()) {
     return EnvError(fmt::format("the API endpoint for DRA drivers did not start: {}",

@@ -66,6 +66,12 @@ void ObserveDra(const Expectations& e, const ObserveContext& ctx, Observed* o) {
         ctx.dra_store->List(apiserver::ResourceSlices(), "", apiserver::FieldSelector{});
     if (l.ok()) o->dra_slices = std::move(l.value.items);
   }
+  if (e.api_requests && ctx.api != nullptr) {
+    o->api_requests_since_start = ctx.api->Requests();
+    for (const apiserver::RequestRecord& r : o->api_requests_since_start) {
+      if (r.seq > ctx.api_requests_mark) o->api_requests_since_step.push_back(r);
+    }
+  }
 }
 
 }  // namespace

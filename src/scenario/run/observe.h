@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "apiserver/server.h"
 #include "apiserver/store.h"
 #include "dra/driver_calls.h"
 #include "node/node.h"
@@ -37,6 +38,10 @@ struct ObserveContext {
   std::vector<dra::DriverCallRecord> dra_calls;
   size_t dra_calls_mark = 0;
   std::string dra_checkpoint_path;
+  // The API endpoint (null: off) and how many requests it had recorded when
+  // the step began.
+  const apiserver::ApiServer* api = nullptr;
+  uint64_t api_requests_mark = 0;
   int kubelet_minor = 0;
 };
 

@@ -100,6 +100,8 @@ class RunContext {
   std::unique_ptr<dra::ClockTimers> dra_timers;
   // How many driver calls were recorded when the current step began.
   size_t dra_calls_mark = 0;
+  // How many API requests were recorded when the current step began.
+  uint64_t api_requests_mark = 0;
 
   // ---- node_lifecycle.cc ----
   // The temp dir, plugins, node and PodResources server (environment

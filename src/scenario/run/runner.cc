@@ -7,6 +7,7 @@
 #include "scenario/expect/captures.h"
 #include "scenario/expect/expectations.h"
 #include "scenario/expect/health_check.h"
+#include "scenario/report/api_faults.h"
 #include "scenario/report/version_matrix.h"
 #include "scenario/run/devmgr_backend.h"
 #include "scenario/run/observe.h"
@@ -47,6 +48,7 @@ class Run {
       result_.steps.push_back(std::move(r));
     }
     if (result_.outcome != Outcome::kPassed) CollectEvidence();
+    CollectApiFaults();
     ctx_.Teardown();
     if (!opts_.keep_dir) result_.work_dir.clear();
     result_.duration = absl::Now() - t0;
@@ -109,6 +111,9 @@ class Run {
   }
 
   void PrintSummary() {
+    for (const ApiFaultFiring& f : result_.api_faults) {
+      for (const std::string& l : ApiFaultLines(f)) Print(fmt::format("    {}\n", l));
+    }
     if (result_.outcome != Outcome::kPassed) {
       if (!result_.log_tail.empty()) {
         Print("    recent devmgr log lines:\n");
@@ -136,6 +141,18 @@ class Run {
       tail.insert(tail.begin(), fmt::format("[{}]", h->Describe()));
       result_.plugin_output[h->spec().name] = std::move(tail);
     }
+  }
+
+  // The injected API faults that fired and what their clients did next.
+  void CollectApiFaults() {
+    if (ctx_.api == nullptr) return;
+    result_.api_faults = FindApiFaultFirings(ctx_.api->Requests(), [this](uint64_t seq) {
+      int step = 0;  // the set-up
+      for (const auto& [mark, index] : step_marks_) {
+        if (seq > mark) step = index;
+      }
+      return step;
+    });
   }
 
   // ---- set-up ----
@@ -174,6 +191,10 @@ class Run {
   void RunStep(const Step& st, StepResult* r) {
     for (auto& h : ctx_.hosts) h->MarkCalls();
     ctx_.dra_calls_mark = ctx_.DraCalls().size();
+    if (ctx_.api != nullptr) {
+      ctx_.api_requests_mark = ctx_.api->RequestsRecorded();
+      step_marks_.emplace_back(ctx_.api_requests_mark, r->index);
+    }
     const std::vector<std::string> last = RecentLogLines(1);
     ctx_.log_mark = last.empty() ? "" : last.back();
     DevmgrBackend backend(ctx_);
@@ -216,6 +237,8 @@ class Run {
       c.dra_calls = ctx_.DraCalls();
       c.dra_calls_mark = ctx_.dra_calls_mark;
       c.dra_checkpoint_path = ctx_.DraCheckpointPath();
+      c.api = ctx_.api.get();
+      c.api_requests_mark = ctx_.api_requests_mark;
     }
     c.kubelet_minor = ctx_.profile.minor;
     return Observe(e, c);
@@ -299,6 +322,8 @@ class Run {
   const absl::StatusOr<Profile> gated_;
   RunContext ctx_;
   ScenarioResult result_;
+  // (requests recorded when a step began, its index): which step a request was in.
+  std::vector<std::pair<uint64_t, int>> step_marks_;
   // name -> device ids (sorted), from `capture:` of passed steps.
   std::map<std::string, std::vector<std::string>> captures_;
 };

@@ -141,6 +141,10 @@ class StepBackend {
   // (may be null): the process whose exit ends the wait.
   virtual absl::Status WaitDriver(const std::string& driver, int64_t min_devices, PluginHost* h,
                                   absl::Duration timeout) = 0;
+  // Adds the fault SPECs (apiserver/faults.h, checked by the parser) to the
+  // API endpoint, after the ones it has; they act on the requests from now
+  // on.
+  virtual absl::Status InjectApiFaults(const std::vector<std::string>& specs) = 0;
 
   // ---- commands ----
   // Runs `command` to its end within `timeout` (DeadlineExceeded, with its

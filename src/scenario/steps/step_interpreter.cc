@@ -303,6 +303,8 @@ absl::Status InterpretStep(const Step& st, const Timeouts& timeouts, StepBackend
       return backend.DeleteObject(st.object_kind, st.object_namespace, st.object_name);
     case StepKind::kWaitDriver:
       return WaitDriver(e);
+    case StepKind::kApiFault:
+      return backend.InjectApiFaults(st.api_faults);
     case StepKind::kCheck:
       return absl::OkStatus();  // expectations only
   }

@@ -117,6 +117,11 @@ class RecordingBackend final : public StepBackend {
                             const std::string& name) override {
     return Record("DeleteObject", kind + " " + ns + "/" + name);
   }
+  absl::Status InjectApiFaults(const std::vector<std::string>& specs) override {
+    std::string joined;
+    for (const std::string& f : specs) joined += (joined.empty() ? "" : ";") + f;
+    return Record("InjectApiFaults", joined);
+  }
   absl::Status WaitDriver(const std::string& driver, int64_t min_devices, PluginHost* h,
                           absl::Duration) override {
     return Record("WaitDriver", fmt::format("{} {} {}", driver, min_devices,
@@ -378,6 +383,9 @@ TEST_F(StepInterpreterTest, ACommandsExitCodeIsCheckedAndItsOutputNoted) {
 TEST_F(StepInterpreterTest, DraStepsTakeTheirPrimitives) {
   ASSERT_TRUE(Interpret(Of(StepKind::kApply)).ok());
   ASSERT_TRUE(Interpret(Of(StepKind::kDeleteObject)).ok());
+  Step fault = Of(StepKind::kApiFault);
+  fault.api_faults = {"method=GET,error=500", "method=POST,delay=1s"};
+  ASSERT_TRUE(Interpret(fault).ok());
   Step wait = Of(StepKind::kWaitDriver);
   wait.min_devices = 4;
   ASSERT_TRUE(Interpret(wait).ok());
@@ -385,7 +393,8 @@ TEST_F(StepInterpreterTest, DraStepsTakeTheirPrimitives) {
   ASSERT_TRUE(Interpret(wait).ok());
   EXPECT_EQ(backend_->calls,
             (std::vector<std::string>{
-                "ApplyObjects DeviceClass", "DeleteObject ResourceClaim default/gpu", "Host p",
+                "ApplyObjects DeviceClass", "DeleteObject ResourceClaim default/gpu",
+                "InjectApiFaults method=GET,error=500;method=POST,delay=1s", "Host p",
                 "WaitDriver gpu.example.com 4 p", "WaitDriver gpu.example.com 4 -"}));
   backend_->calls.clear();
   backend_->running = false;
