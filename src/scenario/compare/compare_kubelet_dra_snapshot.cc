@@ -1,0 +1,146 @@
+// The normalizations of the DRA comparison (compare_kubelet_dra.h) and
+// devmgr's side of it: what is observed after each step.
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "apiserver/resource_type.h"
+#include "apiserver/store.h"
+#include "node/dra_pods.h"
+#include "scenario/compare/compare_kubelet_dra.h"
+#include "scenario/compare/compare_kubelet_snapshot.h"
+#include "scenario/run/run_context.h"
+
+namespace devmgr::scenario {
+namespace compare {
+
+namespace {
+
+// The kubelet's pod event prefix of a failed PrepareDynamicResources
+// (node/dra_pods.cc writes it in front of the manager's error).
+constexpr char kPrepareEventPrefix[] = "Failed to prepare dynamic resources: ";
+
+}  // namespace
+
+Json DraCheckpointJson(const std::string& bytes, bool exists) {
+  if (!exists) return Json();
+  Json outer = Json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+  if (outer.is_discarded() || !outer.is_object() || !outer.contains("Data") ||
+      !outer["Data"].is_string()) {
+    return Json{{"unreadable", "not a checkpoint file ({\"Data\": string, \"Checksum\": n})"}};
+  }
+  Json data = Json::parse(outer["Data"].get<std::string>(), nullptr, false);
+  if (data.is_discarded() || !data.is_object()) {
+    return Json{{"unreadable", "Data is not JSON"}};
+  }
+  if (data.contains("ClaimInfoStateList") && data["ClaimInfoStateList"].is_array()) {
+    Json& list = data["ClaimInfoStateList"];
+    std::stable_sort(list.begin(), list.end(), [](const Json& a, const Json& b) {
+      return a.value("ClaimUID", "") < b.value("ClaimUID", "");
+    });
+  }
+  return data;
+}
+
+Json DraCallsJson(const std::vector<nlohmann::json>& records) {
+  Json out = Json::array();
+  for (const Json& r : records) {
+    Json claims = Json::array();
+    for (const Json& c : r.value("claims", Json::array())) {
+      claims.push_back(c.value("namespace", "") + "/" + c.value("name", "") + " " +
+                       c.value("uid", ""));
+    }
+    std::sort(claims.begin(), claims.end());
+    out.push_back({{"method", r.value("method", "")},
+                   {"service", r.value("service", "")},
+                   {"claims", claims},
+                   {"errors", r.value("errors", Json::object())}});
+  }
+  return out;
+}
+
+Json DevmgrPrepareVerdict(const std::string& reason, const std::string& message) {
+  if (reason != node::kDraPrepareFailed) return Json{{"prepared", true}, {"error", ""}};
+  std::string error = message;
+  if (absl::StartsWith(error, kPrepareEventPrefix)) {
+    error = error.substr(sizeof(kPrepareEventPrefix) - 1);
+  }
+  return Json{{"prepared", false}, {"error", error}};
+}
+
+}  // namespace compare
+
+namespace {
+
+using compare::Json;
+
+std::string ReadFile(const std::string& path, bool* exists) {
+  std::ifstream in(path, std::ios::binary);
+  *exists = static_cast<bool>(in);
+  if (!in) return "";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+DraObservation ObserveDevmgrDra(RunContext& ctx) {
+  DraObservation o;
+  Json pods = Json::object();
+  if (ctx.pods != nullptr) {
+    const std::vector<std::string> prepared =
+        ctx.node != nullptr ? ctx.node->DraPodUids() : std::vector<std::string>{};
+    for (const node::PodRecord& rec : ctx.pods->Pods()) {
+      const std::string& uid = rec.pod.uid;
+      const bool holds = std::find(prepared.begin(), prepared.end(), uid) != prepared.end();
+      if (rec.reason == node::kDraSchedulingFailed) {
+        pods[uid] = {{"scheduling_failed", rec.message}};
+        continue;
+      }
+      Json p = compare::DevmgrPrepareVerdict(rec.reason, rec.message);
+      // Deleted, or terminated (set_phase): the kubelet unprepares both.
+      const bool gone = rec.deleted || rec.phase == pod::Phase::kSucceeded ||
+                        (rec.phase == pod::Phase::kFailed && rec.reason.empty());
+      p["gone"] = gone;
+      if (gone) {
+        // Unprepared once the node no longer holds its claims.
+        p["unprepared"] = !holds;
+      } else if (p["prepared"].get<bool>() && ctx.node != nullptr) {
+        Json containers = Json::object();
+        for (const pod::Container* c : pod::AllContainersInKubeletOrder(rec.pod)) {
+          containers[c->name] = ctx.node->DraCdiDevices(uid, c->name);
+        }
+        p["containers"] = containers;
+      }
+      pods[uid] = p;
+      if (ctx.node != nullptr) {
+        if (std::optional<Json> m = ctx.node->DraPodManifest(uid)) o.pods[uid] = *m;
+      }
+    }
+  }
+  Json calls = Json::object();
+  for (const auto& h : ctx.hosts) {
+    if (h->spec().dra_driver.empty() || !h->has_call_log()) continue;
+    calls[h->spec().name] = compare::DraCallsJson(h->CallsSinceMark());
+  }
+  bool exists = false;
+  const std::string bytes = ReadFile(ctx.DraCheckpointPath(), &exists);
+  o.compared = {{"pods", pods},
+                {"calls", calls},
+                {"checkpoint", compare::DraCheckpointJson(bytes, exists)}};
+  compare::ReplaceInStrings(&o.compared, ctx.work_dir, compare::kWorkDirPlaceholder);
+  if (ctx.api != nullptr) {
+    apiserver::ApiOr<apiserver::Store::ListResult> list =
+        ctx.api->store().List(apiserver::ResourceClaims(), "", {});
+    if (list.ok()) {
+      for (const Json& c : list.value.items) {
+        o.claims[c["metadata"].value("namespace", "") + "/" + c["metadata"].value("name", "")] = c;
+      }
+    }
+  }
+  return o;
+}
+
+}  // namespace devmgr::scenario
