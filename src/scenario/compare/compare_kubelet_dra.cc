@@ -28,13 +28,15 @@ namespace {
 
 using compare::Json;
 
-constexpr char kNoStoppedKubelet[] =
-    "the oracle has no stopped-kubelet state (stop_kubelet/start_kubelet); it restarts in one "
-    "step";
-
 // How long the oracle's plugin watcher waits for a driver's socket, and
 // for the calls of one registration.
 constexpr absl::Duration kRegistrationTimeout = absl::Seconds(10);
+
+// 37 for "1.37".
+int Minor(const std::string& version) {
+  const size_t dot = version.find('.');
+  return dot == std::string::npos ? 0 : std::atoi(version.c_str() + dot + 1);
+}
 
 std::string Secs(absl::Duration d) { return fmt::format("{:.2f}s", absl::ToDoubleSeconds(d)); }
 
@@ -61,9 +63,7 @@ struct OracleDraPod {
   std::vector<std::string> containers;  // kubelet order
   bool prepared = false;
   std::string error;
-  bool deleted = false;  // deleted or terminated: unprepared
-  bool unprepared = false;
-  Json cdi = Json::object();  // container -> CDI IDs | {failed: error}
+  bool deleted = false;  // deleted or terminated
 };
 
 // The kubelet oracle's DRA side and its step backend.
@@ -162,10 +162,16 @@ class DraOracleSide final : public StepBackend {
     Json pods = Json::object();
     for (const OracleDraPod& p : pods_) {
       Json j = {{"prepared", p.prepared}, {"error", p.error}, {"gone", p.deleted}};
-      if (p.deleted) {
-        j["unprepared"] = p.unprepared;
-      } else if (p.prepared) {
-        j["containers"] = p.cdi;
+      if (!p.deleted && p.prepared && !stopped_) {
+        // What a container starting now would get (GetResources), as
+        // devmgr's side observes it.
+        Json cdi = Json::object();
+        for (const std::string& c : p.containers) {
+          absl::StatusOr<Json> r = GetResources(p.uid, c);
+          if (!r.ok()) return r.status();
+          cdi[c] = *r;
+        }
+        j["containers"] = cdi;
       }
       pods[p.uid] = j;
     }
@@ -192,9 +198,18 @@ class DraOracleSide final : public StepBackend {
   }
 
   // ---- the step primitives (step_backend.h) ----
-  bool KubeletRunning() const override { return true; }
-  absl::Status StopKubelet() override { return Refused(kNoStoppedKubelet); }
-  absl::Status StartKubelet(bool, absl::Duration) override { return Refused(kNoStoppedKubelet); }
+  // A stopped kubelet: the oracle's DRA manager stays up but is not asked
+  // anything (no pod syncs, no GetResources); start_kubelet is dra_restart.
+  bool KubeletRunning() const override { return !stopped_; }
+  absl::Status StopKubelet() override {
+    stopped_ = true;
+    return absl::OkStatus();
+  }
+  absl::Status StartKubelet(bool, absl::Duration) override {
+    if (!stopped_) return absl::FailedPreconditionError("start_kubelet: the kubelet is running");
+    stopped_ = false;
+    return Restart({});
+  }
   absl::Status RestartKubelet(bool, absl::Duration) override { return Restart({}); }
   absl::Status RebootNode(const std::vector<PluginHost*>&, bool, absl::Duration) override {
     return Refused(
@@ -212,6 +227,7 @@ class DraOracleSide final : public StepBackend {
   }
 
   absl::Status AdmitPod(const pod::Pod& pod, absl::Duration, std::vector<std::string>*) override {
+    if (stopped_) return Refused("admit with the kubelet stopped");
     if (absl::Status s = SyncClaims(); !s.ok()) return s;
     const Json* d = DevmgrPod(pod.uid);
     if (d != nullptr && d->contains("scheduling_failed")) {
@@ -240,6 +256,13 @@ class DraOracleSide final : public StepBackend {
   absl::Status DeletePod(const std::string& ref) override {
     OracleDraPod* p = Find(ref);
     if (p == nullptr) return Refused("delete_pod: no such pod on the oracle's side");
+    if (stopped_) {
+      // Gone while the kubelet is down: only the API side happens. The
+      // oracle's active-pod set still holds it (it has no op to drop a pod
+      // without unpreparing), which only its 60 s reconcile loop reads.
+      p->deleted = true;
+      return SyncClaims();
+    }
     if (absl::Status s = Unprepare(p); !s.ok()) return s;
     return SyncClaims();
   }
@@ -251,6 +274,7 @@ class DraOracleSide final : public StepBackend {
     // syncTerminatedPod).
     OracleDraPod* p = Find(ref);
     if (p == nullptr) return Refused("set_phase: no such pod on the oracle's side");
+    if (stopped_) return Refused("set_phase with the kubelet stopped");
     if (absl::Status s = Unprepare(p); !s.ok()) return s;
     return SyncClaims();
   }
@@ -260,7 +284,7 @@ class DraOracleSide final : public StepBackend {
     if (p == nullptr || !p->prepared || p->deleted) {
       return Refused("restart_container: pod not active");
     }
-    return GetResources(p, container);
+    return GetResources(p->uid, container).status();
   }
   std::string PodUidOr(const std::string& ref) override {
     OracleDraPod* p = Find(ref);
@@ -475,32 +499,24 @@ class DraOracleSide final : public StepBackend {
     MirrorApiCalls();
     p->prepared = r->value("prepared", false);
     p->error = p->prepared ? "" : r->value("error", "");
-    p->cdi = Json::object();
-    if (!p->prepared) return absl::OkStatus();
-    for (const std::string& c : p->containers) {
-      if (absl::Status s = GetResources(p, c); !s.ok()) return s;
-    }
     return absl::OkStatus();
   }
 
-  absl::Status GetResources(OracleDraPod* p, const std::string& container) {
+  // GetResources: the container's CDI IDs, or {failed: error}.
+  absl::StatusOr<Json> GetResources(const std::string& uid, const std::string& container) {
     absl::StatusOr<Json> r =
-        Call({{"op", "dra_get_resources"}, {"uid", p->uid}, {"container", container}});
+        Call({{"op", "dra_get_resources"}, {"uid", uid}, {"container", container}});
     if (!r.ok()) return r.status();
-    if (r->value("failed", false)) {
-      p->cdi[container] = {{"failed", r->value("error", "")}};
-    } else {
-      p->cdi[container] = r->value("cdi_devices", Json::array());
-    }
-    return absl::OkStatus();
+    if (r->value("failed", false)) return Json{{"failed", r->value("error", "")}};
+    return r->value("cdi_devices", Json::array());
   }
 
   absl::Status Unprepare(OracleDraPod* p) {
     absl::StatusOr<Json> r = Call({{"op", "dra_unprepare"}, {"uid", p->uid}});
     if (!r.ok()) return r.status();
     p->deleted = true;
-    p->unprepared = r->value("unprepared", false);
-    if (!p->unprepared) p->error = r->value("error", "");
+    // A failed unprepare shows in the checkpoint (the claim stays) and in
+    // the driver's call log; devmgr's pod record has no unprepare error.
     return absl::OkStatus();
   }
 
@@ -647,8 +663,9 @@ class DraOracleSide final : public StepBackend {
   std::vector<std::unique_ptr<PluginHost>> hosts_;
   OracleProcess oracle_;
   std::vector<OracleDraPod> pods_;
-  std::map<std::string, WatchedSocket> watched_;  // registration socket path ->
+  std::map<std::string, WatchedSocket> watched_;  // by registration socket path
   const DraObservation* devmgr_after_ = nullptr;
+  bool stopped_ = false;
 };
 
 // ---- the comparison --------------------------------------------------------
@@ -788,8 +805,12 @@ class DraComparison {
     for (;;) {
       absl::StatusOr<Json> o = oracle_.Observe();
       if (!o.ok()) return o.status();
-      diffs = compare::Diff(*o, d, loc);
-      if (getenv("DMDEBUG") != nullptr) fprintf(stderr, "STEP %d\nO %s\nD %s\n", index, o->dump().c_str(), d.dump().c_str());
+      Json oracle = *o, devmgr = d;
+      if (Minor(opts_.version) >= 36) {
+        compare::GroupCdiByClaim(&oracle);
+        compare::GroupCdiByClaim(&devmgr);
+      }
+      diffs = compare::Diff(oracle, devmgr, loc);
       bool explained = true;
       for (const Failure& f : diffs) {
         explained &= FindExplained(sc_.name, opts_.version, f.what) != nullptr;

@@ -81,6 +81,16 @@ nlohmann::json DraCallsJson(const std::vector<nlohmann::json>& records);
 // the oracle returns).
 nlohmann::json DevmgrPrepareVerdict(const std::string& reason, const std::string& message);
 
+// From 1.36 the kubelet's GetResources collects a container's claims in a
+// map (claim name -> request names) and appends each claim's CDI IDs in Go
+// map order (pkg/kubelet/cm/dra/manager.go at v1.36.3 and v1.37.2; 1.34.4
+// and 1.35.4 follow pod.spec.resourceClaims). For those releases each
+// container's CDI IDs of an observation are stable-sorted by the UID of
+// the claim that lists them in the observation's own checkpoint: the order
+// within a claim is still compared, the order of the claims is not. IDs no
+// claim lists stay in front, in their order.
+void GroupCdiByClaim(nlohmann::json* observation);
+
 }  // namespace compare
 }  // namespace devmgr::scenario
 

@@ -2,6 +2,7 @@
 // devmgr's side of it: what is observed after each step.
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -69,6 +70,37 @@ Json DevmgrPrepareVerdict(const std::string& reason, const std::string& message)
   return Json{{"prepared", false}, {"error", error}};
 }
 
+void GroupCdiByClaim(Json* observation) {
+  std::map<std::string, std::string> claim_of;  // CDI ID -> claim UID
+  const Json& cp = observation->value("checkpoint", Json());
+  if (cp.is_object() && cp.contains("ClaimInfoStateList") && cp["ClaimInfoStateList"].is_array()) {
+    for (const Json& e : cp["ClaimInfoStateList"]) {
+      const std::string uid = e.value("ClaimUID", "");
+      const Json& drivers = e.value("DriverState", Json::object());
+      for (auto d = drivers.begin(); d != drivers.end(); ++d) {
+        for (const Json& dev : d.value().value("Devices", Json::array())) {
+          for (const Json& id : dev.value("CDIDeviceIDs", Json::array())) {
+            if (id.is_string()) claim_of.emplace(id.get<std::string>(), uid);
+          }
+        }
+      }
+    }
+  }
+  if (!observation->contains("pods")) return;
+  for (auto p = (*observation)["pods"].begin(); p != (*observation)["pods"].end(); ++p) {
+    if (!p.value().contains("containers")) continue;
+    for (auto c = p.value()["containers"].begin(); c != p.value()["containers"].end(); ++c) {
+      if (!c.value().is_array()) continue;
+      auto claim = [&claim_of](const Json& id) {
+        const auto it = id.is_string() ? claim_of.find(id.get<std::string>()) : claim_of.end();
+        return it == claim_of.end() ? std::string() : it->second;
+      };
+      std::stable_sort(c.value().begin(), c.value().end(),
+                       [&claim](const Json& a, const Json& b) { return claim(a) < claim(b); });
+    }
+  }
+}
+
 }  // namespace compare
 
 namespace {
@@ -90,11 +122,8 @@ DraObservation ObserveDevmgrDra(RunContext& ctx) {
   DraObservation o;
   Json pods = Json::object();
   if (ctx.pods != nullptr) {
-    const std::vector<std::string> prepared =
-        ctx.node != nullptr ? ctx.node->DraPodUids() : std::vector<std::string>{};
     for (const node::PodRecord& rec : ctx.pods->Pods()) {
       const std::string& uid = rec.pod.uid;
-      const bool holds = std::find(prepared.begin(), prepared.end(), uid) != prepared.end();
       if (rec.reason == node::kDraSchedulingFailed) {
         pods[uid] = {{"scheduling_failed", rec.message}};
         continue;
@@ -104,10 +133,9 @@ DraObservation ObserveDevmgrDra(RunContext& ctx) {
       const bool gone = rec.deleted || rec.phase == pod::Phase::kSucceeded ||
                         (rec.phase == pod::Phase::kFailed && rec.reason.empty());
       p["gone"] = gone;
-      if (gone) {
-        // Unprepared once the node no longer holds its claims.
-        p["unprepared"] = !holds;
-      } else if (p["prepared"].get<bool>() && ctx.node != nullptr) {
+      // The CDI IDs a container would get if it started now (none while
+      // the kubelet is stopped).
+      if (!gone && p["prepared"].get<bool>() && ctx.kubelet_running()) {
         Json containers = Json::object();
         for (const pod::Container* c : pod::AllContainersInKubeletOrder(rec.pod)) {
           containers[c->name] = ctx.node->DraCdiDevices(uid, c->name);
