@@ -125,6 +125,10 @@ class DraOracleSide final : public StepBackend {
       return EnvError("the oracle's DRA manager did not start: " + started->value("error", ""));
     }
     MirrorApiCalls();
+    absl::StatusOr<Json> fg = Call({{"op", "feature_gates"}, {"names", {"ResourceHealthStatus"}}});
+    if (!fg.ok()) return fg.status();
+    resource_health_ =
+        (*fg)["gates"].value("ResourceHealthStatus", Json::object()).value("enabled", false);
     for (auto& h : hosts_) {
       if (h->spec().start == PluginStart::kBeforeKubelet) {
         if (absl::Status s = AwaitRegistration(*h); !s.ok()) return s;
@@ -172,6 +176,18 @@ class DraOracleSide final : public StepBackend {
           cdi[c] = *r;
         }
         j["containers"] = cdi;
+      }
+      if (!p.deleted && p.prepared && !stopped_ && resource_health_) {
+        // The kubelet's status manager asks only with the gate on
+        // (convertToAPIContainerStatuses); the oracle's op does not check it.
+        absl::StatusOr<Json> h = Call({{"op", "dra_health_status"}, {"uid", p.uid}});
+        if (!h.ok()) return h.status();
+        Json health = Json::object();
+        const Json& hc = h->value("containers", Json::object());
+        for (auto c = hc.begin(); c != hc.end(); ++c) {
+          health[c.key()] = compare::HealthStatusJson(c.value());
+        }
+        j["health"] = health;
       }
       pods[p.uid] = j;
     }
@@ -666,6 +682,7 @@ class DraOracleSide final : public StepBackend {
   std::map<std::string, WatchedSocket> watched_;  // by registration socket path
   const DraObservation* devmgr_after_ = nullptr;
   bool stopped_ = false;
+  bool resource_health_ = false;  // the release's ResourceHealthStatus gate, as set
 };
 
 // ---- the comparison --------------------------------------------------------

@@ -81,6 +81,12 @@ nlohmann::json DraCallsJson(const std::vector<nlohmann::json>& records);
 // the oracle returns).
 nlohmann::json DevmgrPrepareVerdict(const std::string& reason, const std::string& message);
 
+// A container's allocatedResourcesStatus (v1.ResourceStatus list, as the
+// API's JSON has it; null: Go's nil, the field absent), normalized: the
+// statuses sorted by name, each one's resources by resourceID, empty
+// health and message left out (omitempty).
+nlohmann::json HealthStatusJson(const nlohmann::json& statuses);
+
 // From 1.36 the kubelet's GetResources collects a container's claims in a
 // map (claim name -> request names) and appends each claim's CDI IDs in Go
 // map order (pkg/kubelet/cm/dra/manager.go at v1.36.3 and v1.37.2; 1.34.4

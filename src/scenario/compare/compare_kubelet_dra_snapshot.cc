@@ -70,6 +70,29 @@ Json DevmgrPrepareVerdict(const std::string& reason, const std::string& message)
   return Json{{"prepared", false}, {"error", error}};
 }
 
+Json HealthStatusJson(const Json& statuses) {
+  if (!statuses.is_array()) return Json();
+  Json out = Json::array();
+  for (const Json& st : statuses) {
+    Json resources = Json::array();
+    for (const Json& r : st.value("resources", Json::array())) {
+      Json x = {{"resourceID", r.value("resourceID", "")}};
+      for (const char* k : {"health", "message"}) {
+        if (r.contains(k) && r[k].is_string() && !r[k].get<std::string>().empty()) x[k] = r[k];
+      }
+      resources.push_back(std::move(x));
+    }
+    std::sort(resources.begin(), resources.end(), [](const Json& a, const Json& b) {
+      return a["resourceID"].get<std::string>() < b["resourceID"].get<std::string>();
+    });
+    out.push_back({{"name", st.value("name", "")}, {"resources", resources}});
+  }
+  std::sort(out.begin(), out.end(), [](const Json& a, const Json& b) {
+    return a["name"].get<std::string>() < b["name"].get<std::string>();
+  });
+  return out;
+}
+
 void GroupCdiByClaim(Json* observation) {
   std::map<std::string, std::string> claim_of;  // CDI ID -> claim UID
   const Json& cp = observation->value("checkpoint", Json());
@@ -116,6 +139,37 @@ std::string ReadFile(const std::string& path, bool* exists) {
   return ss.str();
 }
 
+// The app containers' allocatedResourcesStatus as the DRA manager's
+// UpdateAllocatedResourcesStatus writes it (Node::DraUpdateStatuses).
+Json DevmgrHealth(RunContext& ctx, const pod::Pod& pod) {
+  std::vector<manager::ContainerResourceStatus> statuses;
+  for (const pod::Container& c : pod.containers) {
+    manager::ContainerResourceStatus st;
+    st.name = c.name;
+    statuses.push_back(std::move(st));
+  }
+  ctx.node->DraUpdateStatuses(pod.uid, &statuses);
+  Json out = Json::object();
+  for (const manager::ContainerResourceStatus& st : statuses) {
+    if (!st.allocated_resources_status.has_value()) {
+      out[st.name] = Json();
+      continue;
+    }
+    Json list = Json::array();
+    for (const manager::ResourceHealthStatus& rs : *st.allocated_resources_status) {
+      Json resources = Json::array();
+      for (const manager::ResourceHealth& h : rs.resources) {
+        resources.push_back({{"resourceID", h.resource_id},
+                             {"health", h.health},
+                             {"message", h.message.value_or("")}});
+      }
+      list.push_back({{"name", rs.name}, {"resources", resources}});
+    }
+    out[st.name] = compare::HealthStatusJson(list);
+  }
+  return out;
+}
+
 }  // namespace
 
 DraObservation ObserveDevmgrDra(RunContext& ctx) {
@@ -141,6 +195,7 @@ DraObservation ObserveDevmgrDra(RunContext& ctx) {
           containers[c->name] = ctx.node->DraCdiDevices(uid, c->name);
         }
         p["containers"] = containers;
+        if (ctx.resource_health) p["health"] = DevmgrHealth(ctx, rec.pod);
       }
       pods[uid] = p;
       if (ctx.node != nullptr) {

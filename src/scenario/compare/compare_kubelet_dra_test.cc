@@ -110,6 +110,20 @@ TEST(GroupCdiByClaimTest, TwoOrdersOfClaimsCompareEqualAfterwards) {
   EXPECT_EQ(one, two);
 }
 
+TEST(HealthStatusJsonTest, SortsAndDropsEmptyFieldsAndKeepsNil) {
+  EXPECT_TRUE(compare::HealthStatusJson(Json()).is_null());
+  const Json in = Json::parse(R"([
+    {"name": "claim:b", "resources": [{"resourceID": "d/p/y", "health": "Unhealthy", "message": "ecc"},
+                                      {"resourceID": "d/p/x", "health": "Healthy", "message": ""}]},
+    {"name": "claim:a", "resources": [{"resourceID": "d/p/z"}]}])");
+  const Json want = Json::parse(R"([
+    {"name": "claim:a", "resources": [{"resourceID": "d/p/z"}]},
+    {"name": "claim:b", "resources": [{"resourceID": "d/p/x", "health": "Healthy"},
+                                      {"resourceID": "d/p/y", "health": "Unhealthy", "message": "ecc"}]}])");
+  EXPECT_EQ(compare::HealthStatusJson(in), want);
+  EXPECT_EQ(compare::HealthStatusJson(Json::array()), Json::array());
+}
+
 TEST(DraNotComparableTest, DevicePluginsAndDriversWithoutACallLog) {
   Scenario sc;
   PluginSpec driver;
