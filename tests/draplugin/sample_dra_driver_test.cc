@@ -307,8 +307,7 @@ TEST_F(SampleDraDriverTest, CallLogRecordsEachPrepareAndUnprepareInOrder) {
   EXPECT_EQ(lines[0]["method"], "NodePrepareResources");
   EXPECT_EQ(lines[0]["service"], "v1");
   ASSERT_EQ(lines[0]["claims"].size(), 2u);
-  EXPECT_EQ(lines[0]["claims"][0],
-            json({{"namespace", kNs}, {"name", "claim-a"}, {"uid", uid}}));
+  EXPECT_EQ(lines[0]["claims"][0], json({{"namespace", kNs}, {"name", "claim-a"}, {"uid", uid}}));
   EXPECT_EQ(lines[0]["claims"][1]["uid"], "uid-m");
   // Only the failed claim has an error.
   ASSERT_EQ(lines[0]["errors"].size(), 1u);

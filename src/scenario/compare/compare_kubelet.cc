@@ -908,7 +908,7 @@ class Comparison {
 }  // namespace
 
 const ExplainedDifference* FindExplained(const std::string& scenario, const std::string& version,
-                                     const std::string& what) {
+                                         const std::string& what) {
   for (const ExplainedDifference& e : ExplainedDifferences()) {
     if (!std::regex_search(scenario, std::regex(e.scenario))) continue;
     if (*e.versions != '\0') {

@@ -59,7 +59,7 @@ struct WatchedSocket {
 // A pod as the oracle's side knows it.
 struct OracleDraPod {
   std::string uid;
-  Json manifest;  // the Pod given to dra_prepare
+  Json manifest;                        // the Pod given to dra_prepare
   std::vector<std::string> containers;  // kubelet order
   bool prepared = false;
   std::string error;
@@ -238,9 +238,7 @@ class DraOracleSide final : public StepBackend {
         "ResourceSlice wipe, the 60 s reconcile loop, the pod worker's retries) read the wall "
         "clock");
   }
-  absl::StatusOr<node::NodeResources> UpdateNodeStatus() override {
-    return node::NodeResources{};
-  }
+  absl::StatusOr<node::NodeResources> UpdateNodeStatus() override { return node::NodeResources{}; }
 
   absl::Status AdmitPod(const pod::Pod& pod, absl::Duration, std::vector<std::string>*) override {
     if (stopped_) return Refused("admit with the kubelet stopped");
@@ -259,8 +257,8 @@ class DraOracleSide final : public StepBackend {
     if (devmgr_after_ != nullptr && devmgr_after_->pods.contains(pod.uid)) {
       p.manifest = devmgr_after_->pods[pod.uid];
     } else {
-      p.manifest = Json::parse(pod.manifest_json.empty() ? "{}" : pod.manifest_json, nullptr,
-                               false);
+      p.manifest =
+          Json::parse(pod.manifest_json.empty() ? "{}" : pod.manifest_json, nullptr, false);
       if (p.manifest.is_discarded() || !p.manifest.is_object()) p.manifest = Json::object();
       p.manifest["metadata"]["uid"] = pod.uid;
       p.manifest["metadata"]["name"] = pod.name;
@@ -346,7 +344,8 @@ class DraOracleSide final : public StepBackend {
     return Call({{"op", "dra_write_checkpoint"}, {"bytes", absl::Base64Escape(bytes)}}).status();
   }
   absl::Status RemoveCheckpoint(CheckpointFile) override {
-    return Refused("the oracle can replace dra_manager_state (dra_write_checkpoint), not remove it");
+    return Refused(
+        "the oracle can replace dra_manager_state (dra_write_checkpoint), not remove it");
   }
   absl::Status TruncateCheckpoint(CheckpointFile f, int64_t size) override {
     std::optional<std::string> bytes = ReadCheckpoint(f);
@@ -568,7 +567,8 @@ class DraOracleSide final : public StepBackend {
     for (;;) {
       if (absl::Status s = SyncRegistry(); !s.ok()) return s;
       if (driver.empty() || Registered(driver)) return absl::OkStatus();
-      if (absl::Now() >= deadline || !h.running()) return absl::OkStatus();  // shows as a difference
+      if (absl::Now() >= deadline || !h.running())
+        return absl::OkStatus();  // shows as a difference
       absl::SleepFor(absl::Milliseconds(20));
     }
   }
@@ -587,7 +587,8 @@ class DraOracleSide final : public StepBackend {
     int64_t n = 0;
     for (const Json& s : list.value.items) {
       const Json& spec = s.value("spec", Json::object());
-      if (spec.value("driver", "") != driver || spec.value("nodeName", "") != kDraNodeName) continue;
+      if (spec.value("driver", "") != driver || spec.value("nodeName", "") != kDraNodeName)
+        continue;
       n += static_cast<int64_t>(spec.value("devices", Json::array()).size());
     }
     return n;
@@ -890,8 +891,8 @@ std::string DraNotComparableReason(const Scenario& sc) {
   }
   for (const PluginSpec& p : sc.plugins) {
     if (p.dra_driver.empty()) {
-      return fmt::format(
-          "plugin '{}' is a device plugin: a DRA comparison runs DRA drivers only", p.name);
+      return fmt::format("plugin '{}' is a device plugin: a DRA comparison runs DRA drivers only",
+                         p.name);
     }
     if (p.external || p.private_mount) {
       return fmt::format("DRA driver '{}' is external or runs in a private mount namespace",

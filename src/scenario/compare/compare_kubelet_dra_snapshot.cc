@@ -210,9 +210,8 @@ DraObservation ObserveDevmgrDra(RunContext& ctx) {
   }
   bool exists = false;
   const std::string bytes = ReadFile(ctx.DraCheckpointPath(), &exists);
-  o.compared = {{"pods", pods},
-                {"calls", calls},
-                {"checkpoint", compare::DraCheckpointJson(bytes, exists)}};
+  o.compared = {
+      {"pods", pods}, {"calls", calls}, {"checkpoint", compare::DraCheckpointJson(bytes, exists)}};
   compare::ReplaceInStrings(&o.compared, ctx.work_dir, compare::kWorkDirPlaceholder);
   if (ctx.api != nullptr) {
     apiserver::ApiOr<apiserver::Store::ListResult> list =

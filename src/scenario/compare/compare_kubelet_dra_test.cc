@@ -1,10 +1,11 @@
+#include "scenario/compare/compare_kubelet_dra.h"
+
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scenario/compare/compare_kubelet.h"
-#include "scenario/compare/compare_kubelet_dra.h"
 #include "scenario/compare/compare_kubelet_snapshot.h"
 
 namespace devmgr::scenario {
@@ -29,8 +30,7 @@ Json Entry(const std::string& uid, const std::vector<std::string>& cdi) {
           {"PodUIDs", {{"pod", Json::object()}}},
           {"DriverState",
            {{"d.example.com",
-             {{"Devices",
-               {{{"PoolName", "p"}, {"DeviceName", "dev"}, {"CDIDeviceIDs", cdi}}}}}}}}};
+             {{"Devices", {{{"PoolName", "p"}, {"DeviceName", "dev"}, {"CDIDeviceIDs", cdi}}}}}}}}};
 }
 
 TEST(DraCheckpointJsonTest, SortsEntriesByClaimUidAndDropsTheChecksum) {
@@ -47,8 +47,8 @@ TEST(DraCheckpointJsonTest, SortsEntriesByClaimUidAndDropsTheChecksum) {
 TEST(DraCheckpointJsonTest, NoFileIsNullAndGarbageIsUnreadable) {
   EXPECT_TRUE(compare::DraCheckpointJson("", false).is_null());
   EXPECT_TRUE(compare::DraCheckpointJson("{", true).contains("unreadable"));
-  EXPECT_TRUE(compare::DraCheckpointJson(R"({"Data":"[1","Checksum":1})", true)
-                  .contains("unreadable"));
+  EXPECT_TRUE(
+      compare::DraCheckpointJson(R"({"Data":"[1","Checksum":1})", true).contains("unreadable"));
 }
 
 TEST(DraCheckpointJsonTest, KeepsTheDeviceOrderWithinAClaim) {
@@ -92,7 +92,9 @@ TEST(GroupCdiByClaimTest, OrdersClaimsByUidAndKeepsTheOrderWithinAClaim) {
       {"pods",
        {{"p",
          {{"containers",
-           {{"main", {"b2", "b1", "a1"}}, {"other", {"zz", "a1"}}, {"failed", {{"failed", "x"}}}}}}}}}};
+           {{"main", {"b2", "b1", "a1"}},
+            {"other", {"zz", "a1"}},
+            {"failed", {{"failed", "x"}}}}}}}}}};
   compare::GroupCdiByClaim(&obs);
   EXPECT_EQ(obs["pods"]["p"]["containers"]["main"], Json({"a1", "b2", "b1"}));
   // An ID no claim lists stays in front.
