@@ -54,6 +54,10 @@ struct WatchedSocket {
   ino_t inode = 0;
   std::string driver;    // "" when its registration failed
   std::string endpoint;  // as GetInfo gave it
+  // Dial or GetInfo failed (a socket not yet served): tried again at the
+  // next pass, as the kubelet's reconciler retries a desired plugin that is
+  // not registered.
+  bool retry = false;
 };
 
 // A pod as the oracle's side knows it.
@@ -608,7 +612,7 @@ class DraOracleSide final : public StepBackend {
     }
     for (auto it = watched_.begin(); it != watched_.end();) {
       const auto n = now.find(it->first);
-      if (n != now.end() && n->second == it->second.inode) {
+      if (n != now.end() && n->second == it->second.inode && !it->second.retry) {
         ++it;
         continue;
       }
@@ -635,10 +639,12 @@ class DraOracleSide final : public StepBackend {
   WatchedSocket Register(const std::string& path, ino_t inode) {
     WatchedSocket w;
     w.inode = inode;
+    w.retry = true;
     auto client = transport::DialRegistration(path, kRegistrationTimeout, [] { return false; });
     if (!client.ok()) return w;
     absl::StatusOr<pluginmanager::RegistrationInfo> info = (*client)->GetInfo(kRegistrationTimeout);
     if (!info.ok()) return w;
+    w.retry = false;
     if (info->type != "DRAPlugin") {
       (void)(*client)->NotifyRegistrationStatus(
           false,
