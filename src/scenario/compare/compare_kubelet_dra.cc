@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <regex>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_split.h"
@@ -165,6 +166,8 @@ class DraOracleSide final : public StepBackend {
 
   // The oracle's observation (compare_kubelet_dra.h), after the plugin
   // watcher has looked at the registry directory.
+  // While the kubelet is stopped (or failed its start) nothing is asked of
+  // the oracle (any dra_ op would start its manager): pods and calls only.
   absl::StatusOr<Json> Observe() {
     if (absl::Status s = SyncRegistry(); !s.ok()) return s;
     Json pods = Json::object();
@@ -200,19 +203,16 @@ class DraOracleSide final : public StepBackend {
       if (h->spec().dra_driver.empty() || !h->has_call_log()) continue;
       calls[h->spec().name] = compare::DraCallsJson(h->CallsSinceMark());
     }
-    absl::StatusOr<Json> cp = Call({{"op", "dra_checkpoint"}});
-    if (!cp.ok()) return cp.status();
-    Json checkpoint;
-    if (cp->value("exists", false)) {
+    Json s = {{"pods", pods}, {"calls", calls}};
+    if (!stopped_) {
+      absl::StatusOr<Json> cp = Call({{"op", "dra_checkpoint"}});
+      if (!cp.ok()) return cp.status();
       std::string bytes;
-      if (!absl::Base64Unescape(cp->value("bytes", ""), &bytes)) {
+      if (cp->value("exists", false) && !absl::Base64Unescape(cp->value("bytes", ""), &bytes)) {
         return EnvError("kubelet-oracle dra_checkpoint: bytes are not base64");
       }
-      checkpoint = compare::DraCheckpointJson(bytes, true);
-    } else {
-      checkpoint = compare::DraCheckpointJson("", false);
+      s["checkpoint"] = compare::DraCheckpointJson(bytes, cp->value("exists", false));
     }
-    Json s = {{"pods", pods}, {"calls", calls}, {"checkpoint", checkpoint}};
     compare::ReplaceInStrings(&s, work_dir_, compare::kWorkDirPlaceholder);
     return s;
   }
@@ -230,11 +230,30 @@ class DraOracleSide final : public StepBackend {
     stopped_ = false;
     return Restart({});
   }
-  absl::Status RestartKubelet(bool, absl::Duration) override { return Restart({}); }
-  absl::Status RebootNode(const std::vector<PluginHost*>&, bool, absl::Duration) override {
-    return Refused(
-        "reboot_node: the oracle's DRA manager restarts with its containers running only "
-        "(dra_restart); a reboot's cleared runtime is not modelled");
+  absl::Status RestartKubelet(bool, absl::Duration) override {
+    stopped_ = false;
+    return Restart({});
+  }
+  // After a reboot: the drivers the reboot stopped are gone (their sockets
+  // removed: deregistered), a new DRA manager starts on the same state
+  // (dra_manager_state outlives a reboot), the drivers start and register,
+  // and the pod workers sync every active pod again.
+  absl::Status RebootNode(const std::vector<PluginHost*>& stopped, bool, absl::Duration) override {
+    if (absl::Status s = SyncRegistry(); !s.ok()) return s;
+    absl::StatusOr<Json> r = Call({{"op", "dra_restart"}, {"reregister", false}});
+    if (!r.ok()) return r.status();
+    if (!r->value("started", false)) {
+      return EnvError("the oracle's DRA manager did not start again: " + r->value("error", ""));
+    }
+    MirrorApiCalls();
+    // Sockets still there belong to drivers the reboot did not stop: the
+    // plugin watcher of the new kubelet finds them again.
+    watched_.clear();
+    for (PluginHost* h : stopped) {
+      if (absl::Status s = StartAndWait(*h, true); !s.ok()) return s;
+    }
+    if (absl::Status s = SyncRegistry(); !s.ok()) return s;
+    return SyncPods();
   }
   absl::Status AdvanceClock(absl::Duration) override {
     return Refused(
@@ -336,7 +355,7 @@ class DraOracleSide final : public StepBackend {
 
   std::string CheckpointPath(CheckpointFile) override { return env_.dra_checkpoint; }
   std::optional<std::string> ReadCheckpoint(CheckpointFile f) override {
-    if (f != CheckpointFile::kDra) return std::nullopt;
+    if (f != CheckpointFile::kDra || stopped_) return std::nullopt;
     absl::StatusOr<Json> cp = Call({{"op", "dra_checkpoint"}});
     if (!cp.ok() || !cp->value("exists", false)) return std::nullopt;
     std::string bytes;
@@ -352,6 +371,12 @@ class DraOracleSide final : public StepBackend {
         "the oracle can replace dra_manager_state (dra_write_checkpoint), not remove it");
   }
   absl::Status TruncateCheckpoint(CheckpointFile f, int64_t size) override {
+    if (size == 0) return WriteCheckpoint(f, "");
+    if (stopped_) {
+      return Refused(
+          "truncate_checkpoint with the kubelet stopped: the oracle reads the file only "
+          "through its running DRA manager");
+    }
     std::optional<std::string> bytes = ReadCheckpoint(f);
     if (!bytes.has_value()) return Refused("truncate_checkpoint: the oracle has no such file");
     if (static_cast<size_t>(size) < bytes->size()) bytes->resize(static_cast<size_t>(size));
@@ -434,6 +459,7 @@ class DraOracleSide final : public StepBackend {
   // change the API: the ResourceSlice wipes at start and after a driver
   // left, done here on this side's API endpoint, where the drivers are.
   void MirrorApiCalls() {
+    if (stopped_) return;
     absl::StatusOr<Json> r = Call({{"op", "dra_api_calls"}});
     if (!r.ok()) return;
     for (const Json& c : r->value("calls", Json::array())) {
@@ -547,9 +573,17 @@ class DraOracleSide final : public StepBackend {
     absl::StatusOr<Json> r = Call({{"op", "dra_restart"}, {"reregister", true}});
     if (!r.ok()) return r.status();
     if (!r->value("started", false)) {
-      return EnvError("the oracle's DRA manager did not start again: " + r->value("error", ""));
+      // As a kubelet that exits: stopped until the next start.
+      stopped_ = true;
+      return KubeletStartFailed(r->value("error", ""));
     }
     MirrorApiCalls();
+    return SyncPods();
+  }
+
+  // The pod workers' sync of every active pod after a kubelet start, in
+  // admission order: PrepareResources again.
+  absl::Status SyncPods() {
     for (OracleDraPod& p : pods_) {
       if (p.deleted) continue;
       if (absl::Status s = Prepare(&p, /*with_manifest=*/false); !s.ok()) return s;
@@ -601,6 +635,7 @@ class DraOracleSide final : public StepBackend {
   // The plugin watcher's pass over the registry directory: a socket gone is
   // deregistered, a new one (or one re-created: another inode) registered.
   absl::Status SyncRegistry() {
+    if (stopped_) return absl::OkStatus();  // no kubelet, no plugin watcher
     std::map<std::string, ino_t> now;
     if (DIR* d = opendir(env_.registry_dir.c_str())) {
       while (dirent* e = readdir(d)) {
@@ -792,13 +827,48 @@ class DraComparison {
       r->notes.push_back(r->message);
       return;
     }
-    if (s.ok()) s = CompareStep(index, st.loc, r);
+    if (!s.ok() && !taken.failures.empty()) {
+      // The kubelet's start failed otherwise than the scenario expects
+      // (devmgr's met it): a difference, and the end of the comparison.
+      *ended = fmt::format("step {}: {}", index, std::string(s.message()));
+      Keep(std::move(taken.failures), r);
+      r->duration = absl::Now() - s0;
+      return;
+    }
+    if (s.ok()) {
+      Keep(StartErrorDiff(*DevmgrStep(index), taken, st.loc), r);
+      s = CompareStep(index, st.loc, r);
+    }
     r->duration = absl::Now() - s0;
     if (!s.ok()) {
       r->outcome = Outcome::kError;
       r->message = std::string(s.message());
       *ended = "the oracle's side failed: " + r->message;
     }
+  }
+
+  // The kubelet start errors of a step (the interpreter's note on a start
+  // that failed as expect_error said) of both sides, compared.
+  static std::vector<Failure> StartErrorDiff(const StepResult& devmgr, const StepResult& oracle,
+                                             const Location& loc) {
+    auto error = [](const StepResult& r) {
+      constexpr absl::string_view kPrefix = "the kubelet did not start, as expected: ";
+      for (const std::string& n : r.notes) {
+        absl::string_view v = n;
+        if (absl::ConsumePrefix(&v, kPrefix)) return std::string(v);
+      }
+      return std::string("(started)");
+    };
+    const std::string o = error(oracle), d = error(devmgr);
+    if (o == d) return {};
+    // devmgr's Go JSON errors end in " (offset N)" (checkpoint_format.md,
+    // "Error texts"); the same error otherwise is a difference of its own
+    // kind, which the explained table names.
+    static const std::regex kOffset(" \\(offset [0-9]+\\)$");
+    if (std::regex_replace(d, kOffset, "") == o) {
+      return {Failure{loc, "kubelet start error: devmgr adds (offset N)", o, d}};
+    }
+    return {Failure{loc, "kubelet start error", o, d}};
   }
 
   void Keep(std::vector<Failure> diffs, StepResult* r) {
@@ -889,12 +959,6 @@ class DraComparison {
 }  // namespace
 
 std::string DraNotComparableReason(const Scenario& sc) {
-  for (const Step& st : sc.steps) {
-    if (st.expect_error) {
-      return "a kubelet start expected to fail (expect_error): the oracle's DRA manager start "
-             "error is not compared yet";
-    }
-  }
   for (const PluginSpec& p : sc.plugins) {
     if (p.dra_driver.empty()) {
       return fmt::format("plugin '{}' is a device plugin: a DRA comparison runs DRA drivers only",
