@@ -987,7 +987,7 @@ std::string NotComparableReason(const Scenario& sc) {
 std::vector<ScenarioResult> CompareScenario(const Scenario& sc, const std::string& display,
                                             const CompareOptions& opts) {
   std::vector<ScenarioResult> out;
-  const std::string why = NotComparableReason(sc);
+  std::string why = NotComparableReason(sc);
   std::map<int, Json> snaps;
   std::map<int, DraObservation> dra_obs;
   RunnerOptions ro = opts.runner;
@@ -1035,6 +1035,7 @@ std::vector<ScenarioResult> CompareScenario(const Scenario& sc, const std::strin
     };
   }
   out.push_back(RunScenario(sc, opts.version, display, ro));
+  if (why.empty() && sc.UsesDra()) why = DraNotComparableAfterRun(dra_obs);
   if (!why.empty()) {
     ScenarioResult r;
     r.name = display + " vs kubelet " + opts.version;

@@ -968,13 +968,17 @@ std::string DraNotComparableReason(const Scenario& sc) {
       return fmt::format("DRA driver '{}' is external or runs in a private mount namespace",
                          p.name);
     }
-    // The RPCs a driver received are compared from its call log
-    // ($DEVMGR_DRA_CALL_LOG); only the reference driver writes one.
-    if (p.call_log.empty() && p.command.find("sample-dra-driver") == std::string::npos) {
+  }
+  return "";
+}
+
+std::string DraNotComparableAfterRun(const std::map<int, DraObservation>& observations) {
+  for (const auto& [index, o] : observations) {
+    if (!o.silent_drivers.empty()) {
       return fmt::format(
-          "DRA driver '{}' has no call log (only `devmgr sample-dra-driver` writes "
-          "$DEVMGR_DRA_CALL_LOG): the RPCs it received cannot be compared",
-          p.name);
+          "DRA driver '{}' was called but wrote no call log ($DEVMGR_DRA_CALL_LOG, "
+          "docs/sample-dra-driver.md): the RPCs it received cannot be compared",
+          o.silent_drivers.front());
     }
   }
   return "";

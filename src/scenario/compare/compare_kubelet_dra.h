@@ -47,10 +47,18 @@ std::string DraNotComparableReason(const Scenario& sc);
 // manifests as devmgr's sync resolved them (UID -> Pod).
 struct DraObservation {
   nlohmann::json compared;
+  // The drivers (plugin names) the node has called that wrote no call log
+  // line: their RPCs cannot be compared (the scenario is then not
+  // comparable).
+  std::vector<std::string> silent_drivers;
   nlohmann::json claims = nlohmann::json::object();
   nlohmann::json pods = nlohmann::json::object();
 };
 DraObservation ObserveDevmgrDra(RunContext& ctx);
+
+// Why devmgr's run of a DRA scenario cannot be compared after all ("" =
+// it can): a driver the node called wrote no call log.
+std::string DraNotComparableAfterRun(const std::map<int, DraObservation>& observations);
 
 // Runs the oracle's side of `sc` step by step against devmgr's `devmgr`
 // result and its observations (step index -> observation, 0 = set-up).

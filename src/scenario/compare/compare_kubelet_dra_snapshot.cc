@@ -204,9 +204,15 @@ DraObservation ObserveDevmgrDra(RunContext& ctx) {
     }
   }
   Json calls = Json::object();
+  const std::vector<dra::DriverCallRecord> node_calls = ctx.DraCalls();
   for (const auto& h : ctx.hosts) {
-    if (h->spec().dra_driver.empty() || !h->has_call_log()) continue;
-    calls[h->spec().name] = compare::DraCallsJson(h->CallsSinceMark());
+    if (h->spec().dra_driver.empty()) continue;
+    if (h->has_call_log()) calls[h->spec().name] = compare::DraCallsJson(h->CallsSinceMark());
+    bool called = false;
+    for (const dra::DriverCallRecord& c : node_calls) called |= c.driver == h->spec().dra_driver;
+    if (called && (!h->has_call_log() || h->Calls().empty())) {
+      o.silent_drivers.push_back(h->spec().name);
+    }
   }
   bool exists = false;
   const std::string bytes = ReadFile(ctx.DraCheckpointPath(), &exists);

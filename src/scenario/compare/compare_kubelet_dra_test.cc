@@ -126,22 +126,31 @@ TEST(HealthStatusJsonTest, SortsAndDropsEmptyFieldsAndKeepsNil) {
   EXPECT_EQ(compare::HealthStatusJson(Json::array()), Json::array());
 }
 
-TEST(DraNotComparableTest, DevicePluginsAndDriversWithoutACallLog) {
+TEST(DraNotComparableTest, DevicePluginsAndExternalDrivers) {
   Scenario sc;
   PluginSpec driver;
   driver.name = "d";
   driver.dra_driver = "d.example.com";
-  driver.command = "\"$DEVMGR_BIN\" sample-dra-driver --node-name n";
+  driver.command = "/usr/bin/any-driver";
   sc.plugins.push_back(driver);
   EXPECT_EQ(DraNotComparableReason(sc), "");
-  sc.plugins[0].command = "/usr/bin/other-driver";
-  EXPECT_THAT(DraNotComparableReason(sc), HasSubstr("no call log"));
-  sc.plugins[0].call_log = "calls.jsonl";
-  EXPECT_EQ(DraNotComparableReason(sc), "");
+  sc.plugins[0].external = true;
+  EXPECT_THAT(DraNotComparableReason(sc), HasSubstr("external"));
+  sc.plugins[0].external = false;
   PluginSpec dp;
   dp.name = "gpu";
   sc.plugins.push_back(dp);
   EXPECT_THAT(DraNotComparableReason(sc), HasSubstr("device plugin"));
+}
+
+TEST(DraNotComparableTest, ADriverCalledWithoutACallLogLine) {
+  std::map<int, DraObservation> obs;
+  obs[0] = DraObservation{};
+  obs[3] = DraObservation{};
+  EXPECT_EQ(DraNotComparableAfterRun(obs), "");
+  obs[3].silent_drivers.push_back("gpu-driver");
+  EXPECT_THAT(DraNotComparableAfterRun(obs),
+              HasSubstr("'gpu-driver' was called but wrote no call log"));
 }
 
 }  // namespace
