@@ -45,6 +45,10 @@ int RunSampleDraDriver(SampleDraDriverOptions o) {
     }
     o.driver.kubeconfig = env;
   }
+  if (o.driver.call_log.empty()) {
+    const char* log = getenv(draplugin::kCallLogEnv);
+    if (log != nullptr) o.driver.call_log = log;
+  }
   // Block the stop signals in every thread (gRPC's included) and take them below.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -95,6 +99,9 @@ void AddSampleDraDriverCommand(CLI::App& app, int* exit_code) {
                   "A file to watch for device health commands, one per line (e.g. 'health "
                   "gpu-0 Unhealthy ECC errors'), sent on the DRAResourceHealth streams the "
                   "driver serves (config health.serve; docs/sample-dra-driver.md)");
+  cmd->add_option("--call-log", opts->driver.call_log,
+                  "Append a JSON line for each NodePrepareResources/NodeUnprepareResources it "
+                  "receives (docs/sample-dra-driver.md); default: $DEVMGR_DRA_CALL_LOG, else none");
   cmd->add_option("-v,--v", opts->verbosity, "Log verbosity (klog -v)")->capture_default_str();
   cmd->add_option("--logging-format", opts->logging_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))

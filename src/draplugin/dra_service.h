@@ -5,25 +5,32 @@
 #ifndef DEVMGR_DRAPLUGIN_DRA_SERVICE_H_
 #define DEVMGR_DRAPLUGIN_DRA_SERVICE_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "common/logging.h"
+#include "draplugin/call_log.h"
 #include "draplugin/driver_core.h"
 
 namespace devmgr::draplugin {
 
-// Thread-safe. `core` must outlive the service.
+// Thread-safe. `core` and `log` must outlive the service; `version` ("v1",
+// "v1beta1") names the service in the call log.
 template <typename Service, typename PrepareReq, typename PrepareResp, typename UnprepareReq,
           typename UnprepareResp>
 class DraService final : public Service {
  public:
-  explicit DraService(DriverCore* core) : core_(core) {}
+  DraService(DriverCore* core, CallLog* log, std::string version)
+      : core_(core), log_(log), version_(std::move(version)) {}
 
   grpc::Status NodePrepareResources(grpc::ServerContext*, const PrepareReq* req,
                                     PrepareResp* resp) override {
     DM_VINFO(2, "Received RPC", {"method", "NodePrepareResources"});
-    for (auto& [uid, result] : core_->Prepare(Claims(*req))) {
+    const std::vector<ClaimRef> claims = Claims(*req);
+    std::map<std::string, std::string> errors;
+    for (auto& [uid, result] : core_->Prepare(claims)) {
+      errors[uid] = result.error;
       auto& out = (*resp->mutable_claims())[uid];
       out.set_error(result.error);
       for (const PreparedDevice& d : result.devices) {
@@ -34,15 +41,17 @@ class DraService final : public Service {
         for (const std::string& id : d.cdi_device_ids) dev->add_cdi_device_ids(id);
       }
     }
+    log_->Record("NodePrepareResources", version_, claims, errors);
     return grpc::Status::OK;
   }
 
   grpc::Status NodeUnprepareResources(grpc::ServerContext*, const UnprepareReq* req,
                                       UnprepareResp* resp) override {
     DM_VINFO(2, "Received RPC", {"method", "NodeUnprepareResources"});
-    for (auto& [uid, error] : core_->Unprepare(Claims(*req))) {
-      (*resp->mutable_claims())[uid].set_error(error);
-    }
+    const std::vector<ClaimRef> claims = Claims(*req);
+    const std::map<std::string, std::string> errors = core_->Unprepare(claims);
+    for (const auto& [uid, error] : errors) (*resp->mutable_claims())[uid].set_error(error);
+    log_->Record("NodeUnprepareResources", version_, claims, errors);
     return grpc::Status::OK;
   }
 
@@ -55,6 +64,8 @@ class DraService final : public Service {
   }
 
   DriverCore* const core_;
+  CallLog* const log_;
+  const std::string version_;
 };
 
 }  // namespace devmgr::draplugin

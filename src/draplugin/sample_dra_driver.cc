@@ -80,8 +80,9 @@ absl::Status SampleDraDriver::Start() {
       std::make_unique<DriverCore>(config_, CoreOptions{options_.cdi_dir, driver_dir}, api_.get());
   s = core_->LoadState();
   if (!s.ok()) return s;
-  dra_v1_ = std::make_unique<V1Service>(core_.get());
-  dra_v1beta1_ = std::make_unique<V1beta1Service>(core_.get());
+  call_log_ = std::make_unique<CallLog>(options_.call_log);
+  dra_v1_ = std::make_unique<V1Service>(core_.get(), call_log_.get(), "v1");
+  dra_v1beta1_ = std::make_unique<V1beta1Service>(core_.get(), call_log_.get(), "v1beta1");
   // The slice's pool is the node's name.
   health_ = std::make_unique<HealthService>(config_, options_.node_name);
   if (!options_.health_control.empty()) {

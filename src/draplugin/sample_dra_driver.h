@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "draplugin/api_client.h"
+#include "draplugin/call_log.h"
 #include "draplugin/config.h"
 #include "draplugin/driver_core.h"
 #include "draplugin/health_service.h"
@@ -38,6 +39,8 @@ struct DriverOptions {
   // A file of health control lines (HealthService::ApplyControlLine), read
   // as lines are appended; "" = none.
   std::string health_control;
+  // The call log (call_log.h); "" = none.
+  std::string call_log;
   // How often the control file is looked at.
   absl::Duration health_control_poll = absl::Milliseconds(100);
 };
@@ -86,6 +89,7 @@ class SampleDraDriver {
   // Set by Start before anything is served.
   std::unique_ptr<ApiClient> api_;
   std::unique_ptr<DriverCore> core_;
+  std::unique_ptr<CallLog> call_log_;
   std::unique_ptr<RegistrationService> registration_;
   std::unique_ptr<grpc::Service> dra_v1_;
   std::unique_ptr<grpc::Service> dra_v1beta1_;

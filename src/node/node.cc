@@ -331,6 +331,11 @@ std::vector<std::string> Node::DraCdiDevices(const std::string& pod_uid,
   return dra_pods_->ContainerCdiIds(pod_uid, container);
 }
 
+std::optional<nlohmann::json> Node::DraPodManifest(const std::string& pod_uid) {
+  if (dra_pods_ == nullptr) return std::nullopt;
+  return dra_pods_->PodManifest(pod_uid);
+}
+
 absl::StatusOr<std::vector<dra::ClaimInfoState>> Node::DraClaimInfos(const std::string& pod_uid,
                                                                      const std::string& container) {
   if (dra_pods_ == nullptr) return std::vector<dra::ClaimInfoState>{};

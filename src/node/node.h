@@ -26,6 +26,7 @@
 #include "dra/timers.h"
 #include "kubelet/profile.h"
 #include "manager/manager.h"
+#include "nlohmann/json.hpp"
 #include "node/pod_status_sync.h"
 #include "node/status_file.h"
 #include "pluginmanager/plugin_manager.h"
@@ -208,6 +209,10 @@ class Node {
   std::vector<std::string> DraPodUids();
   // The CDI device IDs the container gets (ContainerConfig.CDIDevices).
   std::vector<std::string> DraCdiDevices(const std::string& pod_uid, const std::string& container);
+  // The pod's manifest as its sync resolved it, with
+  // status.resourceClaimStatuses (DraPods::PodManifest); nullopt for a pod
+  // not prepared, or while DRA is off.
+  std::optional<nlohmann::json> DraPodManifest(const std::string& pod_uid);
   // The claims the container uses (DraPods::ContainerClaimInfos), for the
   // PodResources API; empty while DRA is off.
   absl::StatusOr<std::vector<dra::ClaimInfoState>> DraClaimInfos(const std::string& pod_uid,

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "apiserver/server.h"
 #include "apiserver/validation.h"
 #include "common/fs.h"
@@ -89,12 +90,13 @@ class SampleDraDriverTest : public testing::Test {
   }
 
   // Starts a driver with kDevicesYaml plus `misbehave` (a YAML mapping body).
-  void StartDriver(const std::string& misbehave = "") {
+  void StartDriver(const std::string& misbehave = "", const std::string& call_log = "") {
     std::string text = kDevicesYaml;
     if (!misbehave.empty()) text += "misbehave:\n" + misbehave;
     absl::StatusOr<Config> config = ParseConfig(text, "test.yaml");
     ASSERT_OK(config.status());
     DriverOptions o = Options();
+    o.call_log = call_log;
     if (driver_) driver_->Stop();
     stub_.reset();
     driver_ = std::make_unique<SampleDraDriver>(*std::move(config), o);
@@ -287,6 +289,38 @@ TEST_F(SampleDraDriverTest, ARestartedDriverKnowsItsPreparedClaims) {
   ASSERT_TRUE(Unprepare({Claim("claim-a", uid)}, &un).ok());
   EXPECT_EQ(un.claims().at(uid).error(), "");
   EXPECT_FALSE(Exists(SpecPath(uid)));
+}
+
+TEST_F(SampleDraDriverTest, CallLogRecordsEachPrepareAndUnprepareInOrder) {
+  const std::string log = dir_.Join("calls.jsonl");
+  StartDriver("", log);
+  const std::string uid = CreateClaim("claim-a", "gpu-0");
+  v1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(Prepare({Claim("claim-a", uid), Claim("missing", "uid-m")}, &resp).ok());
+  v1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(Unprepare({Claim("claim-a", uid)}, &un).ok());
+  std::vector<json> lines;
+  for (absl::string_view l : absl::StrSplit(Read(log), '\n', absl::SkipEmpty())) {
+    lines.push_back(json::parse(l));
+  }
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["method"], "NodePrepareResources");
+  EXPECT_EQ(lines[0]["service"], "v1");
+  ASSERT_EQ(lines[0]["claims"].size(), 2u);
+  EXPECT_EQ(lines[0]["claims"][0], json({{"namespace", kNs}, {"name", "claim-a"}, {"uid", uid}}));
+  EXPECT_EQ(lines[0]["claims"][1]["uid"], "uid-m");
+  // Only the failed claim has an error.
+  ASSERT_EQ(lines[0]["errors"].size(), 1u);
+  EXPECT_THAT(lines[0]["errors"]["uid-m"].get<std::string>(), testing::HasSubstr("missing"));
+  EXPECT_EQ(lines[1]["method"], "NodeUnprepareResources");
+  EXPECT_EQ(lines[1]["errors"], json::object());
+}
+
+TEST_F(SampleDraDriverTest, NoCallLogByDefault) {
+  StartDriver();
+  v1::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(Unprepare({Claim("gone", "uid-never-seen")}, &un).ok());
+  EXPECT_FALSE(Exists(dir_.Join("calls.jsonl")));
 }
 
 TEST_F(SampleDraDriverTest, UnprepareOfAnUnknownClaimSucceeds) {

@@ -19,6 +19,7 @@
 #include "checkpoint/checkpoint.h"
 #include "fmt/format.h"
 #include "kubelet/feature_gates.h"
+#include "scenario/compare/compare_kubelet_dra.h"
 #include "scenario/compare/compare_kubelet_oracle.h"
 #include "scenario/compare/compare_kubelet_snapshot.h"
 #include "scenario/expect/expectations.h"
@@ -64,10 +65,11 @@ constexpr char kNoStoppedKubelet[] =
     "the oracle has no stopped-kubelet state (stop_kubelet/start_kubelet); it restarts in one "
     "step";
 
-// Why the oracle refuses DRA (the DRA steps, and scenarios with DRA).
+// Why the device-plugin comparison refuses DRA steps (a scenario that uses
+// DRA is compared by compare_kubelet_dra.cc instead).
 constexpr char kNoDra[] =
-    "DRA (dra_driver plugins, apply, delete_object, wait_driver, dra_manager_state edits): the "
-    "kubelet oracle is the device manager only; DRA compare runs are not built yet";
+    "DRA (apply, delete_object, wait_driver, dra_manager_state edits) in a device-plugin "
+    "comparison; scenarios with DRA are compared by the DRA comparison";
 
 // Why the oracle refuses a start expected to fail.
 constexpr char kNoFailedStart[] =
@@ -170,22 +172,6 @@ bool RegisteredMatchesHealthy(const Json& s) {
     if (!reg.contains(it.key())) return false;
   }
   return true;
-}
-
-// ---- the explained table ---------------------------------------------------
-
-const ExplainedDifference* Explained(const std::string& scenario, const std::string& version,
-                                     const std::string& what) {
-  for (const ExplainedDifference& e : ExplainedDifferences()) {
-    if (!std::regex_search(scenario, std::regex(e.scenario))) continue;
-    if (*e.versions != '\0') {
-      bool in = false;
-      for (absl::string_view v : absl::StrSplit(e.versions, ',')) in |= v == version;
-      if (!in) continue;
-    }
-    if (std::regex_search(what, std::regex(e.what))) return &e;
-  }
-  return nullptr;
 }
 
 // ---- the oracle's side -----------------------------------------------------
@@ -798,7 +784,7 @@ class Comparison {
   // Explained differences become notes, the others failures.
   void Keep(std::vector<Failure> diffs, StepResult* r) {
     for (Failure& f : diffs) {
-      if (const ExplainedDifference* e = Explained(sc_.name, opts_.version, f.what)) {
+      if (const ExplainedDifference* e = FindExplained(sc_.name, opts_.version, f.what)) {
         r->notes.push_back(fmt::format("explained difference {}: kubelet {}, devmgr {} ({})",
                                        f.what, f.expected, f.actual, e->reason));
       } else {
@@ -857,7 +843,7 @@ class Comparison {
       diffs = compare::Diff(renamed, dn, loc);
       bool explained = true;
       for (const Failure& f : diffs) {
-        explained &= Explained(sc_.name, opts_.version, f.what) != nullptr;
+        explained &= FindExplained(sc_.name, opts_.version, f.what) != nullptr;
       }
       if (explained || absl::Now() >= deadline) break;
       absl::SleepFor(absl::Milliseconds(50));
@@ -922,6 +908,20 @@ class Comparison {
 
 }  // namespace
 
+const ExplainedDifference* FindExplained(const std::string& scenario, const std::string& version,
+                                         const std::string& what) {
+  for (const ExplainedDifference& e : ExplainedDifferences()) {
+    if (!std::regex_search(scenario, std::regex(e.scenario))) continue;
+    if (*e.versions != '\0') {
+      bool in = false;
+      for (absl::string_view v : absl::StrSplit(e.versions, ',')) in |= v == version;
+      if (!in) continue;
+    }
+    if (std::regex_search(what, std::regex(e.what))) return &e;
+  }
+  return nullptr;
+}
+
 absl::StatusOr<std::string> FindKubeletOracle(const std::string& flag, const std::string& version,
                                               const std::string& devmgr_bin) {
   const std::string name = "kubelet-oracle-" + version;
@@ -950,7 +950,7 @@ absl::StatusOr<std::string> FindKubeletOracle(const std::string& flag, const std
 }
 
 std::string NotComparableReason(const Scenario& sc) {
-  if (sc.UsesDra()) return kNoDra;
+  if (sc.UsesDra()) return DraNotComparableReason(sc);
   for (const Step& st : sc.steps) {
     if (st.expect_error) return kNoFailedStart;
   }
@@ -988,10 +988,27 @@ std::string NotComparableReason(const Scenario& sc) {
 std::vector<ScenarioResult> CompareScenario(const Scenario& sc, const std::string& display,
                                             const CompareOptions& opts) {
   std::vector<ScenarioResult> out;
-  const std::string why = NotComparableReason(sc);
+  std::string why = NotComparableReason(sc);
   std::map<int, Json> snaps;
+  std::map<int, DraObservation> dra_obs;
   RunnerOptions ro = opts.runner;
-  if (why.empty()) {
+  if (why.empty() && sc.UsesDra()) {
+    ro.after_step = [&](RunContext& ctx, const Step* st, const StepResult& r) {
+      if (r.outcome != Outcome::kPassed) return;
+      const int index = st == nullptr ? 0 : static_cast<int>(st - sc.steps.data()) + 1;
+      // Three equal observations 50 ms apart (a call-log line, a
+      // checkpoint write).
+      DraObservation o = ObserveDevmgrDra(ctx);
+      const absl::Time deadline = absl::Now() + absl::Seconds(3);
+      for (int same = 0; same < 2 && absl::Now() < deadline;) {
+        absl::SleepFor(absl::Milliseconds(50));
+        DraObservation again = ObserveDevmgrDra(ctx);
+        same = again.compared == o.compared ? same + 1 : 0;
+        o = std::move(again);
+      }
+      dra_obs[index] = std::move(o);
+    };
+  } else if (why.empty()) {
     ro.after_step = [&](RunContext& ctx, const Step* st, const StepResult& r) {
       if (r.outcome != Outcome::kPassed) return;
       const int index = st == nullptr ? 0 : static_cast<int>(st - sc.steps.data()) + 1;
@@ -1019,6 +1036,7 @@ std::vector<ScenarioResult> CompareScenario(const Scenario& sc, const std::strin
     };
   }
   out.push_back(RunScenario(sc, opts.version, display, ro));
+  if (why.empty() && sc.UsesDra()) why = DraNotComparableAfterRun(dra_obs);
   if (!why.empty()) {
     ScenarioResult r;
     r.name = display + " vs kubelet " + opts.version;
@@ -1032,6 +1050,10 @@ std::vector<ScenarioResult> CompareScenario(const Scenario& sc, const std::strin
     return out;
   }
   CompareOptions copts = opts;
+  if (sc.UsesDra()) {
+    out.push_back(CompareDraScenario(sc, display, copts, out.front(), dra_obs));
+    return out;
+  }
   Comparison c(sc, copts, out.front(), snaps);
   out.push_back(c.Go(display));
   return out;

@@ -65,6 +65,11 @@ struct ExplainedDifference {
   const char* reason;
 };
 
+// The entry of the reviewed table that explains the difference at path
+// `what` of scenario `scenario` on profile `version`; nullptr when none.
+const ExplainedDifference* FindExplained(const std::string& scenario, const std::string& version,
+                                         const std::string& what);
+
 // The reviewed table (compare_kubelet_explained.cc; docs/profiles.md lists
 // each entry with its reason).
 const std::vector<ExplainedDifference>& ExplainedDifferences();

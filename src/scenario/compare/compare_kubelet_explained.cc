@@ -15,6 +15,12 @@ const std::vector<ExplainedDifference>& ExplainedDifferences() {
        "the plugin numbers device specs by their position in the Allocate request "
        "(/dev/gpu{{.DeviceIndex}} -> /dev/{{.DeviceID}}), and the kubelet builds the request "
        "from a Go set, so which device is /dev/gpu0 varies from run to run"},
+      {"", "", R"(^kubelet start error: devmgr adds \(offset N\)$)",
+       "devmgr's Go JSON errors end in ' (offset N)', the offending byte "
+       "(docs/checkpoint_format.md, "
+       "'Error texts'; Go's SyntaxError keeps the offset in a field, not in its text): a start on "
+       "a "
+       "dra_manager_state that is not JSON fails with the kubelet's error plus that suffix"},
   };
   return kTable;
 }

@@ -88,6 +88,13 @@ PluginHost::PluginHost(const PluginSpec& spec, const HostEnv& env) : spec_(spec)
     };
     control_ = resolve(spec_.control);
     call_log_ = resolve(spec_.call_log);
+    // A DRA driver without a call log of its own gets one through
+    // $DEVMGR_DRA_CALL_LOG (`devmgr sample-dra-driver` writes it;
+    // docs/sample-dra-driver.md): what the differential run compares.
+    if (call_log_.empty() && !spec_.dra_driver.empty()) {
+      call_log_ = base + ".dra-calls.jsonl";
+      dra_call_log_env_ = true;
+    }
   }
 }
 
@@ -122,6 +129,7 @@ absl::Status PluginHost::Start() {
   node::PluginProcessOptions o = env_.ProcessDirs(spec_.private_mount);
   o.command = command_;
   o.env = env_.Vars();
+  if (dra_call_log_env_) o.env["DEVMGR_DRA_CALL_LOG"] = call_log_;
   for (const auto& [k, v] : spec_.env) o.env[k] = v;
   o.working_dir = spec_.working_dir.empty()     ? ""
                   : spec_.working_dir[0] == '/' ? spec_.working_dir

@@ -96,6 +96,8 @@ class PluginHost {
   size_t mark_ = 0;
   bool paused_ = false;
   bool started_once_ = false;
+  // The call log is $DEVMGR_DRA_CALL_LOG of a DRA driver (set at Start).
+  bool dra_call_log_env_ = false;
 };
 
 }  // namespace devmgr::scenario
