@@ -242,6 +242,12 @@ absl::Status Manager::PrepareLocked(const json& pod, const std::vector<json>& cl
     planned.push_back(std::move(*claim));
   }
 
+  // As the kubelet (cm/dra/manager.go prepareResources, v1.34.4 and
+  // v1.37.2): each claim is added to the cache, or the pod to its entry, and
+  // the checkpoint written, one claim after the other, before any driver is
+  // called. So a prepare that fails later (a driver's error, the same name
+  // with another UID) leaves those entries, not prepared, in the cache and
+  // in dra_manager_state, for the reconcile loop or the next sync.
   Cache next = Snapshot();
   std::map<std::string, std::vector<ClaimRef>> batches;  // by driver
   std::set<std::string> to_prepare;
@@ -252,6 +258,7 @@ absl::Status Manager::PrepareLocked(const json& pod, const std::vector<json>& cl
     ClaimInfoState& state = it->second.state;
     if (!state.pod_uids) state.pod_uids.emplace();
     state.pod_uids->insert(pod_ref.uid);
+    DEVMGR_RETURN_IF_ERROR(Commit(next, "checkpoint ResourceClaim cache: "));  // a copy
     if (it->second.prepared || !to_prepare.insert(claim.ref.uid).second) continue;
     // The cached entry's drivers (after a restart: the checkpoint's).
     const ClaimRef ref{state.claim_uid, state.claim_name, state.namespace_};
@@ -259,7 +266,12 @@ absl::Status Manager::PrepareLocked(const json& pod, const std::vector<json>& cl
     for (const auto& [driver, ds] : *state.driver_state) batches[driver].push_back(ref);
   }
   for (const auto& [driver, refs] : batches) {
-    DEVMGR_RETURN_IF_ERROR(CallPrepare(driver, refs, next));
+    if (absl::Status s = CallPrepare(driver, refs, next); !s.ok()) {
+      // The devices of the drivers that answered stay in memory, not in the
+      // checkpoint (the kubelet writes it again only when all succeeded).
+      Keep(std::move(next));
+      return s;
+    }
   }
   for (const std::string& uid : to_prepare) next[uid].prepared = true;
   return Commit(std::move(next));
@@ -339,12 +351,17 @@ absl::Status Manager::UnprepareLocked(const json& pod) {
 
 absl::Status Manager::UnprepareClaimsLocked(const std::string& pod_uid,
                                             const std::vector<std::string>& uids, Cache next) {
+  // As the kubelet (unprepareResources, v1.34.4 and v1.37.2): a claim other
+  // pods still hold loses this pod's reference in memory only; the last
+  // holder's claims are unprepared and only then deleted and checkpointed.
   std::map<std::string, std::vector<ClaimRef>> batches;  // by driver
   std::vector<std::string> to_delete;
   for (const std::string& uid : uids) {
     ClaimInfoState& state = next[uid].state;
-    state.pod_uids->erase(pod_uid);
-    if (!state.pod_uids->empty()) continue;  // other pods still use it: no call
+    if (state.pod_uids->size() > 1) {
+      state.pod_uids->erase(pod_uid);
+      continue;  // other pods still use it: no call
+    }
     to_delete.push_back(uid);
     if (!state.driver_state) continue;
     for (const auto& [driver, ds] : *state.driver_state) {
@@ -352,7 +369,10 @@ absl::Status Manager::UnprepareClaimsLocked(const std::string& pod_uid,
     }
   }
   for (const auto& [driver, refs] : batches) {
-    DEVMGR_RETURN_IF_ERROR(CallUnprepare(driver, refs));
+    if (absl::Status s = CallUnprepare(driver, refs); !s.ok()) {
+      Keep(std::move(next));
+      return s;
+    }
   }
   for (const std::string& uid : to_delete) next.erase(uid);
   return Commit(std::move(next));
@@ -407,7 +427,7 @@ absl::Status Manager::CallUnprepare(const std::string& driver,
   return absl::OkStatus();
 }
 
-absl::Status Manager::Commit(Cache cache) {
+absl::Status Manager::Commit(Cache cache, std::string_view error_prefix) {
   // syncToCheckpoint: every entry, as a list that is never nil (an empty
   // cache is written as [], profiles.md "Empty list after the last
   // unprepare").
@@ -416,11 +436,15 @@ absl::Status Manager::Commit(Cache cache) {
   states.reserve(cache.size());
   for (const auto& [uid, info] : cache) states.push_back(&info.state);
   const std::string_view bytes = encoder_.Encode(states);
-  DEVMGR_RETURN_IF_ERROR(
-      Prefixed(store_.Write(kCheckpointName, bytes), "checkpoint ResourceClaim state: "));
+  // The kubelet changes its cache in memory first and then writes it: a
+  // failed write leaves the change in memory (and the file as it was).
+  Keep(std::move(cache));
+  return Prefixed(store_.Write(kCheckpointName, bytes), std::string(error_prefix));
+}
+
+void Manager::Keep(Cache cache) {
   absl::MutexLock lock(&mu_);
   cache_ = std::move(cache);
-  return absl::OkStatus();
 }
 
 Manager::Cache Manager::Snapshot() const {

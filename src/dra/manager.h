@@ -37,6 +37,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -181,8 +182,15 @@ class Manager {
   absl::Status CallPrepare(const std::string& driver, const std::vector<ClaimRef>& claims,
                            Cache& next) const;
   absl::Status CallUnprepare(const std::string& driver, const std::vector<ClaimRef>& claims) const;
-  // Writes `cache` as the checkpoint, then makes it the manager's cache.
-  absl::Status Commit(Cache cache) ABSL_EXCLUSIVE_LOCKS_REQUIRED(op_mu_);
+  // Makes `cache` the manager's cache and writes it as the checkpoint. A
+  // failed write is prefixed with `error_prefix` (the kubelet's two texts)
+  // and leaves the cache changed, as the kubelet's in-memory cache is.
+  absl::Status Commit(Cache cache,
+                      std::string_view error_prefix = "checkpoint ResourceClaim state: ")
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(op_mu_);
+  // Makes `cache` the manager's cache without writing it (what the kubelet
+  // changed in memory before an operation failed).
+  void Keep(Cache cache) ABSL_EXCLUSIVE_LOCKS_REQUIRED(op_mu_);
   Cache Snapshot() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Constant after construction.

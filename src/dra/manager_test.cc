@@ -222,7 +222,10 @@ TEST_F(ManagerTest, SharedClaimIsPreparedOnceAndUnpreparedAfterTheLastPod) {
   EXPECT_EQ(CheckpointBytes(), Golden("oracle-1.37-empty.json"));
 }
 
-TEST_F(ManagerTest, PerClaimErrorLeavesNothingRecorded) {
+// As the kubelet (prepareResources at v1.34.4 and v1.37.2): the pod's claims
+// are added to the cache and checkpointed before any driver is called, so a
+// driver's error leaves them recorded, not prepared, with no devices.
+TEST_F(ManagerTest, PerClaimErrorLeavesTheClaimsRecordedNotPrepared) {
   auto m = NewManager();
   const json pod = MakePod("p", {"c1", "c2"}, {{"ctr", {{"c1", ""}}}});
   const std::vector<json> claims = {MakeClaim("c1", {{"r", kGpu, "d1"}}, {"uid-p"}),
@@ -234,10 +237,21 @@ TEST_F(ManagerTest, PerClaimErrorLeavesNothingRecorded) {
   EXPECT_EQ(s.message(),
             "prepare dynamic resources: NodePrepareResources failed for ResourceClaim c2: device "
             "busy");
-  EXPECT_THAT(m->ClaimInfos(), IsEmpty());
-  EXPECT_FALSE(CheckpointExists());
+  std::map<std::string, ClaimInfo> infos = m->ClaimInfos();
+  ASSERT_EQ(infos.size(), 2u);
+  for (const auto& [uid, info] : infos) {
+    EXPECT_FALSE(info.prepared) << uid;
+    EXPECT_EQ(*info.state.pod_uids, std::set<std::string>{"uid-p"}) << uid;
+  }
+  absl::StatusOr<CheckpointData> file =
+      ReadAndVerify(checkpoint::FileStore(dir_.path(), false), StateLayout::k137);
+  ASSERT_OK(file);
+  ASSERT_EQ(file->claim_info_state_list->size(), 2u);
+  for (const ClaimInfoState& c : *file->claim_info_state_list) {
+    EXPECT_FALSE(c.driver_state->at(kGpu).devices.has_value()) << c.claim_name;  // null
+  }
 
-  // Nothing recorded: the retry asks the driver again, for both claims.
+  // Not prepared: the retry asks the driver again, for both claims.
   drivers_.edit_prepare = nullptr;
   ASSERT_OK(m->PrepareResources(pod, claims));
   ASSERT_EQ(drivers_.calls.size(), 2u);
@@ -265,7 +279,8 @@ TEST_F(ManagerTest, ResponseChecksUseTheKubeletsWords) {
   EXPECT_EQ(s.message(),
             "prepare dynamic resources: NodePrepareResources: rpc error: code = Unavailable desc "
             "= gone");
-  EXPECT_THAT(m->ClaimInfos(), IsEmpty());
+  ASSERT_EQ(m->ClaimInfos().size(), 1u);  // recorded before the call, not prepared
+  EXPECT_FALSE(m->ClaimInfos().begin()->second.prepared);
 }
 
 TEST_F(ManagerTest, DriverNotRegisteredFailsBeforeAnyCall) {
@@ -444,24 +459,31 @@ TEST_F(ManagerTest, ContainerClaimInfosOfTemplateEntries) {
   EXPECT_THAT(*m->ContainerClaimInfos(pod, "a"), IsEmpty());
 }
 
-// ENOSPC on the checkpoint write: the prepare fails with the kubelet's
-// context and the cache keeps the previous state, as does the file.
-TEST_F(ManagerTest, FailedCheckpointWriteLeavesNothingRecorded) {
+// ENOSPC on the checkpoint write before the driver is called: the prepare
+// fails with the kubelet's text for that write and calls no driver; as the
+// kubelet's, the cache keeps the claim in memory (not prepared) and the file
+// is not written. A failed write after a successful unprepare likewise
+// leaves the claim deleted in memory and in the file.
+TEST_F(ManagerTest, FailedCheckpointWriteKeepsTheChangeInMemoryOnly) {
   fs::FaultInjectingFs faults;
   Manager m(&drivers_, ManagerOptions{dir_.path(), 37, false, &faults});
   SetUpOracleClaim();
   faults.Fail(fs::FaultInjectingFs::Op::kAppend, ENOSPC);
   absl::Status s = m.PrepareResources(pod_, {claim_});
   EXPECT_THAT(std::string(s.message()),
-              ::testing::StartsWith("prepare dynamic resources: checkpoint ResourceClaim state: "));
-  EXPECT_THAT(m.ClaimInfos(), IsEmpty());
+              ::testing::StartsWith("prepare dynamic resources: checkpoint ResourceClaim cache: "));
+  EXPECT_TRUE(drivers_.calls.empty());
+  ASSERT_EQ(m.ClaimInfos().size(), 1u);
+  EXPECT_FALSE(m.ClaimInfos().begin()->second.prepared);
   EXPECT_FALSE(CheckpointExists());
 
   ASSERT_OK(m.PrepareResources(pod_, {claim_}));
-  EXPECT_EQ(drivers_.calls.size(), 2u);
+  EXPECT_EQ(drivers_.calls.size(), 1u);
   faults.Fail(fs::FaultInjectingFs::Op::kRename, EIO);
-  EXPECT_FALSE(m.UnprepareResources(pod_).ok());
-  EXPECT_EQ(m.ClaimInfos().size(), 1u);
+  absl::Status u = m.UnprepareResources(pod_);
+  EXPECT_THAT(std::string(u.message()),
+              ::testing::StartsWith("unprepare dynamic resources: checkpoint ResourceClaim state: "));
+  EXPECT_THAT(m.ClaimInfos(), IsEmpty());
   EXPECT_EQ(CheckpointBytes(), Golden("oracle-1.37-two-devices.json"));
 }
 

@@ -7,16 +7,22 @@
 // checks, not only the parser. A call may also fail as a whole (a gRPC status).
 // Properties, after every step:
 //  - no crash, no hang, no leak;
-//  - a failed PrepareResources or UnprepareResources changes nothing in the claim-info cache;
+//  - a failed PrepareResources removes no claim, no pod of a claim and prepares nothing (as the
+//    kubelet, it may leave the pod's claims added, not prepared); a failed UnprepareResources
+//    removes no claim and changes no claim's prepared flag (it may drop the pod from claims that
+//    other pods still hold);
+//  - after a successful one, the cache and the checkpoint file hold the same claims (UIDs, pods,
+//    device counts per driver);
 //  - the checkpoint written is readable: a new manager on the same directory starts and restores
-//    the same claims (UIDs, pods, device counts per driver), every one not prepared — whatever
-//    bytes the driver put in the device names and CDI IDs (control bytes, invalid UTF-8);
+//    the claims of the file, every one not prepared — whatever bytes the driver put in the
+//    device names and CDI IDs (control bytes, invalid UTF-8);
 //  - the CDI IDs of a container come from devices of the pod's claims.
 // The checkpoint goes through the filesystem seam (ManagerOptions::filesystem) to an in-memory
 // filesystem (common/memory_fs.h), new for each input and shared by the manager and every
 // manager restarted after it: the same bytes, the same atomic write and rename, no disk I/O
 // and no state left between inputs.
 // See docs/dra.md and docs/reliability.md ("Fuzzing").
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -27,7 +33,9 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "checkpoint/file_store.h"
 #include "common/memory_fs.h"
+#include "dra/checkpoint.h"
 #include "dra/dra_client.h"
 #include "dra/handler_driver_calls.h"
 #include "dra/manager.h"
@@ -210,6 +218,43 @@ Restorable Summary(const std::map<std::string, dra::ClaimInfo>& cache) {
   return out;
 }
 
+Restorable Summary(const dra::ClaimInfoStateList& list) {
+  std::map<std::string, dra::ClaimInfo> cache;
+  if (list) {
+    for (const dra::ClaimInfoState& state : *list) cache[state.claim_uid].state = state;
+  }
+  return Summary(cache);
+}
+
+// The claims of the checkpoint file as it is now.
+Restorable OnDisk(devmgr::fs::MemoryFilesystem& disk, int minor) {
+  const devmgr::checkpoint::FileStore store(kDir, true, &disk);
+  absl::StatusOr<dra::CheckpointData> data = dra::ReadAndVerify(store, dra::LayoutForMinor(minor));
+  FUZZ_CHECK(data.ok(), "the checkpoint the manager wrote does not read back");
+  return Summary(data->claim_info_state_list);
+}
+
+// A failed prepare (grows) or unprepare (shrinks) may change only the pods of the claims.
+void CheckFailed(const std::map<std::string, dra::ClaimInfo>& before,
+                 const std::map<std::string, dra::ClaimInfo>& after, bool prepare) {
+  for (const auto& [uid, info] : before) {
+    auto it = after.find(uid);
+    FUZZ_CHECK(it != after.end(), "a failed call removed a claim");
+    FUZZ_CHECK(it->second.prepared == info.prepared, "a failed call changed a prepared flag");
+    const std::set<std::string> none;
+    const std::set<std::string>& was = info.state.pod_uids ? *info.state.pod_uids : none;
+    const std::set<std::string>& now = it->second.state.pod_uids ? *it->second.state.pod_uids : none;
+    const bool kept = prepare ? std::includes(now.begin(), now.end(), was.begin(), was.end())
+                              : std::includes(was.begin(), was.end(), now.begin(), now.end());
+    FUZZ_CHECK(kept, "a failed call changed a claim's pods the wrong way");
+  }
+  for (const auto& [uid, info] : after) {
+    if (before.count(uid) == 0) {
+      FUZZ_CHECK(prepare && !info.prepared, "a failed call added a prepared claim");
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -242,12 +287,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     switch (op % 4) {
       case 0:
         if (!m->PrepareResources(world.pods[p], world.claims[p]).ok()) {
-          FUZZ_CHECK(m->ClaimInfos() == before, "a failed prepare changed the claim-info cache");
+          CheckFailed(before, m->ClaimInfos(), /*prepare=*/true);
+        } else {
+          FUZZ_CHECK(Summary(m->ClaimInfos()) == OnDisk(disk, minor),
+                     "after a prepare the cache and the checkpoint differ");
         }
         break;
       case 1:
         if (!m->UnprepareResources(world.pods[p]).ok()) {
-          FUZZ_CHECK(m->ClaimInfos() == before, "a failed unprepare changed the claim-info cache");
+          CheckFailed(before, m->ClaimInfos(), /*prepare=*/false);
+        } else {
+          FUZZ_CHECK(Summary(m->ClaimInfos()) == OnDisk(disk, minor),
+                     "after an unprepare the cache and the checkpoint differ");
         }
         break;
       case 2: {  // the containers' CDI IDs come from the pod's claims' devices
@@ -268,10 +319,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
       case 3: {  // a kubelet restart
+        const Restorable written = OnDisk(disk, minor);
         m.reset();
         m = std::make_unique<dra::Manager>(&drivers, mopts);
         FUZZ_CHECK(m->Start().ok(), "the checkpoint the manager wrote does not restore");
-        FUZZ_CHECK(Summary(m->ClaimInfos()) == Summary(before), "a restart lost or changed claims");
+        FUZZ_CHECK(Summary(m->ClaimInfos()) == written, "a restart lost or changed claims");
         for (const auto& [uid, info] : m->ClaimInfos()) {
           FUZZ_CHECK(!info.prepared, "a restored claim is prepared");
         }

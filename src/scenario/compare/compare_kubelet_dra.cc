@@ -12,6 +12,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "apiserver/faults.h"
 #include "apiserver/resource_type.h"
 #include "apiserver/server.h"
 #include "common/clock.h"
@@ -105,6 +106,11 @@ class DraOracleSide final : public StepBackend {
       return EnvError(std::string(s.message()));
     }
     if (absl::Status s = apiserver::WriteKubeconfig(env_.kubeconfig, *url); !s.ok()) {
+      return EnvError(std::string(s.message()));
+    }
+    // The scenario's API faults, as on devmgr's side: its drivers meet the
+    // same failures.
+    if (absl::Status s = apiserver::AddFaultSpecs(api_->faults(), sc_.api_faults); !s.ok()) {
       return EnvError(std::string(s.message()));
     }
     for (const PluginSpec& p : sc_.plugins) {
@@ -410,6 +416,9 @@ class DraOracleSide final : public StepBackend {
     }
     // Claims as devmgr's side has them after the step (same UIDs).
     return SyncClaims();
+  }
+  absl::Status InjectApiFaults(const std::vector<std::string>& specs) override {
+    return apiserver::AddFaultSpecs(api_->faults(), specs);
   }
   absl::Status DeleteObject(const std::string& kind, const std::string& ns,
                             const std::string& name) override {
