@@ -481,8 +481,9 @@ TEST_F(ManagerTest, FailedCheckpointWriteKeepsTheChangeInMemoryOnly) {
   EXPECT_EQ(drivers_.calls.size(), 1u);
   faults.Fail(fs::FaultInjectingFs::Op::kRename, EIO);
   absl::Status u = m.UnprepareResources(pod_);
-  EXPECT_THAT(std::string(u.message()),
-              ::testing::StartsWith("unprepare dynamic resources: checkpoint ResourceClaim state: "));
+  EXPECT_THAT(
+      std::string(u.message()),
+      ::testing::StartsWith("unprepare dynamic resources: checkpoint ResourceClaim state: "));
   EXPECT_THAT(m.ClaimInfos(), IsEmpty());
   EXPECT_EQ(CheckpointBytes(), Golden("oracle-1.37-two-devices.json"));
 }

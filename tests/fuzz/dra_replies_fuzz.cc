@@ -32,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "common/logging.h"
 #include "checkpoint/file_store.h"
+#include "common/logging.h"
 #include "common/memory_fs.h"
 #include "dra/checkpoint.h"
 #include "dra/dra_client.h"
@@ -243,7 +243,8 @@ void CheckFailed(const std::map<std::string, dra::ClaimInfo>& before,
     FUZZ_CHECK(it->second.prepared == info.prepared, "a failed call changed a prepared flag");
     const std::set<std::string> none;
     const std::set<std::string>& was = info.state.pod_uids ? *info.state.pod_uids : none;
-    const std::set<std::string>& now = it->second.state.pod_uids ? *it->second.state.pod_uids : none;
+    const std::set<std::string>& now =
+        it->second.state.pod_uids ? *it->second.state.pod_uids : none;
     const bool kept = prepare ? std::includes(now.begin(), now.end(), was.begin(), was.end())
                               : std::includes(was.begin(), was.end(), now.begin(), now.end());
     FUZZ_CHECK(kept, "a failed call changed a claim's pods the wrong way");
