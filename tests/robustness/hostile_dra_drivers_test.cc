@@ -2,9 +2,9 @@
 // that hangs past the call timeout, a driver that dies in the middle of a call, an answer for a
 // claim that was never asked, and an answer over the 4 MiB a gRPC client receives. Each time:
 // the node stays up, the pod stays Pending with the kubelet's FailedPrepareDynamicResources and
-// the call's error, dra_manager_state stays a valid checkpoint that holds no trace of the failed
-// prepare, and once the driver behaves the pod's retry prepares the claim and its container gets
-// the driver's CDI IDs.
+// the call's error, dra_manager_state stays a valid checkpoint that holds the pod's claim as the
+// kubelet records it before calling the driver (no devices), and once the driver behaves the pod's
+// retry prepares the claim and its container gets the driver's CDI IDs.
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -120,8 +120,10 @@ class HostileDraDriverTest : public testing::Test {
     EXPECT_THAT(rec->message, HasSubstr(error));
   }
 
-  // dra_manager_state is a checkpoint the kubelet reads, with `claims` entries.
-  void ExpectCheckpointWith(size_t claims) {
+  // dra_manager_state is a checkpoint the kubelet reads, with `claims` entries; with
+  // `devices` false, none has a device (a claim recorded before its failed prepare, as the
+  // kubelet checkpoints each claim before it calls the drivers).
+  void ExpectCheckpointWith(size_t claims, bool devices = true) {
     std::ifstream in(dir_.Join(dra::kCheckpointName), std::ios::binary);
     std::stringstream bytes;
     bytes << in.rdbuf();
@@ -129,6 +131,12 @@ class HostileDraDriverTest : public testing::Test {
     ASSERT_TRUE(v.valid) << v.error << v.data_error << "\n" << bytes.str();
     const auto& list = v.data->claim_info_state_list;
     EXPECT_EQ(list ? list->size() : 0u, claims) << bytes.str();
+    if (devices || !list) return;
+    for (const dra::ClaimInfoState& c : *list) {
+      for (const auto& [driver, ds] : *c.driver_state) {
+        EXPECT_FALSE(ds.devices.has_value()) << driver << ": " << bytes.str();
+      }
+    }
   }
 
   // The driver behaves again: the pod's retry prepares the claim.
@@ -167,7 +175,7 @@ TEST_F(HostileDraDriverTest, APrepareThatHangsPastTheTimeout) {
   ExpectPendingWith(AddPod(),
                     "NodePrepareResources: rpc error: code = DeadlineExceeded desc = "
                     "context deadline exceeded");
-  ExpectCheckpointWith(0);
+  ExpectCheckpointWith(1, /*devices=*/false);
   release->Notify();
   ExpectTheRetryPrepares();
 }
@@ -180,7 +188,7 @@ TEST_F(HostileDraDriverTest, AnAnswerForAClaimNeverAsked) {
   ExpectPendingWith(AddPod(),
                     "NodePrepareResources returned result for unknown claim UID "
                     "never-asked");
-  ExpectCheckpointWith(0);
+  ExpectCheckpointWith(1, /*devices=*/false);
   ExpectTheRetryPrepares();
 }
 
@@ -196,7 +204,7 @@ TEST_F(HostileDraDriverTest, AnAnswerOverTheReceiveLimit) {
   ExpectPendingWith(AddPod(),
                     "NodePrepareResources: rpc error: code = ResourceExhausted desc = grpc: "
                     "received message larger than max (");
-  ExpectCheckpointWith(0);
+  ExpectCheckpointWith(1, /*devices=*/false);
   ExpectTheRetryPrepares();
 }
 
@@ -221,7 +229,7 @@ TEST_F(HostileDraDriverTest, ADriverThatDiesInTheMiddleOfACall) {
   stop.join();
   ExpectPendingWith(rec, "NodePrepareResources: rpc error: code = ");
   EXPECT_THAT(rec->message, ::testing::Not(HasSubstr("DeadlineExceeded")));
-  ExpectCheckpointWith(0);
+  ExpectCheckpointWith(1, /*devices=*/false);
   // It comes back on the same socket: the node reconnects, and the retry prepares.
   ASSERT_TRUE(driver_.Start());
   ASSERT_TRUE(node_->dra_handler()->WaitForConnection(kDriver, driver_.path(), true, kWait));
