@@ -17,11 +17,13 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "checkpoint/checkpoint.h"
+#include "common/status_util.h"
 #include "fmt/format.h"
 #include "kubelet/feature_gates.h"
 #include "scenario/compare/compare_kubelet_dra.h"
 #include "scenario/compare/compare_kubelet_oracle.h"
 #include "scenario/compare/compare_kubelet_snapshot.h"
+#include "scenario/compare/stepwise_comparison.h"
 #include "scenario/expect/expectations.h"
 #include "scenario/run/plugin_host.h"
 #include "scenario/run/run_context.h"
@@ -57,8 +59,6 @@ std::string ReadFileOr(const std::string& path, bool* exists) {
   ss << in.rdbuf();
   return ss.str();
 }
-
-std::string Secs(absl::Duration d) { return fmt::format("{:.2f}s", absl::ToDoubleSeconds(d)); }
 
 // Why the oracle refuses stop_kubelet and start_kubelet.
 constexpr char kNoStoppedKubelet[] =
@@ -653,85 +653,24 @@ class OracleSide final : public StepBackend {
 
 // ---- the comparison --------------------------------------------------------
 
-class Comparison {
+class Comparison final : public StepwiseComparison {
  public:
   Comparison(const Scenario& sc, const CompareOptions& opts, const ScenarioResult& devmgr,
              const std::map<int, Json>& snaps)
-      : sc_(sc), opts_(opts), devmgr_(devmgr), snaps_(snaps), oracle_(sc, opts) {}
-
-  ScenarioResult Go(const std::string& display) {
-    const absl::Time t0 = absl::Now();
-    result_.file = sc_.file;
-    result_.kubelet_version = opts_.version;
-    Print(fmt::format("=== COMPARE {} with the real kubelet {}\n", display, opts_.version));
-    std::string ended;
-    StepResult setup;
-    setup.index = 0;
-    setup.kind = "setup";
-    setup.description = "start the kubelet-oracle and plugins";
-    setup.loc = Location{sc_.file, 0, 0};
-    absl::Status s = oracle_.Setup();
-    result_.name = display + " vs kubelet " +
-                   (oracle_.kubernetes().empty() ? opts_.version : oracle_.kubernetes());
-    if (s.ok()) s = CompareGates(&setup);
-    if (s.ok()) s = CompareStep(0, setup.loc, &setup);
-    if (!s.ok()) {
-      setup.outcome = Outcome::kError;
-      setup.message = std::string(s.message());
-      ended = "the oracle's side failed: " + setup.message;
-    }
-    Finish(&setup);
-    for (size_t i = 0; i < sc_.steps.size(); ++i) {
-      const Step& st = sc_.steps[i];
-      const int index = static_cast<int>(i + 1);
-      StepResult r;
-      r.index = index;
-      r.kind = StepKindName(st.kind);
-      r.loc = st.loc;
-      r.description = st.name.empty() ? DescribeStep(st) : st.name;
-      const StepResult* d = DevmgrStep(index);
-      if (!ended.empty()) {
-        r.outcome = Outcome::kSkipped;
-        r.message = "not compared: " + ended;
-      } else if (d == nullptr || d->outcome == Outcome::kFailed || d->outcome == Outcome::kError) {
-        ended = fmt::format("devmgr's run {} at step {}", d == nullptr ? "ended" : "failed", index);
-        r.outcome = Outcome::kSkipped;
-        r.message = "not compared: " + ended;
-      } else if (d->outcome == Outcome::kSkipped) {
-        r.outcome = Outcome::kSkipped;
-        r.message = d->message.empty() ? "skipped on devmgr's side" : d->message;
-      } else {
-        RunStep(st, index, &r, &ended);
-      }
-      Finish(&r);
-    }
-    oracle_.Teardown();
-    if (result_.outcome == Outcome::kPassed && !ended.empty()) {
-      result_.message = "compared until: " + ended;
-    }
-    result_.duration = absl::Now() - t0;
-    const char* verdict = result_.outcome == Outcome::kPassed  ? "SAME"
-                          : result_.outcome == Outcome::kError ? "ERROR"
-                                                               : "DIFFERENT";
-    Print(fmt::format("--- {} {} ({})\n", verdict, result_.name, Secs(result_.duration)));
-    return std::move(result_);
-  }
+      : StepwiseComparison(sc, opts, devmgr), snaps_(snaps), oracle_(sc, opts) {}
 
  private:
-  void Print(const std::string& s) {
-    if (opts_.runner.out == nullptr) return;
-    *opts_.runner.out << s;
-    opts_.runner.out->flush();
+  std::string HeaderSuffix() const override { return ""; }
+  std::string SetupDescription() const override { return "start the kubelet-oracle and plugins"; }
+  absl::Status Setup(StepResult* setup) override {
+    DEVMGR_RETURN_IF_ERROR(oracle_.Setup());
+    DEVMGR_RETURN_IF_ERROR(CompareGates(setup));
+    return CompareStep(0, setup->loc, setup);
   }
+  std::string Release() const override { return oracle_.kubernetes(); }
+  void Teardown() override { oracle_.Teardown(); }
 
-  const StepResult* DevmgrStep(int index) const {
-    for (const StepResult& r : devmgr_.steps) {
-      if (r.index == index) return &r;
-    }
-    return nullptr;
-  }
-
-  void RunStep(const Step& st, int index, StepResult* r, std::string* ended) {
+  void RunStep(const Step& st, int index, StepResult* r, std::string* ended) override {
     const auto snap = snaps_.find(index);
     if (snap == snaps_.end()) {
       *ended = fmt::format("no observation of devmgr after step {}", index);
@@ -861,41 +800,6 @@ class Comparison {
     return absl::OkStatus();
   }
 
-  void Finish(StepResult* r) {
-    std::string line = fmt::format("  [{}] {} ", r->index, r->description);
-    switch (r->outcome) {
-      case Outcome::kPassed:
-        line += "... same";
-        break;
-      case Outcome::kFailed:
-        line += "... DIFFERENT";
-        break;
-      case Outcome::kSkipped:
-        line += "-- " + r->message;
-        break;
-      case Outcome::kError:
-        line += "... ERROR: " + r->message;
-        break;
-    }
-    Print(line + "\n");
-    for (const std::string& n : r->notes) {
-      if (n != r->message) Print(fmt::format("        {}\n", n));
-    }
-    for (const Failure& f : r->failures) {
-      Print(fmt::format("      {}\n        kubelet: {}\n        devmgr:  {}\n", f.what, f.expected,
-                        f.actual));
-    }
-    if ((r->outcome == Outcome::kFailed || r->outcome == Outcome::kError) &&
-        result_.outcome == Outcome::kPassed) {
-      result_.outcome = r->outcome;
-      result_.message = fmt::format("step {} ({}): {}", r->index, r->description, r->message);
-    }
-    result_.steps.push_back(std::move(*r));
-  }
-
-  const Scenario& sc_;
-  const CompareOptions& opts_;
-  const ScenarioResult& devmgr_;
   const std::map<int, Json>& snaps_;
   OracleSide oracle_;
   compare::Pairing pairing_;

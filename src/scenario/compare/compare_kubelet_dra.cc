@@ -16,9 +16,11 @@
 #include "apiserver/resource_type.h"
 #include "apiserver/server.h"
 #include "common/clock.h"
+#include "common/status_util.h"
 #include "fmt/format.h"
 #include "scenario/compare/compare_kubelet_oracle.h"
 #include "scenario/compare/compare_kubelet_snapshot.h"
+#include "scenario/compare/stepwise_comparison.h"
 #include "scenario/run/plugin_host.h"
 #include "scenario/run/run_context.h"
 #include "scenario/steps/step_backend.h"
@@ -39,8 +41,6 @@ int Minor(const std::string& version) {
   const size_t dot = version.find('.');
   return dot == std::string::npos ? 0 : std::atoi(version.c_str() + dot + 1);
 }
-
-std::string Secs(absl::Duration d) { return fmt::format("{:.2f}s", absl::ToDoubleSeconds(d)); }
 
 const apiserver::ResourceType* DraType(const std::string& kind) {
   for (const apiserver::ResourceType* t :
@@ -738,84 +738,25 @@ class DraOracleSide final : public StepBackend {
 
 // ---- the comparison --------------------------------------------------------
 
-class DraComparison {
+class DraComparison final : public StepwiseComparison {
  public:
   DraComparison(const Scenario& sc, const CompareOptions& opts, const ScenarioResult& devmgr,
                 const std::map<int, DraObservation>& obs)
-      : sc_(sc), opts_(opts), devmgr_(devmgr), obs_(obs), oracle_(sc, opts) {}
-
-  ScenarioResult Go(const std::string& display) {
-    const absl::Time t0 = absl::Now();
-    result_.file = sc_.file;
-    result_.kubelet_version = opts_.version;
-    Print(fmt::format("=== COMPARE {} with the real kubelet {} (DRA)\n", display, opts_.version));
-    std::string ended;
-    StepResult setup;
-    setup.index = 0;
-    setup.kind = "setup";
-    setup.description = "start the kubelet-oracle's DRA manager, the API endpoint and drivers";
-    setup.loc = Location{sc_.file, 0, 0};
-    absl::Status s = oracle_.Setup();
-    result_.name = display + " vs kubelet " +
-                   (oracle_.kubernetes().empty() ? opts_.version : oracle_.kubernetes());
-    if (s.ok()) s = CompareStep(0, setup.loc, &setup);
-    if (!s.ok()) {
-      setup.outcome = Outcome::kError;
-      setup.message = std::string(s.message());
-      ended = "the oracle's side failed: " + setup.message;
-    }
-    Finish(&setup);
-    for (size_t i = 0; i < sc_.steps.size(); ++i) {
-      const Step& st = sc_.steps[i];
-      const int index = static_cast<int>(i + 1);
-      StepResult r;
-      r.index = index;
-      r.kind = StepKindName(st.kind);
-      r.loc = st.loc;
-      r.description = st.name.empty() ? DescribeStep(st) : st.name;
-      const StepResult* d = DevmgrStep(index);
-      if (!ended.empty()) {
-        r.outcome = Outcome::kSkipped;
-        r.message = "not compared: " + ended;
-      } else if (d == nullptr || d->outcome == Outcome::kFailed || d->outcome == Outcome::kError) {
-        ended = fmt::format("devmgr's run {} at step {}", d == nullptr ? "ended" : "failed", index);
-        r.outcome = Outcome::kSkipped;
-        r.message = "not compared: " + ended;
-      } else if (d->outcome == Outcome::kSkipped) {
-        r.outcome = Outcome::kSkipped;
-        r.message = d->message.empty() ? "skipped on devmgr's side" : d->message;
-      } else {
-        RunStep(st, index, &r, &ended);
-      }
-      Finish(&r);
-    }
-    oracle_.Teardown();
-    if (result_.outcome == Outcome::kPassed && !ended.empty()) {
-      result_.message = "compared until: " + ended;
-    }
-    result_.duration = absl::Now() - t0;
-    const char* verdict = result_.outcome == Outcome::kPassed  ? "SAME"
-                          : result_.outcome == Outcome::kError ? "ERROR"
-                                                               : "DIFFERENT";
-    Print(fmt::format("--- {} {} ({})\n", verdict, result_.name, Secs(result_.duration)));
-    return std::move(result_);
-  }
+      : StepwiseComparison(sc, opts, devmgr), obs_(obs), oracle_(sc, opts) {}
 
  private:
-  void Print(const std::string& s) {
-    if (opts_.runner.out == nullptr) return;
-    *opts_.runner.out << s;
-    opts_.runner.out->flush();
+  std::string HeaderSuffix() const override { return " (DRA)"; }
+  std::string SetupDescription() const override {
+    return "start the kubelet-oracle's DRA manager, the API endpoint and drivers";
   }
-
-  const StepResult* DevmgrStep(int index) const {
-    for (const StepResult& r : devmgr_.steps) {
-      if (r.index == index) return &r;
-    }
-    return nullptr;
+  absl::Status Setup(StepResult* setup) override {
+    DEVMGR_RETURN_IF_ERROR(oracle_.Setup());
+    return CompareStep(0, setup->loc, setup);
   }
+  std::string Release() const override { return oracle_.kubernetes(); }
+  void Teardown() override { oracle_.Teardown(); }
 
-  void RunStep(const Step& st, int index, StepResult* r, std::string* ended) {
+  void RunStep(const Step& st, int index, StepResult* r, std::string* ended) override {
     const auto ob = obs_.find(index);
     if (ob == obs_.end()) {
       *ended = fmt::format("no observation of devmgr after step {}", index);
@@ -925,41 +866,6 @@ class DraComparison {
     return absl::OkStatus();
   }
 
-  void Finish(StepResult* r) {
-    std::string line = fmt::format("  [{}] {} ", r->index, r->description);
-    switch (r->outcome) {
-      case Outcome::kPassed:
-        line += "... same";
-        break;
-      case Outcome::kFailed:
-        line += "... DIFFERENT";
-        break;
-      case Outcome::kSkipped:
-        line += "-- " + r->message;
-        break;
-      case Outcome::kError:
-        line += "... ERROR: " + r->message;
-        break;
-    }
-    Print(line + "\n");
-    for (const std::string& n : r->notes) {
-      if (n != r->message) Print(fmt::format("        {}\n", n));
-    }
-    for (const Failure& f : r->failures) {
-      Print(fmt::format("      {}\n        kubelet: {}\n        devmgr:  {}\n", f.what, f.expected,
-                        f.actual));
-    }
-    if ((r->outcome == Outcome::kFailed || r->outcome == Outcome::kError) &&
-        result_.outcome == Outcome::kPassed) {
-      result_.outcome = r->outcome;
-      result_.message = fmt::format("step {} ({}): {}", r->index, r->description, r->message);
-    }
-    result_.steps.push_back(std::move(*r));
-  }
-
-  const Scenario& sc_;
-  const CompareOptions& opts_;
-  const ScenarioResult& devmgr_;
   const std::map<int, DraObservation>& obs_;
   DraOracleSide oracle_;
   ScenarioResult result_;
